@@ -1,0 +1,134 @@
+#include "common/layout.h"
+
+#include <unordered_set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace rog {
+namespace {
+
+constexpr uint64_t kFnvOffset = 1469598103934665603ull;
+constexpr uint64_t kFnvPrime = 1099511628211ull;
+
+void HashBytes(uint64_t* h, const void* data, size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) {
+    *h ^= p[i];
+    *h *= kFnvPrime;
+  }
+}
+
+// Integers are hashed as 8 little-endian bytes, whatever the host's order.
+void HashU64(uint64_t* h, uint64_t v) {
+  unsigned char b[8];
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<unsigned char>(v >> (8 * i));
+  HashBytes(h, b, 8);
+}
+
+}  // namespace
+
+bool IsSplit(const std::vector<int64_t>& shape, uint64_t min_split_numel) {
+  if (shape.size() < 2) return false;
+  uint64_t numel = 1;
+  for (int64_t d : shape) numel *= static_cast<uint64_t>(d);
+  return numel >= min_split_numel;
+}
+
+absl::StatusOr<Layout> Layout::Create(std::vector<TensorSpec> tensors, uint64_t min_split_numel) {
+  if (tensors.empty()) {
+    return absl::InvalidArgumentError("layout has no tensors: register at least one parameter");
+  }
+  if (min_split_numel == 0) {
+    return absl::InvalidArgumentError("min_split_numel must be at least 1");
+  }
+  Layout layout;
+  layout.min_split_numel_ = min_split_numel;
+  std::unordered_set<std::string> names;
+  uint64_t h = kFnvOffset;
+  HashU64(&h, min_split_numel);
+  HashU64(&h, tensors.size());
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const TensorSpec& spec = tensors[t];
+    if (spec.name.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor #", t, " has an empty name"));
+    }
+    if (spec.name.size() > kMaxNameLength) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor #", t, " has a name of ",
+                                                     spec.name.size(), " characters; at most ",
+                                                     kMaxNameLength, " are allowed"));
+    }
+    if (!names.insert(spec.name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor name '", spec.name, "' appears twice; names must be unique"));
+    }
+    uint64_t numel = 1;
+    for (int64_t d : spec.shape) {
+      if (d < 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("tensor '", spec.name, "' has shape [", absl::StrJoin(spec.shape, ", "),
+                         "]; every dimension must be at least 1"));
+      }
+      if (numel > kMaxRowNumel * kMaxRows / static_cast<uint64_t>(d)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("tensor '", spec.name, "' is too large"));
+      }
+      numel *= static_cast<uint64_t>(d);
+    }
+    const bool split = IsSplit(spec.shape, min_split_numel);
+    const uint64_t rows = split ? static_cast<uint64_t>(spec.shape[0]) : 1;
+    const uint64_t row_numel = numel / rows;
+    if (row_numel > kMaxRowNumel) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", spec.name, "' has rows of ", row_numel,
+                       " elements; at most ", kMaxRowNumel, " are supported"));
+    }
+    if (layout.rows_.size() + rows > kMaxRows) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the model has more than ", kMaxRows, " rows"));
+    }
+    layout.tensor_first_row_.push_back(static_cast<RowId>(layout.rows_.size()));
+    layout.tensor_numel_.push_back(numel);
+    for (uint64_t r = 0; r < rows; ++r) {
+      layout.rows_.push_back(RowInfo{static_cast<uint32_t>(t), static_cast<uint32_t>(r),
+                                     layout.total_numel_ + r * row_numel,
+                                     static_cast<uint32_t>(row_numel)});
+    }
+    layout.max_row_numel_ = std::max<uint32_t>(layout.max_row_numel_, row_numel);
+    layout.total_numel_ += numel;
+    HashU64(&h, spec.name.size());
+    HashBytes(&h, spec.name.data(), spec.name.size());
+    HashU64(&h, spec.shape.size());
+    for (int64_t d : spec.shape) HashU64(&h, static_cast<uint64_t>(d));
+  }
+  layout.fingerprint_ = h;
+  layout.tensors_ = std::move(tensors);
+  return layout;
+}
+
+uint32_t Layout::tensor_rows(size_t tensor) const {
+  const RowId end = tensor + 1 < tensors_.size() ? tensor_first_row_[tensor + 1]
+                                                 : static_cast<RowId>(rows_.size());
+  return end - tensor_first_row_[tensor];
+}
+
+absl::StatusOr<size_t> Layout::FindTensor(absl::string_view name) const {
+  for (size_t t = 0; t < tensors_.size(); ++t) {
+    if (tensors_[t].name == name) return t;
+  }
+  std::vector<std::string> known;
+  for (size_t t = 0; t < tensors_.size() && t < 8; ++t) known.push_back(tensors_[t].name);
+  return absl::NotFoundError(absl::StrCat("no tensor named '", name, "'; the model has ",
+                                          tensors_.size(), " tensors: ",
+                                          absl::StrJoin(known, ", "),
+                                          tensors_.size() > 8 ? ", ..." : ""));
+}
+
+std::string Layout::RowName(RowId id) const {
+  const RowInfo& r = rows_[id];
+  const TensorSpec& t = tensors_[r.tensor];
+  if (tensor_rows(r.tensor) == 1) return t.name;
+  return absl::StrCat(t.name, "[", r.index_in_tensor, "]");
+}
+
+}  // namespace rog

@@ -1,0 +1,72 @@
+// The parameter server's model state (DESIGN.md "State"): the global rows,
+// version storage, and for every worker a copy: the pending update of each
+// row (other workers' updates the worker has not received yet) and the
+// versions its replica holds. Pure logic: rogd and the simulator both drive
+// it; neither sockets nor clocks enter here.
+//
+// Not thread-safe: callers serialise access (rogd per row stripe).
+#ifndef ROG_COMMON_SERVER_STATE_H_
+#define ROG_COMMON_SERVER_STATE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "common/codec.h"
+#include "common/layout.h"
+#include "common/version_store.h"
+
+namespace rog {
+
+class ServerState {
+ public:
+  // REQUIRES: initial.size() == layout.total_numel(), num_workers >= 1.
+  ServerState(Layout layout, std::vector<float> initial, size_t num_workers);
+
+  ServerState(const ServerState&) = delete;
+  ServerState& operator=(const ServerState&) = delete;
+
+  const Layout& layout() const { return layout_; }
+  size_t num_workers() const { return copy_versions_.size(); }
+  const std::vector<float>& global() const { return global_; }
+  absl::Span<const float> global_row(RowId row) const;
+  // v[row][worker]: iterations of each worker folded into the global rows.
+  const VersionStore& versions() const { return versions_; }
+  // What worker w's replica holds, row by row, of every worker's updates.
+  const VersionStore& copy_versions(size_t w) const { return copy_versions_[w]; }
+  absl::Span<const float> pending(size_t w, RowId row) const;
+
+  // Folds worker w's decoded update of `row`, covering `count` iterations,
+  // into the global row, the versions and every other worker's pending copy.
+  // REQUIRES: update.size() == the row's numel; values finite (validated by
+  // the caller, which decoded them).
+  void Fold(size_t w, RowId row, absl::Span<const float> update, uint32_t count);
+
+  // Whether worker w's copy of `row` lacks some other worker's folded update.
+  bool HasPending(size_t w, RowId row) const;
+  // Mean |pending update| of w's copy of `row`.
+  double PendingMagnitude(size_t w, RowId row) const;
+
+  // Sends w its pending update of `row`: encodes it with `codec` (appending
+  // to *payload), keeps what the codec could not carry as the residual, and
+  // records that w's copy now holds the row's current versions. `decoded`
+  // (the row's size) receives what w will apply. Returns the iterations of
+  // other workers newly included.
+  uint64_t TakeDownlink(size_t w, RowId row, Codec codec, std::string* payload,
+                        absl::Span<float> decoded);
+
+  // Bytes of per-worker copies (pending updates) held.
+  uint64_t copy_bytes() const;
+
+ private:
+  Layout layout_;
+  std::vector<float> global_;
+  VersionStore versions_;
+  std::vector<std::vector<float>> pending_;     // per worker, the flattened model
+  std::vector<VersionStore> copy_versions_;     // per worker
+};
+
+}  // namespace rog
+
+#endif  // ROG_COMMON_SERVER_STATE_H_

@@ -1,0 +1,776 @@
+#include "common/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <queue>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "common/goodput.h"
+#include "common/mta.h"
+#include "common/row_index.h"
+#include "common/selection.h"
+#include "common/server_state.h"
+#include "common/worker_state.h"
+
+namespace rog {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// SplitMix64: the same sequence on every platform and standard library.
+uint64_t Mix(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(Mix(seed)) {}
+  uint64_t Next() { return s_ = Mix(s_); }
+  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+
+ private:
+  uint64_t s_;
+};
+
+// A seed for (run seed, worker, iteration, purpose): every policy sees the
+// same compute times and updates for the same worker and iteration.
+uint64_t SeedFor(uint64_t seed, size_t worker, uint64_t iteration, uint64_t purpose) {
+  return Mix(Mix(Mix(seed ^ (purpose << 56)) ^ worker) ^ iteration);
+}
+
+enum class EventType { kComputeDone, kUplinkArrive, kDownlinkArrive, kWindowEnd, kEnd };
+
+struct Event {
+  double time;
+  uint64_t seq;
+  EventType type;
+  size_t worker;
+  uint64_t batch;
+};
+
+struct EventLater {
+  bool operator()(const Event& a, const Event& b) const {
+    return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+  }
+};
+
+struct Batch {
+  std::vector<RowId> rows;
+  std::vector<uint32_t> counts;
+  std::vector<uint64_t> versions;  // downlink: the lowest other-worker version held after
+  std::vector<float> decoded;      // rows' decoded values, concatenated
+  uint64_t wire = 0;
+  uint64_t payload = 0;
+};
+
+enum class Phase { kReady, kComputing, kTransmitting, kStalled, kDone };
+
+struct SimWorker {
+  std::unique_ptr<WorkerState> state;
+  Phase phase = Phase::kReady;
+  double phase_start = 0;
+  double deadline = kInf;
+  double last_arrival = 0;
+  const Trace* trace = nullptr;
+  double compute_factor = 1;
+
+  bool up_busy = false;
+  std::vector<RowCandidate> up_plan;
+  size_t up_mandatory = 0;
+  size_t up_mta_end = 0;
+  size_t up_next = 0;
+  std::vector<RowId> forced;     // rows the server asked for (PushNow)
+  std::vector<bool> is_forced;
+
+  bool down_busy = false;
+  std::vector<RowCandidate> down_plan;
+  size_t down_mandatory = 0;
+  size_t down_mta_end = 0;
+  size_t down_next = 0;
+
+  GoodputEstimator up_goodput;
+  GoodputEstimator down_goodput;
+
+  SimWorkerReport report;
+  double staleness_sum = 0;
+  uint64_t staleness_n = 0;
+};
+
+class Simulation {
+ public:
+  Simulation(const SimConfig& config, const Layout& layout)
+      : cfg_(config), layout_(layout), bound_(EffectiveBound(config.policy, config.staleness)) {}
+
+  absl::StatusOr<SimReport> Run();
+
+ private:
+  void Schedule(double t, EventType type, size_t w, uint64_t batch = 0) {
+    events_.push(Event{t, next_seq_++, type, w, batch});
+  }
+  // Time spent in [from, now], clipped to the training time.
+  double Clipped(double from) const {
+    return std::max(0.0, std::min(now_, cfg_.seconds) - std::min(from, cfg_.seconds));
+  }
+  uint64_t RowWireBytes(RowId row) const {
+    return EncodedSize(cfg_.codec, layout_.row(row).numel) + kRowIndexEstimate;
+  }
+  uint64_t Needed(size_t w) const { return NeededVersion(workers_[w].state->clock(), bound_); }
+
+  void TryStart(size_t w);
+  void OnComputeDone(size_t w);
+  void OnUplinkArrive(size_t w, uint64_t id);
+  void OnDownlinkArrive(size_t w, uint64_t id);
+  void OnEnd();
+  void BuildPlans(size_t w);
+  void BuildDownlinkPlan(size_t w);
+  void KickUplink(size_t w);
+  void KickDownlink(size_t w);
+  void MaybeEndPhase(size_t w);
+  uint64_t MinAttachedClock() const;
+  // ROG: the worker at the slowest attached clock, which the others wait
+  // for, sends mandatory rows and its MTA share only; faster workers fill
+  // their window with speculative rows.
+  bool SpeculativeAllowed(size_t w) const {
+    return cfg_.policy != SyncPolicy::kRog || !cfg_.laggard_mta_only ||
+           workers_[w].state->clock() > MinAttachedClock();
+  }
+  void ReplanStalls();
+  void CheckBound(size_t w);
+  void Drain();
+  std::string Describe() const;
+
+  // Varint bytes of a row's id delta, count and version lag in a batch.
+  static constexpr uint64_t kRowIndexEstimate = 4;
+
+  SimConfig cfg_;
+  const Layout& layout_;
+  uint32_t bound_;
+  double mta_ = 1;
+  uint64_t model_wire_bytes_ = 0;
+  std::unique_ptr<ServerState> server_;
+  std::vector<SimWorker> workers_;
+  AttachedSet attached_;
+  std::vector<float> initial_;
+  std::vector<double> true_sum_;
+  std::vector<uint32_t> amplitude_;  // per row
+  std::priority_queue<Event, std::vector<Event>, EventLater> events_;
+  std::unordered_map<uint64_t, Batch> batches_;
+  uint64_t next_seq_ = 0;
+  uint64_t next_batch_ = 0;
+  double now_ = 0;
+  SimReport report_;
+  std::string scratch_;
+  std::vector<float> update_;
+};
+
+absl::StatusOr<SimReport> Simulation::Run() {
+  if (cfg_.workers < 1 || cfg_.workers > 64) {
+    return absl::InvalidArgumentError("workers must be between 1 and 64");
+  }
+  if (!(cfg_.seconds > 0) || !(cfg_.compute_seconds > 0) || !(cfg_.trace_scale > 0)) {
+    return absl::InvalidArgumentError("seconds, compute_seconds and trace_scale must be > 0");
+  }
+  if (cfg_.compute_jitter < 0 || cfg_.compute_jitter >= 1) {
+    return absl::InvalidArgumentError("compute_jitter must be in [0, 1)");
+  }
+  if (cfg_.batch_bytes < 64) return absl::InvalidArgumentError("batch_bytes must be >= 64");
+  if (cfg_.max_update < 1 || cfg_.max_update > 1000) {
+    return absl::InvalidArgumentError("max_update must be between 1 and 1000");
+  }
+  if (cfg_.compute_factors.empty()) cfg_.compute_factors = {1.0};
+  static const Trace kDefaultTrace = Trace::Constant(100);
+
+  const size_t n = cfg_.workers;
+  mta_ = cfg_.policy == SyncPolicy::kRog ? MinimumTransmissionAmount(cfg_.staleness) : 1.0;
+  for (RowId r = 0; r < layout_.num_rows(); ++r) model_wire_bytes_ += RowWireBytes(r);
+
+  Rng init_rng(SeedFor(cfg_.seed, 0, 0, 1));
+  initial_.resize(layout_.total_numel());
+  for (float& v : initial_) v = static_cast<float>(static_cast<int>(init_rng.Next() % 201) - 100);
+  amplitude_.resize(layout_.num_rows());
+  for (uint32_t& a : amplitude_) {
+    const double u = init_rng.Uniform();
+    a = 1 + static_cast<uint32_t>((cfg_.max_update - 1) * u * u * u);
+  }
+  true_sum_.assign(layout_.total_numel(), 0.0);
+  update_.resize(layout_.total_numel());
+  server_ = std::make_unique<ServerState>(layout_, initial_, n);
+  attached_.assign(n, true);
+  workers_.resize(n);
+  for (size_t w = 0; w < n; ++w) {
+    SimWorker& sw = workers_[w];
+    sw.state = std::make_unique<WorkerState>(layout_, initial_);
+    sw.trace = cfg_.traces.empty() ? &kDefaultTrace : &cfg_.traces[w % cfg_.traces.size()];
+    sw.compute_factor = cfg_.compute_factors[w % cfg_.compute_factors.size()];
+    sw.is_forced.assign(layout_.num_rows(), false);
+  }
+
+  Schedule(cfg_.seconds, EventType::kEnd, 0);
+  for (size_t w = 0; w < n; ++w) TryStart(w);
+  while (!events_.empty()) {
+    if (++report_.events > cfg_.max_events) {
+      return absl::InternalError(absl::StrCat("simulation exceeded ", cfg_.max_events,
+                                              " events at t=", now_, ": ", Describe()));
+    }
+    const Event e = events_.top();
+    events_.pop();
+    now_ = e.time;
+    switch (e.type) {
+      case EventType::kComputeDone:
+        OnComputeDone(e.worker);
+        break;
+      case EventType::kUplinkArrive:
+        OnUplinkArrive(e.worker, e.batch);
+        break;
+      case EventType::kDownlinkArrive:
+        OnDownlinkArrive(e.worker, e.batch);
+        break;
+      case EventType::kWindowEnd:
+        MaybeEndPhase(e.worker);
+        break;
+      case EventType::kEnd:
+        OnEnd();
+        break;
+    }
+  }
+  for (size_t w = 0; w < n; ++w) {
+    if (workers_[w].phase != Phase::kDone) {
+      return absl::InternalError(
+          absl::StrCat("simulation deadlocked at t=", now_, ": ", Describe()));
+    }
+  }
+  Drain();
+
+  report_.config = cfg_;
+  report_.seconds = cfg_.seconds;
+  for (SimWorker& sw : workers_) {
+    sw.report.mean_staleness = sw.staleness_n ? sw.staleness_sum / sw.staleness_n : 0;
+    report_.workers.push_back(sw.report);
+  }
+  return report_;
+}
+
+void Simulation::TryStart(size_t w) {
+  SimWorker& sw = workers_[w];
+  if (sw.phase == Phase::kDone || sw.phase == Phase::kComputing) return;
+  if (now_ >= cfg_.seconds) {
+    if (sw.phase == Phase::kStalled) sw.report.stall_seconds += Clipped(sw.phase_start);
+    sw.phase = Phase::kDone;
+    return;
+  }
+  if (!sw.state->HasAllUpTo(Needed(w))) {
+    if (sw.phase != Phase::kStalled) {
+      sw.phase = Phase::kStalled;
+      sw.phase_start = now_;
+      ++sw.report.stalls;
+      ReplanStalls();
+    }
+    return;
+  }
+  if (sw.phase == Phase::kStalled) sw.report.stall_seconds += Clipped(sw.phase_start);
+  CheckBound(w);
+  Rng rng(SeedFor(cfg_.seed, w, sw.state->clock(), 2));
+  const double jitter = cfg_.compute_jitter * (2 * rng.Uniform() - 1);
+  const double compute = cfg_.compute_seconds * sw.compute_factor * (1 + jitter);
+  sw.phase = Phase::kComputing;
+  sw.phase_start = now_;
+  Schedule(now_ + compute, EventType::kComputeDone, w);
+}
+
+void Simulation::CheckBound(size_t w) {
+  // Counters are exact only when nothing is lost in coding.
+  if (!IsLossless(cfg_.codec)) return;
+  const SimWorker& sw = workers_[w];
+  const size_t n = workers_.size();
+  const uint64_t clock = sw.state->clock();
+  const uint64_t needed = NeededVersion(clock, bound_);
+  const std::vector<float>& replica = sw.state->replica();
+  bool violated = false;
+  for (RowId r = 0; r < layout_.num_rows(); ++r) {
+    const RowInfo& info = layout_.row(r);
+    if (info.numel < n) continue;
+    for (size_t q = 0; q < n; ++q) {
+      if (q == w || !attached_[q]) continue;
+      const double held = replica[info.offset + q] - initial_[info.offset + q];
+      if (held < static_cast<double>(needed)) violated = true;
+      const double lag = std::max(0.0, static_cast<double>(clock) - held);
+      workers_[w].report.max_staleness =
+          std::max<uint64_t>(workers_[w].report.max_staleness, static_cast<uint64_t>(lag));
+      workers_[w].staleness_sum += lag;
+      workers_[w].staleness_n += 1;
+    }
+  }
+  ++report_.bound_checks;
+  if (violated) ++report_.bound_violations;
+}
+
+void Simulation::OnComputeDone(size_t w) {
+  SimWorker& sw = workers_[w];
+  sw.report.compute_seconds += Clipped(sw.phase_start);
+  if (now_ > cfg_.seconds) {
+    // The iteration finished after training time: it does not count, and its
+    // update is never produced.
+    sw.phase = Phase::kDone;
+    return;
+  }
+  const size_t n = workers_.size();
+  Rng rng(SeedFor(cfg_.seed, w, sw.state->clock(), 3));
+  for (RowId r = 0; r < layout_.num_rows(); ++r) {
+    const RowInfo& info = layout_.row(r);
+    const uint32_t amp = amplitude_[r];
+    float* u = update_.data() + info.offset;
+    for (uint32_t j = 0; j < info.numel; ++j) {
+      if (info.numel >= n && j < n) {
+        u[j] = j == w ? 1.0f : 0.0f;  // the counters
+      } else {
+        u[j] = static_cast<float>(static_cast<int64_t>(rng.Next() % (2 * amp + 1)) - amp);
+      }
+    }
+  }
+  for (size_t j = 0; j < update_.size(); ++j) {
+    true_sum_[j] += update_[j];
+    report_.max_update_element =
+        std::max(report_.max_update_element, static_cast<double>(std::fabs(update_[j])));
+  }
+  sw.state->ApplyLocalUpdate(update_);
+  ++sw.report.iterations;
+
+  sw.phase = Phase::kTransmitting;
+  sw.phase_start = now_;
+  sw.last_arrival = now_;
+  sw.deadline = kInf;
+  if (cfg_.policy == SyncPolicy::kRog) {
+    std::vector<double> goodputs;
+    for (size_t q = 0; q < n; ++q) {
+      if (!attached_[q]) continue;
+      const SimWorker& o = workers_[q];
+      const bool known = o.up_goodput.has_estimate() && o.down_goodput.has_estimate();
+      goodputs.push_back(known ? std::min(o.up_goodput.rate(), o.down_goodput.rate()) : 0.0);
+    }
+    const double window =
+        TransmissionWindow(goodputs, mta_ * static_cast<double>(model_wire_bytes_), 0, 0);
+    if (window > 0) {
+      sw.deadline = now_ + window;
+      Schedule(sw.deadline, EventType::kWindowEnd, w);
+    }
+  }
+  BuildPlans(w);
+  KickUplink(w);
+  KickDownlink(w);
+  ReplanStalls();
+  // The slowest clock may have moved: workers holding for it may go on.
+  for (size_t q = 0; q < workers_.size(); ++q) MaybeEndPhase(q);
+}
+
+void Simulation::BuildPlans(size_t w) {
+  SimWorker& sw = workers_[w];
+  const WorkerState& ws = *sw.state;
+  const bool rog = cfg_.policy == SyncPolicy::kRog;
+  std::vector<RowCandidate> up;
+  for (RowId r = 0; r < layout_.num_rows(); ++r) {
+    const uint64_t unpushed = ws.unpushed(r);
+    if (unpushed > 0) {
+      up.push_back(RowCandidate{r, !rog || UplinkMandatory(unpushed, bound_),
+                                rog ? Importance(unpushed, ws.AccumulatorMagnitude(r)) : 0,
+                                RowWireBytes(r)});
+    }
+  }
+  Selection su = SelectRows(std::move(up), mta_, model_wire_bytes_);
+  sw.up_plan = std::move(su.order);
+  sw.up_mandatory = su.mandatory;
+  sw.up_mta_end = su.mta_end;
+  sw.up_next = 0;
+  BuildDownlinkPlan(w);
+}
+
+void Simulation::BuildDownlinkPlan(size_t w) {
+  SimWorker& sw = workers_[w];
+  const WorkerState& ws = *sw.state;
+  const bool rog = cfg_.policy == SyncPolicy::kRog;
+  std::vector<RowCandidate> down;
+  for (RowId r = 0; r < layout_.num_rows(); ++r) {
+    // BSP pulls at the barrier only: rows go down once they hold everything
+    // the next iteration needs (KickDownlink's first tier).
+    if (cfg_.policy != SyncPolicy::kBsp && server_->HasPending(w, r)) {
+      const VersionStore& copy = server_->copy_versions(w);
+      const uint64_t copy_min = MinOtherVersion(copy, r, w, attached_);
+      const bool mandatory = !rog || DownlinkMandatory(copy_min, ws.clock(), bound_);
+      const double importance =
+          rog ? Importance(CopyStaleness(server_->versions(), copy, r, w, attached_),
+                           server_->PendingMagnitude(w, r))
+              : 0;
+      down.push_back(RowCandidate{r, mandatory, importance, RowWireBytes(r)});
+    }
+  }
+  Selection sd = SelectRows(std::move(down), mta_, model_wire_bytes_);
+  sw.down_plan = std::move(sd.order);
+  sw.down_mandatory = sd.mandatory;
+  sw.down_mta_end = sd.mta_end;
+  sw.down_next = 0;
+}
+
+void Simulation::KickUplink(size_t w) {
+  SimWorker& sw = workers_[w];
+  if (sw.up_busy) return;
+  WorkerState& ws = *sw.state;
+  std::vector<RowId> rows;
+  uint64_t payload = 0;
+  auto fits = [&](RowId r) {
+    return rows.empty() || payload + EncodedSize(cfg_.codec, layout_.row(r).numel) <=
+                               cfg_.batch_bytes;
+  };
+  auto add = [&](RowId r) {
+    rows.push_back(r);
+    payload += EncodedSize(cfg_.codec, layout_.row(r).numel);
+  };
+  // Rows a stalled worker waits for go first, whatever the window.
+  while (!sw.forced.empty() && fits(sw.forced.back())) {
+    const RowId r = sw.forced.back();
+    sw.forced.pop_back();
+    sw.is_forced[r] = false;
+    if (ws.unpushed(r) > 0) add(r);
+  }
+  if (sw.phase == Phase::kTransmitting) {
+    const bool open = now_ < sw.deadline;
+    const size_t end = SpeculativeAllowed(w) ? sw.up_plan.size() : sw.up_mta_end;
+    while (sw.up_next < sw.up_plan.size()) {
+      const RowCandidate& c = sw.up_plan[sw.up_next];
+      if ((sw.up_next >= sw.up_mandatory && !open) || sw.up_next >= end) {
+        sw.up_next = sw.up_plan.size();  // the window closed: the rest stays accumulated
+        break;
+      }
+      if (ws.unpushed(c.row) == 0 || std::find(rows.begin(), rows.end(), c.row) != rows.end()) {
+        ++sw.up_next;  // pushed already, on request
+        continue;
+      }
+      if (!fits(c.row)) break;
+      add(c.row);
+      ++sw.up_next;
+    }
+  }
+  if (rows.empty()) return;
+  std::sort(rows.begin(), rows.end());
+  const uint64_t id = next_batch_++;
+  Batch& b = batches_[id];
+  b.rows = rows;
+  for (RowId r : rows) {
+    const RowInfo& info = layout_.row(r);
+    const size_t at = b.decoded.size();
+    b.decoded.resize(at + info.numel);
+    scratch_.clear();
+    b.counts.push_back(ws.TakeUplink(r, cfg_.codec, &scratch_,
+                                     absl::MakeSpan(b.decoded.data() + at, info.numel)));
+    b.payload += scratch_.size();
+  }
+  const std::vector<uint64_t> lags(rows.size(), 0);
+  b.wire = b.payload + IndexBytes(b.rows, b.counts, lags) + kBatchHeaderBytes;
+  sw.up_busy = true;
+  sw.up_goodput.OnSend(now_, b.wire);
+  Schedule(sw.trace->TransferEnd(now_, static_cast<double>(b.wire), cfg_.trace_scale),
+           EventType::kUplinkArrive, w, id);
+}
+
+void Simulation::KickDownlink(size_t w) {
+  SimWorker& sw = workers_[w];
+  if (sw.down_busy || sw.phase == Phase::kDone) return;
+  std::vector<RowId> rows;
+  uint64_t payload = 0;
+  auto fits = [&](RowId r) {
+    return rows.empty() || payload + EncodedSize(cfg_.codec, layout_.row(r).numel) <=
+                               cfg_.batch_bytes;
+  };
+  auto add = [&](RowId r) {
+    rows.push_back(r);
+    payload += EncodedSize(cfg_.codec, layout_.row(r).numel);
+  };
+  // First, rows the worker needs for its next start that the server can
+  // complete now.
+  const StallPlan need = PlanStall(server_->versions(), server_->copy_versions(w), w, attached_,
+                                   Needed(w));
+  for (RowId r : need.deliverable) {
+    if (!fits(r)) break;
+    add(r);
+  }
+  if (sw.phase == Phase::kTransmitting) {
+    const bool open = now_ < sw.deadline;
+    const bool speculate = SpeculativeAllowed(w);
+    // Time left in the window: stream what other workers pushed since.
+    if (open && speculate && sw.deadline < kInf && sw.down_next >= sw.down_plan.size()) {
+      BuildDownlinkPlan(w);
+    }
+    const size_t end = speculate ? sw.down_plan.size() : sw.down_mta_end;
+    while (sw.down_next < sw.down_plan.size()) {
+      const RowCandidate& c = sw.down_plan[sw.down_next];
+      if ((sw.down_next >= sw.down_mandatory && !open) || sw.down_next >= end) {
+        sw.down_next = sw.down_plan.size();
+        break;
+      }
+      if (!server_->HasPending(w, c.row) ||
+          std::find(rows.begin(), rows.end(), c.row) != rows.end()) {
+        ++sw.down_next;
+        continue;
+      }
+      if (!fits(c.row)) break;
+      add(c.row);
+      ++sw.down_next;
+    }
+  }
+  if (rows.empty()) return;
+  std::sort(rows.begin(), rows.end());
+  const uint64_t id = next_batch_++;
+  Batch& b = batches_[id];
+  b.rows = rows;
+  const uint64_t clock = sw.state->clock();
+  std::vector<uint64_t> lags;
+  for (RowId r : rows) {
+    const RowInfo& info = layout_.row(r);
+    const size_t at = b.decoded.size();
+    b.decoded.resize(at + info.numel);
+    scratch_.clear();
+    const uint64_t included = server_->TakeDownlink(
+        w, r, cfg_.codec, &scratch_, absl::MakeSpan(b.decoded.data() + at, info.numel));
+    b.counts.push_back(static_cast<uint32_t>(included));
+    const uint64_t version = MinOtherVersion(server_->copy_versions(w), r, w, attached_);
+    b.versions.push_back(version);
+    // The wire carries iteration − version zigzag-coded (it may be negative).
+    const int64_t lag = static_cast<int64_t>(clock) - static_cast<int64_t>(version);
+    lags.push_back(lag >= 0 ? 2 * static_cast<uint64_t>(lag) : 2 * static_cast<uint64_t>(-lag) - 1);
+    b.payload += scratch_.size();
+  }
+  b.wire = b.payload + IndexBytes(b.rows, b.counts, lags) + kBatchHeaderBytes;
+  sw.down_busy = true;
+  sw.down_goodput.OnSend(now_, b.wire);
+  Schedule(sw.trace->TransferEnd(now_, static_cast<double>(b.wire), cfg_.trace_scale),
+           EventType::kDownlinkArrive, w, id);
+}
+
+void Simulation::OnUplinkArrive(size_t w, uint64_t id) {
+  SimWorker& sw = workers_[w];
+  Batch b = std::move(batches_[id]);
+  batches_.erase(id);
+  sw.up_busy = false;
+  sw.up_goodput.OnAck(now_, b.wire);
+  size_t at = 0;
+  for (size_t k = 0; k < b.rows.size(); ++k) {
+    const uint32_t numel = layout_.row(b.rows[k]).numel;
+    server_->Fold(w, b.rows[k], absl::MakeConstSpan(b.decoded.data() + at, numel), b.counts[k]);
+    at += numel;
+  }
+  sw.report.bytes_up += b.wire;
+  sw.report.payload_up += b.payload;
+  sw.report.rows_up += b.rows.size();
+  if (sw.phase == Phase::kTransmitting) sw.last_arrival = now_;
+  KickUplink(w);
+  ReplanStalls();
+  for (size_t q = 0; q < workers_.size(); ++q) KickDownlink(q);
+  MaybeEndPhase(w);
+}
+
+void Simulation::OnDownlinkArrive(size_t w, uint64_t id) {
+  SimWorker& sw = workers_[w];
+  Batch b = std::move(batches_[id]);
+  batches_.erase(id);
+  sw.down_busy = false;
+  sw.down_goodput.OnAck(now_, b.wire);
+  size_t at = 0;
+  for (size_t k = 0; k < b.rows.size(); ++k) {
+    const uint32_t numel = layout_.row(b.rows[k]).numel;
+    sw.state->ApplyDownlink(b.rows[k], absl::MakeConstSpan(b.decoded.data() + at, numel),
+                            b.versions[k]);
+    at += numel;
+  }
+  sw.report.bytes_down += b.wire;
+  sw.report.payload_down += b.payload;
+  sw.report.rows_down += b.rows.size();
+  if (sw.phase == Phase::kTransmitting) sw.last_arrival = now_;
+  KickDownlink(w);
+  if (sw.phase == Phase::kStalled) TryStart(w);
+  MaybeEndPhase(w);
+}
+
+void Simulation::OnEnd() {
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    SimWorker& sw = workers_[w];
+    if (sw.phase == Phase::kStalled || sw.phase == Phase::kReady) TryStart(w);
+  }
+}
+
+void Simulation::MaybeEndPhase(size_t w) {
+  SimWorker& sw = workers_[w];
+  if (sw.phase != Phase::kTransmitting || sw.up_busy || sw.down_busy) return;
+  // ATP paces the team: a worker ahead of the slowest attached clock keeps
+  // its link for the whole window (receiving more rows if there are any)
+  // instead of running ahead into the bound, where it would make the slowest
+  // push every row at once. One that is not ahead goes on at once.
+  if (sw.deadline < kInf && now_ < sw.deadline &&
+      sw.state->clock() > MinAttachedClock() + cfg_.pace_lead) {
+    return;
+  }
+  sw.report.transmit_seconds += Clipped(sw.phase_start);
+  if (sw.deadline < kInf) sw.report.overshoots.push_back(std::max(0.0, sw.last_arrival - sw.deadline));
+  sw.phase = Phase::kReady;
+  TryStart(w);
+}
+
+uint64_t Simulation::MinAttachedClock() const {
+  uint64_t min = std::numeric_limits<uint64_t>::max();
+  for (size_t q = 0; q < workers_.size(); ++q) {
+    if (attached_[q] && workers_[q].phase != Phase::kDone) min = std::min(min, workers_[q].state->clock());
+  }
+  return min;
+}
+
+void Simulation::ReplanStalls() {
+  for (size_t s = 0; s < workers_.size(); ++s) {
+    if (workers_[s].phase != Phase::kStalled) continue;
+    const StallPlan plan = PlanStall(server_->versions(), server_->copy_versions(s), s,
+                                     attached_, Needed(s));
+    for (size_t q = 0; q < plan.pushes.size(); ++q) {
+      SimWorker& holder = workers_[q];
+      bool added = false;
+      for (RowId r : plan.pushes[q]) {
+        if (holder.is_forced[r] || holder.state->unpushed(r) == 0) continue;
+        holder.is_forced[r] = true;
+        holder.forced.push_back(r);
+        added = true;
+      }
+      if (added) KickUplink(q);
+    }
+    KickDownlink(s);
+  }
+}
+
+void Simulation::Drain() {
+  const bool lossless = IsLossless(cfg_.codec);
+  const int rounds = lossless ? 1 : std::max(1, cfg_.drain_rounds);
+  std::vector<float> decoded(layout_.max_row_numel());
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t w = 0; w < workers_.size(); ++w) {
+      WorkerState& ws = *workers_[w].state;
+      for (RowId r = 0; r < layout_.num_rows(); ++r) {
+        if (lossless && ws.unpushed(r) == 0) continue;
+        const uint32_t numel = layout_.row(r).numel;
+        scratch_.clear();
+        const uint32_t count =
+            ws.TakeUplink(r, cfg_.codec, &scratch_, absl::MakeSpan(decoded.data(), numel));
+        server_->Fold(w, r, absl::MakeConstSpan(decoded.data(), numel), count);
+      }
+    }
+    for (size_t w = 0; w < workers_.size(); ++w) {
+      for (RowId r = 0; r < layout_.num_rows(); ++r) {
+        if (lossless && !server_->HasPending(w, r)) continue;
+        const uint32_t numel = layout_.row(r).numel;
+        scratch_.clear();
+        server_->TakeDownlink(w, r, cfg_.codec, &scratch_, absl::MakeSpan(decoded.data(), numel));
+        workers_[w].state->ApplyDownlink(
+            r, absl::MakeConstSpan(decoded.data(), numel),
+            MinOtherVersion(server_->copy_versions(w), r, w, attached_));
+      }
+    }
+  }
+  const std::vector<float>& global = server_->global();
+  for (const SimWorker& sw : workers_) {
+    const std::vector<float>& replica = sw.state->replica();
+    for (size_t j = 0; j < global.size(); ++j) {
+      report_.max_replica_error =
+          std::max(report_.max_replica_error, std::fabs(double{replica[j]} - global[j]));
+    }
+    for (RowId r = 0; r < layout_.num_rows(); ++r) {
+      for (float v : sw.state->accumulator_row(r)) {
+        report_.max_residual = std::max(report_.max_residual, double{std::fabs(v)});
+      }
+    }
+  }
+  for (size_t j = 0; j < global.size(); ++j) {
+    report_.max_sum_error = std::max(
+        report_.max_sum_error, std::fabs((double{global[j]} - initial_[j]) - true_sum_[j]));
+  }
+}
+
+std::string Simulation::Describe() const {
+  std::string s;
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    const SimWorker& sw = workers_[w];
+    static const char* kPhase[] = {"ready", "computing", "transmitting", "stalled", "done"};
+    absl::StrAppend(&s, "w", w, "{", kPhase[static_cast<int>(sw.phase)],
+                    " clock=", sw.state->clock(), " up_busy=", sw.up_busy,
+                    " down_busy=", sw.down_busy, " forced=", sw.forced.size(), "} ");
+  }
+  return s;
+}
+
+}  // namespace
+
+double SimReport::iterations_per_second() const {
+  if (workers.empty() || seconds <= 0) return 0;
+  uint64_t total = 0;
+  for (const SimWorkerReport& w : workers) total += w.iterations;
+  return static_cast<double>(total) / workers.size() / seconds;
+}
+
+double SimReport::stall_share() const {
+  if (workers.empty() || seconds <= 0) return 0;
+  double total = 0;
+  for (const SimWorkerReport& w : workers) total += w.stall_seconds;
+  return total / (workers.size() * seconds);
+}
+
+uint64_t SimReport::stalls() const {
+  uint64_t total = 0;
+  for (const SimWorkerReport& w : workers) total += w.stalls;
+  return total;
+}
+
+uint64_t SimReport::bytes_up() const {
+  uint64_t total = 0;
+  for (const SimWorkerReport& w : workers) total += w.bytes_up;
+  return total;
+}
+
+uint64_t SimReport::bytes_down() const {
+  uint64_t total = 0;
+  for (const SimWorkerReport& w : workers) total += w.bytes_down;
+  return total;
+}
+
+absl::StatusOr<SimReport> RunSimulation(const SimConfig& config, const Layout& layout) {
+  Simulation sim(config, layout);
+  return sim.Run();
+}
+
+absl::StatusOr<Layout> SyntheticLayout(const std::string& name) {
+  if (name == "cnn") {
+    return Layout::Create({
+        {"conv1.weight", {32, 1, 3, 3}},
+        {"conv1.bias", {32}},
+        {"conv2.weight", {64, 32, 3, 3}},
+        {"conv2.bias", {64}},
+        {"fc1.weight", {128, 3136}},
+        {"fc1.bias", {128}},
+        {"fc2.weight", {10, 128}},
+        {"fc2.bias", {10}},
+    });
+  }
+  if (name == "tiny") {
+    return Layout::Create(
+        {
+            {"a.weight", {16, 24}},
+            {"a.bias", {16}},
+            {"b.weight", {8, 40}},
+            {"b.bias", {8}},
+            {"c.weight", {4, 4, 2}},
+            {"scale", {}},
+        },
+        64);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown synthetic model '", name, "'; use cnn or tiny"));
+}
+
+}  // namespace rog

@@ -1,0 +1,127 @@
+// A deterministic simulator of one ROG server and N workers, built from the
+// same pieces rogd and the SDK use (row layout, version storage, staleness
+// rules, MTA, importance and row selection, codecs, goodput estimation and
+// the transmission window), on a simulated clock.
+//
+// Each worker loops: wait until the policy lets it start (stall), compute
+// for its compute time (with jitter), then transmit: push rows up and pull
+// rows down over its own link, whose rate replays a bandwidth trace (both
+// directions at the trace's rate; one scale factor for all). BSP and SSP
+// move every row every iteration; ROG moves rows in importance order until
+// the iteration's transmission window closes (mandatory rows always). A
+// stalled worker makes the server ask the workers holding the rows it
+// misses to push them at once, and receives them as soon as they arrive.
+//
+// Updates are integer-valued so float sums are exact. Element j of every row
+// with at least N elements is a counter: worker j adds 1 to it every
+// iteration and nobody else touches it. A replica's counters therefore say,
+// independently of any version bookkeeping, how many iterations of each
+// worker it holds; the simulator checks the staleness bound against them at
+// every compute start.
+#ifndef ROG_COMMON_SIMULATOR_H_
+#define ROG_COMMON_SIMULATOR_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/codec.h"
+#include "common/layout.h"
+#include "common/staleness.h"
+#include "common/trace.h"
+
+namespace rog {
+
+struct SimConfig {
+  SyncPolicy policy = SyncPolicy::kRog;
+  uint32_t staleness = 4;
+  Codec codec = Codec::kFp32;
+  size_t workers = 4;
+  // Training time; then the workers stop and every accumulator and pending
+  // update is drained.
+  double seconds = 300;
+  uint64_t seed = 1;
+  // Mean compute time per iteration and its jitter (uniform, ± fraction).
+  double compute_seconds = 1.0;
+  double compute_jitter = 0.1;
+  // Per-worker compute speed factors (1 = compute_seconds); cycled.
+  std::vector<double> compute_factors = {1.0};
+  // One trace per worker, cycled when fewer; empty: a constant 100 Mbit/s.
+  std::vector<Trace> traces;
+  double trace_scale = 1.0;
+  // ROG: a worker that has sent what it had holds, until its window ends,
+  // while its clock is more than this many iterations ahead of the slowest
+  // attached worker's.
+  uint32_t pace_lead = 0;
+  // ROG: the worker at the slowest clock stops after its MTA share instead
+  // of filling its window with speculative rows.
+  bool laggard_mta_only = true;
+  // Payload budget of one row batch.
+  size_t batch_bytes = 16 * 1024;
+  // Largest |value| of an update element (rows get amplitudes 1..this,
+  // heavy-tailed, so rows differ in magnitude).
+  uint32_t max_update = 8;
+  // Lossy codecs: drain rounds after training (each sends every residual).
+  int drain_rounds = 1;
+  // Stop with an error instead of simulating past this many events.
+  uint64_t max_events = 200'000'000;
+};
+
+struct SimWorkerReport {
+  uint64_t iterations = 0;
+  double compute_seconds = 0;
+  double transmit_seconds = 0;
+  double stall_seconds = 0;
+  uint64_t stalls = 0;
+  uint64_t bytes_up = 0;     // wire bytes: payload + index + batch headers
+  uint64_t bytes_down = 0;
+  uint64_t payload_up = 0;
+  uint64_t payload_down = 0;
+  uint64_t rows_up = 0;
+  uint64_t rows_down = 0;
+  // Staleness at compute start, per row: the worker's clock minus the lowest
+  // count of another worker's iterations its replica holds (from counters).
+  double mean_staleness = 0;
+  uint64_t max_staleness = 0;
+  // Time past the window end until the last byte of the iteration arrived.
+  std::vector<double> overshoots;
+};
+
+struct SimReport {
+  SimConfig config;
+  double seconds = 0;  // training time simulated
+  std::vector<SimWorkerReport> workers;
+  // Compute starts where a replica held fewer iterations of some other
+  // worker than the bound requires (must be 0).
+  uint64_t bound_violations = 0;
+  uint64_t bound_checks = 0;
+  // After draining: largest |replica - global| over workers and elements,
+  // and largest |(global - initial) - sum of all updates|.
+  double max_replica_error = 0;
+  double max_sum_error = 0;
+  // Largest |residual| an accumulator or pending copy held at any compute
+  // end (lossy codecs), and the largest |update element| for scale.
+  double max_residual = 0;
+  double max_update_element = 0;
+  uint64_t events = 0;
+
+  double iterations_per_second() const;  // mean per worker
+  double stall_share() const;            // stall time / (workers × seconds)
+  uint64_t stalls() const;
+  uint64_t bytes_up() const;
+  uint64_t bytes_down() const;
+};
+
+// Runs one simulation. Errors: invalid config (InvalidArgument saying which
+// field), or a deadlock / runaway (Internal, with what each worker was
+// doing) — the latter would be a bug in the protocol logic.
+absl::StatusOr<SimReport> RunSimulation(const SimConfig& config, const Layout& layout);
+
+// A model layout like a small CNN for 28×28 images (about 1.7 MB in fp32,
+// 207 rows of uneven size): "cnn". "tiny": 6 tensors, a few KB, for tests.
+absl::StatusOr<Layout> SyntheticLayout(const std::string& name);
+
+}  // namespace rog
+
+#endif  // ROG_COMMON_SIMULATOR_H_

@@ -1,0 +1,107 @@
+#include "common/staleness.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace rog {
+
+absl::StatusOr<SyncPolicy> ParseSyncPolicy(absl::string_view name) {
+  if (name == "bsp") return SyncPolicy::kBsp;
+  if (name == "ssp") return SyncPolicy::kSsp;
+  if (name == "rog") return SyncPolicy::kRog;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown sync policy '", name, "'; use one of: bsp, ssp, rog"));
+}
+
+absl::string_view SyncPolicyName(SyncPolicy policy) {
+  switch (policy) {
+    case SyncPolicy::kBsp:
+      return "bsp";
+    case SyncPolicy::kSsp:
+      return "ssp";
+    case SyncPolicy::kRog:
+      return "rog";
+  }
+  return "?";
+}
+
+uint32_t EffectiveBound(SyncPolicy policy, uint32_t staleness) {
+  return policy == SyncPolicy::kBsp ? 0 : staleness;
+}
+
+uint64_t MinOtherVersion(const VersionStore& copy, RowId row, size_t self,
+                         const AttachedSet& attached) {
+  uint64_t min = std::numeric_limits<uint64_t>::max();
+  for (size_t w = 0; w < copy.num_workers(); ++w) {
+    if (w == self || !attached[w]) continue;
+    min = std::min(min, copy.Get(row, w));
+  }
+  return min;
+}
+
+std::vector<MissingUpdate> FindMissing(const VersionStore& copy, size_t self,
+                                       const AttachedSet& attached, uint64_t needed,
+                                       size_t limit) {
+  std::vector<MissingUpdate> missing;
+  if (needed == 0) return missing;
+  for (RowId r = 0; r < copy.num_rows(); ++r) {
+    for (size_t w = 0; w < copy.num_workers(); ++w) {
+      if (w == self || !attached[w]) continue;
+      const uint64_t have = copy.Get(r, w);
+      if (have < needed) {
+        missing.push_back({r, w, have});
+        if (limit != 0 && missing.size() >= limit) return missing;
+      }
+    }
+  }
+  return missing;
+}
+
+bool MayStart(const VersionStore& copy, size_t self, const AttachedSet& attached,
+              uint64_t iteration, uint32_t bound) {
+  return FindMissing(copy, self, attached, NeededVersion(iteration, bound), 1).empty();
+}
+
+StallPlan PlanStall(const VersionStore& global, const VersionStore& copy, size_t self,
+                    const AttachedSet& attached, uint64_t needed) {
+  StallPlan plan;
+  plan.pushes.resize(global.num_workers());
+  std::vector<bool> waiting(global.num_workers(), false);
+  for (RowId r = 0; r < copy.num_rows(); ++r) {
+    bool copy_lacks = false;
+    bool global_has_all = true;
+    for (size_t w = 0; w < copy.num_workers(); ++w) {
+      if (w == self || !attached[w]) continue;
+      if (copy.Get(r, w) >= needed) continue;
+      copy_lacks = true;
+      if (global.Get(r, w) < needed) {
+        global_has_all = false;
+        plan.pushes[w].push_back(r);
+        waiting[w] = true;
+      }
+    }
+    if (!copy_lacks) continue;
+    ++plan.missing_rows;
+    if (global_has_all) plan.deliverable.push_back(r);
+  }
+  for (size_t w = 0; w < waiting.size(); ++w) {
+    if (waiting[w]) plan.waiting_for.push_back(w);
+  }
+  return plan;
+}
+
+uint64_t CopyStaleness(const VersionStore& global, const VersionStore& copy, RowId row,
+                       size_t self, const AttachedSet& attached) {
+  uint64_t worst = 0;
+  for (size_t w = 0; w < global.num_workers(); ++w) {
+    if (w == self || !attached[w]) continue;
+    const uint64_t g = global.Get(row, w);
+    const uint64_t c = copy.Get(row, w);
+    if (g > c) worst = std::max(worst, g - c);
+  }
+  return worst;
+}
+
+}  // namespace rog

@@ -1,0 +1,89 @@
+// The staleness rules of BSP, SSP(S) and RSP(S) on one engine.
+//
+// A worker that has completed c iterations may start the next one only if,
+// for every row, its copy holds every other attached worker's updates up to
+// iteration c - B, where B is the policy's bound: 0 for BSP, S for SSP and
+// ROG. SSP moves whole models, so the rule is the same per row; ROG moves rows
+// and applies the rule per row (RSP). When the rule fails the worker stalls;
+// PlanStall says which rows other workers must push now and which rows the
+// server can deliver now.
+#ifndef ROG_COMMON_STALENESS_H_
+#define ROG_COMMON_STALENESS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/layout.h"
+#include "common/version_store.h"
+
+namespace rog {
+
+enum class SyncPolicy { kBsp, kSsp, kRog };
+
+// "bsp", "ssp", "rog"; anything else is InvalidArgument listing them.
+absl::StatusOr<SyncPolicy> ParseSyncPolicy(absl::string_view name);
+absl::string_view SyncPolicyName(SyncPolicy policy);
+
+// The bound B a policy enforces for staleness S: BSP 0, SSP and ROG S.
+uint32_t EffectiveBound(SyncPolicy policy, uint32_t staleness);
+
+// The version every other worker's updates must reach before a worker that
+// has completed `iteration` iterations starts the next: max(0, iteration - bound).
+inline uint64_t NeededVersion(uint64_t iteration, uint32_t bound) {
+  return iteration > bound ? iteration - bound : 0;
+}
+
+// Which workers count for the bound: attached[w] is false for a worker that
+// left, was evicted or is detached. Worker indices are VersionStore columns.
+using AttachedSet = std::vector<bool>;
+
+// The lowest version of `row` in `copy` over attached workers other than
+// `self`; UINT64_MAX when there is no such worker.
+uint64_t MinOtherVersion(const VersionStore& copy, RowId row, size_t self,
+                         const AttachedSet& attached);
+
+struct MissingUpdate {
+  RowId row;
+  size_t worker;  // whose updates are missing
+  uint64_t have;  // the version the copy holds
+};
+
+// Entries of `copy` (a worker's copy, rows × workers) below `needed` for
+// attached workers other than `self`, in row order; at most `limit` (0: all).
+std::vector<MissingUpdate> FindMissing(const VersionStore& copy, size_t self,
+                                       const AttachedSet& attached, uint64_t needed,
+                                       size_t limit = 0);
+
+// Whether worker `self`, having completed `iteration` iterations, may start
+// the next under bound `bound` given what its copy holds.
+bool MayStart(const VersionStore& copy, size_t self, const AttachedSet& attached,
+              uint64_t iteration, uint32_t bound);
+
+// What the server does for a worker stalled at `needed`.
+struct StallPlan {
+  // pushes[w]: rows worker w must push at once (the global rows lack its
+  // updates up to `needed`). Empty for workers with nothing to push.
+  std::vector<std::vector<RowId>> pushes;
+  // Rows the server can deliver now: the copy lacks something below `needed`
+  // and the global row holds every attached other worker up to `needed`.
+  std::vector<RowId> deliverable;
+  // Workers whose updates are missing from the global rows (they must push,
+  // or first compute the iterations).
+  std::vector<size_t> waiting_for;
+  // Rows still missing from the copy.
+  size_t missing_rows = 0;
+};
+StallPlan PlanStall(const VersionStore& global, const VersionStore& copy, size_t self,
+                    const AttachedSet& attached, uint64_t needed);
+
+// How many iterations a worker's copy of `row` is behind the freshest
+// contribution: the largest global − copy over attached other workers.
+uint64_t CopyStaleness(const VersionStore& global, const VersionStore& copy, RowId row,
+                       size_t self, const AttachedSet& attached);
+
+}  // namespace rog
+
+#endif  // ROG_COMMON_STALENESS_H_

@@ -1,0 +1,68 @@
+#include "common/worker_state.h"
+
+#include <cassert>
+
+#include "common/selection.h"
+
+namespace rog {
+
+WorkerState::WorkerState(const Layout& layout, std::vector<float> initial, uint64_t clock)
+    : layout_(&layout),
+      clock_(clock),
+      replica_(std::move(initial)),
+      accumulator_(layout.total_numel(), 0.0f),
+      pushed_(layout.num_rows(), clock),
+      known_(layout.num_rows(), clock) {
+  assert(replica_.size() == layout.total_numel());
+}
+
+absl::Span<const float> WorkerState::replica_row(RowId row) const {
+  const RowInfo& r = layout_->row(row);
+  return absl::MakeConstSpan(replica_.data() + r.offset, r.numel);
+}
+
+absl::Span<const float> WorkerState::accumulator_row(RowId row) const {
+  const RowInfo& r = layout_->row(row);
+  return absl::MakeConstSpan(accumulator_.data() + r.offset, r.numel);
+}
+
+void WorkerState::ApplyLocalUpdate(absl::Span<const float> update) {
+  assert(update.size() == replica_.size());
+  for (size_t j = 0; j < update.size(); ++j) {
+    replica_[j] += update[j];
+    accumulator_[j] += update[j];
+  }
+  ++clock_;
+}
+
+double WorkerState::AccumulatorMagnitude(RowId row) const {
+  return MeanAbs(accumulator_row(row));
+}
+
+uint32_t WorkerState::TakeUplink(RowId row, Codec codec, std::string* payload,
+                                 absl::Span<float> decoded) {
+  const RowInfo& r = layout_->row(row);
+  EncodeWithFeedback(codec, absl::MakeSpan(accumulator_.data() + r.offset, r.numel), payload,
+                     decoded);
+  const uint64_t count = clock_ - pushed_[row];
+  pushed_[row] = clock_;
+  return static_cast<uint32_t>(count);
+}
+
+void WorkerState::ApplyDownlink(RowId row, absl::Span<const float> decoded,
+                                uint64_t min_version) {
+  const RowInfo& r = layout_->row(row);
+  assert(decoded.size() == r.numel);
+  float* p = replica_.data() + r.offset;
+  for (uint32_t j = 0; j < r.numel; ++j) p[j] += decoded[j];
+  known_[row] = min_version;
+}
+
+bool WorkerState::HasAllUpTo(uint64_t needed) const {
+  for (uint64_t k : known_) {
+    if (k < needed) return false;
+  }
+  return true;
+}
+
+}  // namespace rog

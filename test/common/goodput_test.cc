@@ -1,0 +1,79 @@
+#include "common/goodput.h"
+
+#include <vector>
+
+#include "catch2/catch.hpp"
+
+namespace rog {
+namespace {
+
+TEST_CASE("goodput of back-to-back batches equals the link rate", "[goodput]") {
+  GoodputEstimator g;
+  CHECK_FALSE(g.has_estimate());
+  double t = 10;
+  // 1 MB/s: each 10 kB batch takes 10 ms; two in flight at a time.
+  g.OnSend(t, 10000);
+  g.OnSend(t, 10000);
+  for (int i = 0; i < 100; ++i) {
+    t += 0.01;
+    g.OnAck(t, 10000);
+    g.OnSend(t, 10000);
+  }
+  REQUIRE(g.has_estimate());
+  CHECK(g.rate() == Approx(1e6).epsilon(1e-6));
+}
+
+TEST_CASE("idle time between iterations does not dilute goodput", "[goodput]") {
+  GoodputEstimator g;
+  double t = 0;
+  for (int it = 0; it < 5; ++it) {
+    g.OnSend(t, 50000);
+    t += 0.05;  // 1 MB/s
+    g.OnAck(t, 50000);
+    t += 3.0;  // computing: nothing outstanding
+  }
+  CHECK(g.rate() == Approx(1e6).epsilon(1e-6));
+  CHECK(g.in_flight() == 0);
+}
+
+TEST_CASE("goodput follows a drop in bandwidth within a few time constants", "[goodput]") {
+  GoodputEstimator g(0.5);
+  double t = 0;
+  g.OnSend(t, 100000);
+  for (int i = 0; i < 100; ++i) {  // 10 MB/s for 1 s
+    t += 0.01;
+    g.OnAck(t, 100000);
+    g.OnSend(t, 100000);
+  }
+  CHECK(g.rate() == Approx(1e7).epsilon(1e-3));
+  for (int i = 0; i < 30; ++i) {  // then 1 MB/s for 3 s: 6 time constants
+    t += 0.1;
+    g.OnAck(t, 100000);
+    g.OnSend(t, 100000);
+  }
+  CHECK(g.rate() == Approx(1e6).epsilon(0.05));
+}
+
+TEST_CASE("acks beyond what is in flight are clamped", "[goodput]") {
+  GoodputEstimator g;
+  g.OnSend(0, 100);
+  g.OnAck(1, 1000);
+  CHECK(g.in_flight() == 0);
+  CHECK(g.rate() == Approx(100));
+  g.OnAck(2, 50);  // nothing in flight: ignored
+  CHECK(g.rate() == Approx(100));
+}
+
+TEST_CASE("the slowest worker's MTA time sets the window", "[goodput]") {
+  const std::vector<double> rates = {1e6, 2.5e5, 4e6};
+  CHECK(TransmissionWindow(rates, 5e5, 0, 0) == Approx(2.0));
+  CHECK(TransmissionWindow(rates, 5e5, 0, 1.5) == Approx(1.5));   // capped
+  CHECK(TransmissionWindow(rates, 5e5, 3.0, 0) == Approx(3.0));   // floor
+  const std::vector<double> unknown = {1e6, 0};
+  CHECK(TransmissionWindow(unknown, 5e5, 0, 0) == 0);    // no limit
+  CHECK(TransmissionWindow(unknown, 5e5, 0, 7) == 7);
+  CHECK(InFlightLimit(1e6, 0.05, 16384) == 50000 + 16384);
+}
+
+}  // namespace
+}  // namespace rog

@@ -1,0 +1,120 @@
+#include "common/staleness.h"
+
+#include "catch2/catch.hpp"
+
+namespace rog {
+namespace {
+
+TEST_CASE("policies parse by name and BSP's bound is 0", "[staleness]") {
+  CHECK(*ParseSyncPolicy("bsp") == SyncPolicy::kBsp);
+  CHECK(*ParseSyncPolicy("ssp") == SyncPolicy::kSsp);
+  CHECK(*ParseSyncPolicy("rog") == SyncPolicy::kRog);
+  auto bad = ParseSyncPolicy("asp");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(std::string(bad.status().message()).find("bsp, ssp, rog") != std::string::npos);
+  CHECK(SyncPolicyName(SyncPolicy::kRog) == "rog");
+  CHECK(EffectiveBound(SyncPolicy::kBsp, 4) == 0);
+  CHECK(EffectiveBound(SyncPolicy::kSsp, 4) == 4);
+  CHECK(EffectiveBound(SyncPolicy::kRog, 4) == 4);
+  CHECK(NeededVersion(10, 4) == 6);
+  CHECK(NeededVersion(3, 4) == 0);
+  CHECK(NeededVersion(5, 0) == 5);
+}
+
+// Three workers, four rows; worker 0's copy.
+struct Fixture {
+  VersionStore global{4, 3};
+  VersionStore copy{4, 3};
+  AttachedSet attached{true, true, true};
+};
+
+TEST_CASE("a worker may start only when every row holds every other worker up to c - B",
+          "[staleness]") {
+  Fixture f;
+  for (RowId r = 0; r < 4; ++r) {
+    f.copy.Set(r, 1, 6);
+    f.copy.Set(r, 2, 6);
+  }
+  CHECK(MayStart(f.copy, 0, f.attached, 10, 4));   // needs 6
+  CHECK_FALSE(MayStart(f.copy, 0, f.attached, 11, 4));  // needs 7
+  f.copy.Set(2, 2, 5);
+  CHECK_FALSE(MayStart(f.copy, 0, f.attached, 10, 4));
+  auto missing = FindMissing(f.copy, 0, f.attached, 6);
+  REQUIRE(missing.size() == 1);
+  CHECK(missing[0].row == 2);
+  CHECK(missing[0].worker == 2);
+  CHECK(missing[0].have == 5);
+  SECTION("its own column never counts") {
+    f.copy.Set(2, 2, 6);
+    f.copy.Set(0, 0, 0);
+    CHECK(MayStart(f.copy, 0, f.attached, 10, 4));
+  }
+  SECTION("a detached worker does not hold others back") {
+    f.attached[2] = false;
+    CHECK(MayStart(f.copy, 0, f.attached, 10, 4));
+  }
+  SECTION("BSP needs the previous iteration of everyone") {
+    CHECK_FALSE(MayStart(f.copy, 0, f.attached, 7, 0));
+  }
+}
+
+TEST_CASE("a stall plan names the rows to push now and the rows to deliver now",
+          "[staleness]") {
+  Fixture f;
+  // Global: worker 1 pushed rows 0..3 up to 5; worker 2 pushed rows 0,1 up
+  // to 5 and rows 2,3 only up to 3.
+  for (RowId r = 0; r < 4; ++r) f.global.Set(r, 1, 5);
+  f.global.Set(0, 2, 5);
+  f.global.Set(1, 2, 5);
+  f.global.Set(2, 2, 3);
+  f.global.Set(3, 2, 3);
+  // Worker 0's copy has row 0 complete, nothing else.
+  f.copy.Set(0, 1, 5);
+  f.copy.Set(0, 2, 5);
+  StallPlan plan = PlanStall(f.global, f.copy, 0, f.attached, 5);
+  CHECK(plan.missing_rows == 3);
+  CHECK(plan.deliverable == std::vector<RowId>{1});
+  CHECK(plan.pushes[2] == std::vector<RowId>{2, 3});
+  CHECK(plan.pushes[1].empty());
+  CHECK(plan.pushes[0].empty());
+  CHECK(plan.waiting_for == std::vector<size_t>{2});
+}
+
+TEST_CASE("copy staleness is the largest gap to the freshest contribution", "[staleness]") {
+  Fixture f;
+  f.global.Set(1, 1, 9);
+  f.global.Set(1, 2, 4);
+  f.copy.Set(1, 1, 6);
+  f.copy.Set(1, 2, 4);
+  f.global.Set(1, 0, 100);  // own column ignored
+  CHECK(CopyStaleness(f.global, f.copy, 1, 0, f.attached) == 3);
+  CHECK(CopyStaleness(f.global, f.copy, 0, 0, f.attached) == 0);
+  CHECK(MinOtherVersion(f.copy, 1, 0, f.attached) == 4);
+  AttachedSet alone{true, false, false};
+  CHECK(MinOtherVersion(f.copy, 1, 0, alone) == std::numeric_limits<uint64_t>::max());
+}
+
+TEST_CASE("version stores grow by a worker column keeping existing versions",
+          "[version_store]") {
+  VersionStore v(3, 2);
+  v.Set(0, 0, 1);
+  v.Set(2, 1, 7);
+  v.Add(2, 1, 2);
+  const size_t w = v.AddWorker(5);
+  CHECK(w == 2);
+  CHECK(v.num_workers() == 3);
+  CHECK(v.Get(0, 0) == 1);
+  CHECK(v.Get(2, 1) == 9);
+  CHECK(v.Get(1, 2) == 5);
+  v.SetWorker(0, 4);
+  CHECK(v.Get(2, 0) == 4);
+  VersionStore other(3, 3);
+  other.Set(1, 1, 42);
+  v.CopyRow(other, 1);
+  CHECK(v.Get(1, 1) == 42);
+  CHECK(v.Get(1, 2) == 0);
+  CHECK(v.Get(2, 1) == 9);
+}
+
+}  // namespace
+}  // namespace rog

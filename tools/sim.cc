@@ -1,0 +1,223 @@
+// rog sim: the deterministic simulator on the command line. Runs the same
+// workload under each policy given in --sync and prints one table, so the
+// policies are compared on identical traces, seeds, model and compute.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/codec.h"
+#include "common/mta.h"
+#include "common/simulator.h"
+#include "common/staleness.h"
+#include "common/trace.h"
+
+ABSL_FLAG(std::string, sync, "bsp,ssp,rog", "Policies to run, comma-separated: bsp, ssp, rog");
+ABSL_FLAG(uint32_t, staleness, 4, "Staleness bound S for ssp and rog (bsp uses 0)");
+ABSL_FLAG(uint32_t, workers, 4, "Number of workers (1..64)");
+ABSL_FLAG(std::string, traces, "../shared/traces",
+          "Bandwidth traces: a directory (its *.tsv files whose name contains "
+          "--trace_filter, sorted) or comma-separated files; one per worker, cycled");
+ABSL_FLAG(std::string, trace_filter, "fast",
+          "With a --traces directory: use files whose name contains this");
+ABSL_FLAG(double, trace_scale, 1.0, "Scale factor applied to every trace's rate");
+ABSL_FLAG(double, seconds, 300, "Simulated training time in seconds");
+ABSL_FLAG(uint64_t, seed, 1, "Random seed (compute jitter, updates, initial values)");
+ABSL_FLAG(double, compute_seconds, 1.0, "Mean compute time per iteration, seconds");
+ABSL_FLAG(double, compute_jitter, 0.1, "Compute time jitter, ± fraction (uniform)");
+ABSL_FLAG(std::string, codec, "fp32", "Row codec: fp32, bf16, int8, sign");
+ABSL_FLAG(std::string, model, "cnn", "Synthetic model layout: cnn (1.7 MB) or tiny");
+ABSL_FLAG(uint32_t, batch_bytes, 16384, "Payload bytes per row batch");
+ABSL_FLAG(bool, laggard_mta_only, true,
+          "ROG: the worker at the slowest clock sends only mandatory rows and its MTA share");
+ABSL_FLAG(uint32_t, pace_lead, 0,
+          "ROG: iterations a worker may lead the slowest before it holds for its window");
+
+namespace {
+
+std::string RepoPath(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  // `bazel run` starts in the runfiles tree; resolve against the workspace.
+  if (const char* ws = std::getenv("BUILD_WORKSPACE_DIRECTORY")) {
+    return (std::filesystem::path(ws) / path).string();
+  }
+  return path;
+}
+
+absl::StatusOr<rog::Trace> LoadTrace(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("cannot read trace file ", file,
+                                            "; check --traces (see ../shared/traces/README.md)"));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return rog::Trace::Parse(text.str(), file);
+}
+
+absl::StatusOr<std::vector<rog::Trace>> LoadTraces(const std::string& spec,
+                                                   const std::string& filter) {
+  std::vector<std::string> files;
+  const std::string path = RepoPath(spec);
+  std::error_code ec;
+  if (spec.find(',') == std::string::npos && std::filesystem::is_directory(path, ec)) {
+    for (const auto& entry : std::filesystem::directory_iterator(path)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.path().extension() == ".tsv" && name.find(filter) != std::string::npos) {
+        files.push_back(entry.path().string());
+      }
+    }
+    std::sort(files.begin(), files.end());
+    if (files.empty()) {
+      return absl::NotFoundError(absl::StrCat("no *.tsv file containing '", filter, "' in ",
+                                              path, "; check --traces and --trace_filter"));
+    }
+  } else {
+    for (absl::string_view f : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
+      files.push_back(RepoPath(std::string(f)));
+    }
+  }
+  std::vector<rog::Trace> traces;
+  for (const std::string& f : files) {
+    absl::StatusOr<rog::Trace> t = LoadTrace(f);
+    if (!t.ok()) return t.status();
+    traces.push_back(*std::move(t));
+  }
+  return traces;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5));
+  return v[i];
+}
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "sim: %s\n", std::string(status.message()).c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Simulates one ROG server and N workers on replayed bandwidth traces and compares "
+      "BSP, SSP(S) and ROG(S) on the same workload.\n"
+      "Example: bazel run //tools:sim -- --seconds=300 --staleness=4\n");
+  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() > 1) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument '", rest[1], "'; flags look like --name=value")));
+  }
+  std::vector<rog::SyncPolicy> policies;
+  for (absl::string_view p : absl::StrSplit(absl::GetFlag(FLAGS_sync), ',', absl::SkipEmpty())) {
+    absl::StatusOr<rog::SyncPolicy> policy = rog::ParseSyncPolicy(p);
+    if (!policy.ok()) return Fail(policy.status());
+    policies.push_back(*policy);
+  }
+  absl::StatusOr<rog::Codec> codec = rog::ParseCodec(absl::GetFlag(FLAGS_codec));
+  if (!codec.ok()) return Fail(codec.status());
+  absl::StatusOr<rog::Layout> layout = rog::SyntheticLayout(absl::GetFlag(FLAGS_model));
+  if (!layout.ok()) return Fail(layout.status());
+  absl::StatusOr<std::vector<rog::Trace>> traces =
+      LoadTraces(absl::GetFlag(FLAGS_traces), absl::GetFlag(FLAGS_trace_filter));
+  if (!traces.ok()) return Fail(traces.status());
+
+  rog::SimConfig base;
+  base.staleness = absl::GetFlag(FLAGS_staleness);
+  base.codec = *codec;
+  base.workers = absl::GetFlag(FLAGS_workers);
+  base.seconds = absl::GetFlag(FLAGS_seconds);
+  base.seed = absl::GetFlag(FLAGS_seed);
+  base.compute_seconds = absl::GetFlag(FLAGS_compute_seconds);
+  base.compute_jitter = absl::GetFlag(FLAGS_compute_jitter);
+  base.traces = *traces;
+  base.trace_scale = absl::GetFlag(FLAGS_trace_scale);
+  base.batch_bytes = absl::GetFlag(FLAGS_batch_bytes);
+  base.pace_lead = absl::GetFlag(FLAGS_pace_lead);
+  base.laggard_mta_only = absl::GetFlag(FLAGS_laggard_mta_only);
+
+  std::printf("model %s: %zu tensors, %zu rows, %.2f MB fp32 | %u workers | S=%u (MTA %.3f) | "
+              "codec %s | %.0f s | compute %.2f s ±%.0f%% | seed %llu\n",
+              absl::GetFlag(FLAGS_model).c_str(), layout->tensors().size(), layout->num_rows(),
+              layout->total_numel() * 4 / 1e6, base.workers, base.staleness,
+              rog::MinimumTransmissionAmount(base.staleness),
+              std::string(rog::CodecName(base.codec)).c_str(), base.seconds,
+              base.compute_seconds, base.compute_jitter * 100,
+              static_cast<unsigned long long>(base.seed));
+  for (size_t w = 0; w < base.workers; ++w) {
+    const rog::Trace& t = base.traces[w % base.traces.size()];
+    std::printf("  worker %zu: %s (mean %.2f Mbit/s × %.3g)\n", w,
+                std::filesystem::path(t.name()).filename().c_str(), t.mean_mbit(),
+                base.trace_scale);
+  }
+  std::printf("\n%-6s %7s %8s %8s %8s %7s %7s %7s %8s %8s %8s %8s %s\n", "policy", "it/s",
+              "compute", "transmit", "stall", "stalls", "stale", "stale", "MB-up", "MB-down",
+              "oversh.", "oversh.", "per-worker it/s");
+  std::printf("%-6s %7s %8s %8s %8s %7s %7s %7s %8s %8s %8s %8s\n", "", "", "share", "share",
+              "share", "", "mean", "max", "", "", "p50 ms", "p99 ms");
+  double bsp = 0, ssp = 0, rog_ips = 0;
+  bool ok = true;
+  for (rog::SyncPolicy policy : policies) {
+    rog::SimConfig cfg = base;
+    cfg.policy = policy;
+    absl::StatusOr<rog::SimReport> r = rog::RunSimulation(cfg, *layout);
+    if (!r.ok()) return Fail(r.status());
+    std::vector<double> overshoots;
+    std::vector<std::string> per_worker;
+    double stale_sum = 0;
+    uint64_t stale_max = 0;
+    double compute = 0, transmit = 0;
+    for (const rog::SimWorkerReport& w : r->workers) {
+      compute += w.compute_seconds;
+      transmit += w.transmit_seconds;
+      overshoots.insert(overshoots.end(), w.overshoots.begin(), w.overshoots.end());
+      per_worker.push_back(absl::StrFormat("%.3f", w.iterations / r->seconds));
+      stale_sum += w.mean_staleness;
+      stale_max = std::max(stale_max, w.max_staleness);
+    }
+    const bool has_window = !overshoots.empty();
+    const double worker_seconds = r->seconds * r->workers.size();
+    std::printf("%-6s %7.3f %7.1f%% %7.1f%% %7.1f%% %7llu %7.2f %7llu %8.1f %8.1f %8s %8s %s\n",
+                std::string(rog::SyncPolicyName(policy)).c_str(), r->iterations_per_second(),
+                100 * compute / worker_seconds, 100 * transmit / worker_seconds,
+                100 * r->stall_share(), static_cast<unsigned long long>(r->stalls()),
+                stale_sum / r->workers.size(), static_cast<unsigned long long>(stale_max),
+                r->bytes_up() / 1e6, r->bytes_down() / 1e6,
+                has_window ? absl::StrFormat("%.0f", 1e3 * Percentile(overshoots, 0.5)).c_str()
+                           : "-",
+                has_window ? absl::StrFormat("%.0f", 1e3 * Percentile(overshoots, 0.99)).c_str()
+                           : "-",
+                absl::StrJoin(per_worker, " ").c_str());
+    if (r->bound_violations != 0 || r->max_replica_error != 0 || r->max_sum_error != 0) {
+      if (rog::IsLossless(cfg.codec)) ok = false;
+      std::printf("       ! bound violations %llu of %llu checks, replica error %g, sum error %g\n",
+                  static_cast<unsigned long long>(r->bound_violations),
+                  static_cast<unsigned long long>(r->bound_checks), r->max_replica_error,
+                  r->max_sum_error);
+    }
+    if (policy == rog::SyncPolicy::kBsp) bsp = r->iterations_per_second();
+    if (policy == rog::SyncPolicy::kSsp) ssp = r->iterations_per_second();
+    if (policy == rog::SyncPolicy::kRog) rog_ips = r->iterations_per_second();
+  }
+  std::printf("\n");
+  if (rog_ips > 0 && bsp > 0) std::printf("ROG/BSP throughput: %.2fx\n", rog_ips / bsp);
+  if (rog_ips > 0 && ssp > 0) std::printf("ROG/SSP throughput: %.2fx\n", rog_ips / ssp);
+  std::printf("invariants (staleness bound at every compute start, exact conservation after "
+              "draining): %s\n",
+              ok ? "hold" : "VIOLATED");
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Runs every test of ROG on this machine: installs what is missing
+# (tools/setup.sh), then `bazel test //...`, then prints a closing line
+# `N passed, M failed` that counts Catch2 test cases across all test
+# binaries. A test binary that crashed, timed out or failed to build counts
+# as one failed case. Exits non-zero when anything failed.
+# Extra arguments go to `bazel test` (e.g. a target pattern or --config=asan).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+tools/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
+
+targets=("$@")
+[ "${#targets[@]}" -eq 0 ] && targets=("//...")
+
+out="$(mktemp)"
+trap 'rm -f "$out"' EXIT
+echo "test: bazel test ${targets[*]}"
+bazel test --color=no --curses=no "${targets[@]}" 2>&1 | tee "$out"
+rc=${PIPESTATUS[0]}
+
+testlogs="$(bazel info bazel-testlogs 2>/dev/null)"
+passed=0
+failed=0
+# Only targets this run reported: a stale log of an old target cannot count.
+while read -r target status; do
+  pkg="${target#//}"
+  pkg="${pkg%%:*}"
+  name="${target##*:}"
+  log="$testlogs/$pkg/$name/test.log"
+  counted=0
+  if [ "$status" = PASSED ] || [ "$status" = FAILED ]; then
+    if [ -f "$log" ]; then
+      # Catch2: "All tests passed (A assertions in N test cases)" or
+      # "test cases: T | P passed | F failed".
+      if line=$(grep -E "^All tests passed \(.* in [0-9]+ test cases?\)" "$log" | tail -1) &&
+          [ -n "$line" ]; then
+        n=$(sed -E 's/.* in ([0-9]+) test cases?\)/\1/' <<<"$line")
+        passed=$((passed + n)); counted=1
+      elif line=$(grep -E "^test cases: +[0-9]+ \|" "$log" | tail -1) && [ -n "$line" ]; then
+        p=$(sed -nE 's/.*\| +([0-9]+) passed.*/\1/p' <<<"$line")
+        f=$(sed -nE 's/.*\| +([0-9]+) failed.*/\1/p' <<<"$line")
+        passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0})); counted=1
+        # A binary that failed yet reports no failed case crashed mid-run.
+        if [ "$status" = FAILED ] && [ "${f:-0}" -eq 0 ]; then failed=$((failed + 1)); fi
+      elif line=$(grep -E "^[0-9]+ passed, [0-9]+ failed$" "$log" | tail -1) && [ -n "$line" ]; then
+        # Script tests print the same closing line as this script.
+        p=${line%% passed*}; f=${line#*, }; f=${f%% failed*}
+        passed=$((passed + p)); failed=$((failed + f)); counted=1
+      fi
+    fi
+  fi
+  if [ "$counted" -eq 0 ]; then
+    echo "test: $target: $status with no test case count; counted as 1 failed" >&2
+    failed=$((failed + 1))
+  fi
+done < <(sed -nE 's#^(//[^ ]+) +(\(cached\) +)?(PASSED|FAILED|TIMEOUT|NO STATUS|FLAKY|FAILED TO BUILD|INCOMPLETE).*#\1 \3#p' "$out" |
+         sed -E 's/ NO STATUS$/ NO_STATUS/; s/ FAILED TO BUILD$/ FAILED_TO_BUILD/')
+
+if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+  echo "test: bazel test exited with $rc" >&2
+  failed=1
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$rc" -eq 0 ]
