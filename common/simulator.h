@@ -53,7 +53,7 @@ struct SimConfig {
   // ROG: a worker that has sent what it had holds, until its window ends,
   // while its clock is more than this many iterations ahead of the slowest
   // attached worker's.
-  uint32_t pace_lead = 0;
+  uint32_t pace_lead = 1;
   // ROG: the worker at the slowest clock stops after its MTA share instead
   // of filling its window with speculative rows.
   bool laggard_mta_only = true;

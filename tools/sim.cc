@@ -42,7 +42,7 @@ ABSL_FLAG(std::string, model, "cnn", "Synthetic model layout: cnn (1.7 MB) or ti
 ABSL_FLAG(uint32_t, batch_bytes, 16384, "Payload bytes per row batch");
 ABSL_FLAG(bool, laggard_mta_only, true,
           "ROG: the worker at the slowest clock sends only mandatory rows and its MTA share");
-ABSL_FLAG(uint32_t, pace_lead, 0,
+ABSL_FLAG(uint32_t, pace_lead, 1,
           "ROG: iterations a worker may lead the slowest before it holds for its window");
 
 namespace {
