@@ -4,14 +4,20 @@
 # `N passed, M failed` that counts Catch2 test cases across all test
 # binaries. A test binary that crashed, timed out or failed to build counts
 # as one failed case. Exits non-zero when anything failed.
-# Extra arguments go to `bazel test` (e.g. a target pattern or --config=asan).
+# Extra arguments go to `bazel test`: flags (e.g. --config=asan) and target
+# patterns (default //...).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 tools/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
 
+# Flags pass through; without a target pattern every test runs.
 targets=("$@")
-[ "${#targets[@]}" -eq 0 ] && targets=("//...")
+has_pattern=0
+for a in "$@"; do
+  case "$a" in -*) ;; *) has_pattern=1 ;; esac
+done
+[ "$has_pattern" -eq 0 ] && targets+=("//...")
 
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
