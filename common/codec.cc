@@ -40,7 +40,8 @@ void PutU32(uint32_t v, char* p) {
 
 uint32_t GetU32(const char* p) {
   uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  for (int i = 0; i < 4; ++i)
+    v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
   return v;
 }
 
@@ -73,14 +74,15 @@ float SignScale(absl::Span<const float> v) {
 }
 
 absl::Status SizeError(Codec codec, size_t numel, size_t got) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      CodecName(codec), " payload for a row of ", numel, " elements must be ",
-      EncodedSize(codec, numel), " bytes, got ", got));
+  return absl::InvalidArgumentError(absl::StrCat(CodecName(codec), " payload for a row of ", numel,
+                                                 " elements must be ", EncodedSize(codec, numel),
+                                                 " bytes, got ", got));
 }
 
 absl::Status ScaleError(Codec codec, float scale) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      CodecName(codec), " row scale is ", scale, "; it must be finite, >= 0 and small enough that no element overflows"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(CodecName(codec), " row scale is ", scale,
+                   "; it must be finite, >= 0 and small enough that no element overflows"));
 }
 
 absl::Status ElementError(Codec codec, size_t i) {
@@ -188,8 +190,7 @@ absl::Status Decode(Codec codec, absl::string_view bytes, absl::Span<float> out)
     case Codec::kInt8: {
       const float scale = BitsFloat(GetU32(p));
       // A scale beyond FLT_MAX / 128 would turn q × scale into Inf.
-      if (!std::isfinite(scale) || scale < 0 ||
-          scale > std::numeric_limits<float>::max() / 128) {
+      if (!std::isfinite(scale) || scale < 0 || scale > std::numeric_limits<float>::max() / 128) {
         return ScaleError(codec, scale);
       }
       for (size_t i = 0; i < n; ++i) out[i] = static_cast<int8_t>(p[4 + i]) * scale;

@@ -31,8 +31,8 @@ void GoodputEstimator::OnAck(double now, uint64_t bytes) {
   rate_ += w * (sample - rate_);
 }
 
-double TransmissionWindow(absl::Span<const double> goodputs, double mta_bytes,
-                          double min_window, double max_window) {
+double TransmissionWindow(absl::Span<const double> goodputs, double mta_bytes, double min_window,
+                          double max_window) {
   double window = 0;
   for (double g : goodputs) {
     if (!(g > 0)) return max_window;  // unknown link: no limit but the cap

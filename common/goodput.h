@@ -45,8 +45,8 @@ class GoodputEstimator {
 // in bytes/s; a worker without an estimate yet (<= 0) makes the window
 // unlimited (returned as 0) so the first iteration measures the links.
 // The result is clamped to [min_window, max_window] (max_window 0: no cap).
-double TransmissionWindow(absl::Span<const double> goodputs, double mta_bytes,
-                          double min_window, double max_window);
+double TransmissionWindow(absl::Span<const double> goodputs, double mta_bytes, double min_window,
+                          double max_window);
 
 // Bytes a sender may keep unacknowledged so that the link stays full yet the
 // cutoff stays sharp: `lead` seconds of measured goodput plus one message

@@ -65,13 +65,12 @@ absl::StatusOr<Layout> Layout::Create(std::vector<TensorSpec> tensors, uint64_t 
     uint64_t numel = 1;
     for (int64_t d : spec.shape) {
       if (d < 1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("tensor '", spec.name, "' has shape [", absl::StrJoin(spec.shape, ", "),
-                         "]; every dimension must be at least 1"));
+        return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name, "' has shape [",
+                                                       absl::StrJoin(spec.shape, ", "),
+                                                       "]; every dimension must be at least 1"));
       }
       if (numel > kMaxRowNumel * kMaxRows / static_cast<uint64_t>(d)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("tensor '", spec.name, "' is too large"));
+        return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name, "' is too large"));
       }
       numel *= static_cast<uint64_t>(d);
     }
@@ -79,9 +78,9 @@ absl::StatusOr<Layout> Layout::Create(std::vector<TensorSpec> tensors, uint64_t 
     const uint64_t rows = split ? static_cast<uint64_t>(spec.shape[0]) : 1;
     const uint64_t row_numel = numel / rows;
     if (row_numel > kMaxRowNumel) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor '", spec.name, "' has rows of ", row_numel,
-                       " elements; at most ", kMaxRowNumel, " are supported"));
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name, "' has rows of ",
+                                                     row_numel, " elements; at most ", kMaxRowNumel,
+                                                     " are supported"));
     }
     if (layout.rows_.size() + rows > kMaxRows) {
       return absl::InvalidArgumentError(
@@ -119,8 +118,7 @@ absl::StatusOr<size_t> Layout::FindTensor(absl::string_view name) const {
   std::vector<std::string> known;
   for (size_t t = 0; t < tensors_.size() && t < 8; ++t) known.push_back(tensors_[t].name);
   return absl::NotFoundError(absl::StrCat("no tensor named '", name, "'; the model has ",
-                                          tensors_.size(), " tensors: ",
-                                          absl::StrJoin(known, ", "),
+                                          tensors_.size(), " tensors: ", absl::StrJoin(known, ", "),
                                           tensors_.size() > 8 ? ", ..." : ""));
 }
 

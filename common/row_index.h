@@ -24,8 +24,7 @@ std::vector<uint32_t> EncodeRowIds(absl::Span<const RowId> rows);
 // Inverse of EncodeRowIds for untrusted input: InvalidArgument when a
 // difference is 0 (ids not strictly ascending), the sum overflows, or an id
 // is >= num_rows.
-absl::StatusOr<std::vector<RowId>> DecodeRowIds(absl::Span<const uint32_t> deltas,
-                                                size_t num_rows);
+absl::StatusOr<std::vector<RowId>> DecodeRowIds(absl::Span<const uint32_t> deltas, size_t num_rows);
 
 // Bytes of a protobuf varint holding v.
 size_t VarintSize(uint64_t v);

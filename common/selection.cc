@@ -14,14 +14,13 @@ double MeanAbs(absl::Span<const float> values) {
 
 Selection SelectRows(std::vector<RowCandidate> candidates, double mta_fraction,
                      uint64_t model_wire_bytes) {
-  std::sort(candidates.begin(), candidates.end(),
-            [](const RowCandidate& a, const RowCandidate& b) {
-              if (a.mandatory != b.mandatory) return a.mandatory;
-              if (!a.mandatory && a.importance != b.importance) {
-                return a.importance > b.importance;
-              }
-              return a.row < b.row;
-            });
+  std::sort(candidates.begin(), candidates.end(), [](const RowCandidate& a, const RowCandidate& b) {
+    if (a.mandatory != b.mandatory) return a.mandatory;
+    if (!a.mandatory && a.importance != b.importance) {
+      return a.importance > b.importance;
+    }
+    return a.row < b.row;
+  });
   Selection s;
   s.order = std::move(candidates);
   while (s.mandatory < s.order.size() && s.order[s.mandatory].mandatory) ++s.mandatory;

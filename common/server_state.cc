@@ -48,9 +48,7 @@ bool ServerState::HasPending(size_t w, RowId row) const {
   return false;
 }
 
-double ServerState::PendingMagnitude(size_t w, RowId row) const {
-  return MeanAbs(pending(w, row));
-}
+double ServerState::PendingMagnitude(size_t w, RowId row) const { return MeanAbs(pending(w, row)); }
 
 uint64_t ServerState::TakeDownlink(size_t w, RowId row, Codec codec, std::string* payload,
                                    absl::Span<float> decoded) {

@@ -63,8 +63,8 @@ class ServerState {
   Layout layout_;
   std::vector<float> global_;
   VersionStore versions_;
-  std::vector<std::vector<float>> pending_;     // per worker, the flattened model
-  std::vector<VersionStore> copy_versions_;     // per worker
+  std::vector<std::vector<float>> pending_;  // per worker, the flattened model
+  std::vector<VersionStore> copy_versions_;  // per worker
 };
 
 }  // namespace rog

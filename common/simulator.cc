@@ -71,6 +71,74 @@ struct Batch {
 
 enum class Phase { kReady, kComputing, kTransmitting, kStalled, kDone };
 
+// One direction's rows for the current iteration, in selection order, and
+// how far the sender has got.
+struct Plan {
+  std::vector<RowCandidate> order;
+  size_t mandatory = 0;  // order[0, mandatory) go whatever the window
+  size_t mta_end = 0;    // order[0, mta_end) is the MTA share
+  size_t next = 0;
+
+  void Reset(Selection s) {
+    order = std::move(s.order);
+    mandatory = s.mandatory;
+    mta_end = s.mta_end;
+    next = 0;
+  }
+  bool done() const { return next >= order.size(); }
+};
+
+// The rows of one batch, kept within the payload budget (a row larger than
+// the budget travels alone).
+class BatchFill {
+ public:
+  BatchFill(const Layout& layout, Codec codec, size_t budget)
+      : layout_(layout), codec_(codec), budget_(budget) {}
+  bool Fits(RowId r) const { return rows_.empty() || payload_ + Bytes(r) <= budget_; }
+  void Add(RowId r) {
+    rows_.push_back(r);
+    payload_ += Bytes(r);
+  }
+  bool Has(RowId r) const { return std::find(rows_.begin(), rows_.end(), r) != rows_.end(); }
+  // The rows, ascending (the wire's order).
+  std::vector<RowId> Take() {
+    std::sort(rows_.begin(), rows_.end());
+    return std::move(rows_);
+  }
+  bool empty() const { return rows_.empty(); }
+
+ private:
+  uint64_t Bytes(RowId r) const { return EncodedSize(codec_, layout_.row(r).numel); }
+  const Layout& layout_;
+  Codec codec_;
+  size_t budget_;
+  std::vector<RowId> rows_;
+  uint64_t payload_ = 0;
+};
+
+// Streams `plan` into `fill`: mandatory rows whatever the window, other rows
+// while the window is `open` and up to the MTA share unless `speculate`;
+// rows `skip` says need no sending (sent already) are passed over. Once the
+// window has closed the rest of the plan is dropped: it stays accumulated.
+template <typename Skip>
+void FillFromPlan(Plan* plan, bool open, bool speculate, BatchFill* fill, Skip skip) {
+  const size_t end = speculate ? plan->order.size() : plan->mta_end;
+  while (!plan->done()) {
+    const RowId row = plan->order[plan->next].row;
+    if ((plan->next >= plan->mandatory && !open) || plan->next >= end) {
+      plan->next = plan->order.size();
+      return;
+    }
+    if (skip(row) || fill->Has(row)) {
+      ++plan->next;
+      continue;
+    }
+    if (!fill->Fits(row)) return;
+    fill->Add(row);
+    ++plan->next;
+  }
+}
+
 struct SimWorker {
   std::unique_ptr<WorkerState> state;
   Phase phase = Phase::kReady;
@@ -81,18 +149,12 @@ struct SimWorker {
   double compute_factor = 1;
 
   bool up_busy = false;
-  std::vector<RowCandidate> up_plan;
-  size_t up_mandatory = 0;
-  size_t up_mta_end = 0;
-  size_t up_next = 0;
-  std::vector<RowId> forced;     // rows the server asked for (PushNow)
+  Plan up;
+  std::vector<RowId> forced;  // rows the server asked for (PushNow)
   std::vector<bool> is_forced;
 
   bool down_busy = false;
-  std::vector<RowCandidate> down_plan;
-  size_t down_mandatory = 0;
-  size_t down_mta_end = 0;
-  size_t down_next = 0;
+  Plan down;
 
   GoodputEstimator up_goodput;
   GoodputEstimator down_goodput;
@@ -381,11 +443,7 @@ void Simulation::BuildPlans(size_t w) {
                                 RowWireBytes(r)});
     }
   }
-  Selection su = SelectRows(std::move(up), mta_, model_wire_bytes_);
-  sw.up_plan = std::move(su.order);
-  sw.up_mandatory = su.mandatory;
-  sw.up_mta_end = su.mta_end;
-  sw.up_next = 0;
+  sw.up.Reset(SelectRows(std::move(up), mta_, model_wire_bytes_));
   BuildDownlinkPlan(w);
 }
 
@@ -408,54 +466,27 @@ void Simulation::BuildDownlinkPlan(size_t w) {
       down.push_back(RowCandidate{r, mandatory, importance, RowWireBytes(r)});
     }
   }
-  Selection sd = SelectRows(std::move(down), mta_, model_wire_bytes_);
-  sw.down_plan = std::move(sd.order);
-  sw.down_mandatory = sd.mandatory;
-  sw.down_mta_end = sd.mta_end;
-  sw.down_next = 0;
+  sw.down.Reset(SelectRows(std::move(down), mta_, model_wire_bytes_));
 }
 
 void Simulation::KickUplink(size_t w) {
   SimWorker& sw = workers_[w];
   if (sw.up_busy) return;
   WorkerState& ws = *sw.state;
-  std::vector<RowId> rows;
-  uint64_t payload = 0;
-  auto fits = [&](RowId r) {
-    return rows.empty() || payload + EncodedSize(cfg_.codec, layout_.row(r).numel) <=
-                               cfg_.batch_bytes;
-  };
-  auto add = [&](RowId r) {
-    rows.push_back(r);
-    payload += EncodedSize(cfg_.codec, layout_.row(r).numel);
-  };
+  BatchFill fill(layout_, cfg_.codec, cfg_.batch_bytes);
   // Rows a stalled worker waits for go first, whatever the window.
-  while (!sw.forced.empty() && fits(sw.forced.back())) {
+  while (!sw.forced.empty() && fill.Fits(sw.forced.back())) {
     const RowId r = sw.forced.back();
     sw.forced.pop_back();
     sw.is_forced[r] = false;
-    if (ws.unpushed(r) > 0) add(r);
+    if (ws.unpushed(r) > 0) fill.Add(r);
   }
   if (sw.phase == Phase::kTransmitting) {
-    const bool open = now_ < sw.deadline;
-    const size_t end = SpeculativeAllowed(w) ? sw.up_plan.size() : sw.up_mta_end;
-    while (sw.up_next < sw.up_plan.size()) {
-      const RowCandidate& c = sw.up_plan[sw.up_next];
-      if ((sw.up_next >= sw.up_mandatory && !open) || sw.up_next >= end) {
-        sw.up_next = sw.up_plan.size();  // the window closed: the rest stays accumulated
-        break;
-      }
-      if (ws.unpushed(c.row) == 0 || std::find(rows.begin(), rows.end(), c.row) != rows.end()) {
-        ++sw.up_next;  // pushed already, on request
-        continue;
-      }
-      if (!fits(c.row)) break;
-      add(c.row);
-      ++sw.up_next;
-    }
+    FillFromPlan(&sw.up, now_ < sw.deadline, SpeculativeAllowed(w), &fill,
+                 [&](RowId r) { return ws.unpushed(r) == 0; });  // pushed on request
   }
+  const std::vector<RowId> rows = fill.Take();
   if (rows.empty()) return;
-  std::sort(rows.begin(), rows.end());
   const uint64_t id = next_batch_++;
   Batch& b = batches_[id];
   b.rows = rows;
@@ -464,8 +495,8 @@ void Simulation::KickUplink(size_t w) {
     const size_t at = b.decoded.size();
     b.decoded.resize(at + info.numel);
     scratch_.clear();
-    b.counts.push_back(ws.TakeUplink(r, cfg_.codec, &scratch_,
-                                     absl::MakeSpan(b.decoded.data() + at, info.numel)));
+    b.counts.push_back(
+        ws.TakeUplink(r, cfg_.codec, &scratch_, absl::MakeSpan(b.decoded.data() + at, info.numel)));
     b.payload += scratch_.size();
   }
   const std::vector<uint64_t> lags(rows.size(), 0);
@@ -479,50 +510,25 @@ void Simulation::KickUplink(size_t w) {
 void Simulation::KickDownlink(size_t w) {
   SimWorker& sw = workers_[w];
   if (sw.down_busy || sw.phase == Phase::kDone) return;
-  std::vector<RowId> rows;
-  uint64_t payload = 0;
-  auto fits = [&](RowId r) {
-    return rows.empty() || payload + EncodedSize(cfg_.codec, layout_.row(r).numel) <=
-                               cfg_.batch_bytes;
-  };
-  auto add = [&](RowId r) {
-    rows.push_back(r);
-    payload += EncodedSize(cfg_.codec, layout_.row(r).numel);
-  };
+  BatchFill fill(layout_, cfg_.codec, cfg_.batch_bytes);
   // First, rows the worker needs for its next start that the server can
   // complete now.
-  const StallPlan need = PlanStall(server_->versions(), server_->copy_versions(w), w, attached_,
-                                   Needed(w));
+  const StallPlan need =
+      PlanStall(server_->versions(), server_->copy_versions(w), w, attached_, Needed(w));
   for (RowId r : need.deliverable) {
-    if (!fits(r)) break;
-    add(r);
+    if (!fill.Fits(r)) break;
+    fill.Add(r);
   }
   if (sw.phase == Phase::kTransmitting) {
     const bool open = now_ < sw.deadline;
     const bool speculate = SpeculativeAllowed(w);
     // Time left in the window: stream what other workers pushed since.
-    if (open && speculate && sw.deadline < kInf && sw.down_next >= sw.down_plan.size()) {
-      BuildDownlinkPlan(w);
-    }
-    const size_t end = speculate ? sw.down_plan.size() : sw.down_mta_end;
-    while (sw.down_next < sw.down_plan.size()) {
-      const RowCandidate& c = sw.down_plan[sw.down_next];
-      if ((sw.down_next >= sw.down_mandatory && !open) || sw.down_next >= end) {
-        sw.down_next = sw.down_plan.size();
-        break;
-      }
-      if (!server_->HasPending(w, c.row) ||
-          std::find(rows.begin(), rows.end(), c.row) != rows.end()) {
-        ++sw.down_next;
-        continue;
-      }
-      if (!fits(c.row)) break;
-      add(c.row);
-      ++sw.down_next;
-    }
+    if (open && speculate && sw.deadline < kInf && sw.down.done()) BuildDownlinkPlan(w);
+    FillFromPlan(&sw.down, open, speculate, &fill,
+                 [&](RowId r) { return !server_->HasPending(w, r); });
   }
+  const std::vector<RowId> rows = fill.Take();
   if (rows.empty()) return;
-  std::sort(rows.begin(), rows.end());
   const uint64_t id = next_batch_++;
   Batch& b = batches_[id];
   b.rows = rows;
@@ -613,7 +619,8 @@ void Simulation::MaybeEndPhase(size_t w) {
     return;
   }
   sw.report.transmit_seconds += Clipped(sw.phase_start);
-  if (sw.deadline < kInf) sw.report.overshoots.push_back(std::max(0.0, sw.last_arrival - sw.deadline));
+  if (sw.deadline < kInf)
+    sw.report.overshoots.push_back(std::max(0.0, sw.last_arrival - sw.deadline));
   sw.phase = Phase::kReady;
   TryStart(w);
 }
@@ -621,7 +628,8 @@ void Simulation::MaybeEndPhase(size_t w) {
 uint64_t Simulation::MinAttachedClock() const {
   uint64_t min = std::numeric_limits<uint64_t>::max();
   for (size_t q = 0; q < workers_.size(); ++q) {
-    if (attached_[q] && workers_[q].phase != Phase::kDone) min = std::min(min, workers_[q].state->clock());
+    if (attached_[q] && workers_[q].phase != Phase::kDone)
+      min = std::min(min, workers_[q].state->clock());
   }
   return min;
 }
@@ -629,8 +637,8 @@ uint64_t Simulation::MinAttachedClock() const {
 void Simulation::ReplanStalls() {
   for (size_t s = 0; s < workers_.size(); ++s) {
     if (workers_[s].phase != Phase::kStalled) continue;
-    const StallPlan plan = PlanStall(server_->versions(), server_->copy_versions(s), s,
-                                     attached_, Needed(s));
+    const StallPlan plan =
+        PlanStall(server_->versions(), server_->copy_versions(s), s, attached_, Needed(s));
     for (size_t q = 0; q < plan.pushes.size(); ++q) {
       SimWorker& holder = workers_[q];
       bool added = false;
@@ -688,8 +696,8 @@ void Simulation::Drain() {
     }
   }
   for (size_t j = 0; j < global.size(); ++j) {
-    report_.max_sum_error = std::max(
-        report_.max_sum_error, std::fabs((double{global[j]} - initial_[j]) - true_sum_[j]));
+    report_.max_sum_error = std::max(report_.max_sum_error,
+                                     std::fabs((double{global[j]} - initial_[j]) - true_sum_[j]));
   }
 }
 

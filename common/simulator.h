@@ -74,7 +74,7 @@ struct SimWorkerReport {
   double transmit_seconds = 0;
   double stall_seconds = 0;
   uint64_t stalls = 0;
-  uint64_t bytes_up = 0;     // wire bytes: payload + index + batch headers
+  uint64_t bytes_up = 0;  // wire bytes: payload + index + batch headers
   uint64_t bytes_down = 0;
   uint64_t payload_up = 0;
   uint64_t payload_down = 0;

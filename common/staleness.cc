@@ -42,8 +42,7 @@ uint64_t MinOtherVersion(const VersionStore& copy, RowId row, size_t self,
 }
 
 std::vector<MissingUpdate> FindMissing(const VersionStore& copy, size_t self,
-                                       const AttachedSet& attached, uint64_t needed,
-                                       size_t limit) {
+                                       const AttachedSet& attached, uint64_t needed, size_t limit) {
   std::vector<MissingUpdate> missing;
   if (needed == 0) return missing;
   for (RowId r = 0; r < copy.num_rows(); ++r) {
@@ -92,8 +91,8 @@ StallPlan PlanStall(const VersionStore& global, const VersionStore& copy, size_t
   return plan;
 }
 
-uint64_t CopyStaleness(const VersionStore& global, const VersionStore& copy, RowId row,
-                       size_t self, const AttachedSet& attached) {
+uint64_t CopyStaleness(const VersionStore& global, const VersionStore& copy, RowId row, size_t self,
+                       const AttachedSet& attached) {
   uint64_t worst = 0;
   for (size_t w = 0; w < global.num_workers(); ++w) {
     if (w == self || !attached[w]) continue;

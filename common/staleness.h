@@ -81,8 +81,8 @@ StallPlan PlanStall(const VersionStore& global, const VersionStore& copy, size_t
 
 // How many iterations a worker's copy of `row` is behind the freshest
 // contribution: the largest global − copy over attached other workers.
-uint64_t CopyStaleness(const VersionStore& global, const VersionStore& copy, RowId row,
-                       size_t self, const AttachedSet& attached);
+uint64_t CopyStaleness(const VersionStore& global, const VersionStore& copy, RowId row, size_t self,
+                       const AttachedSet& attached);
 
 }  // namespace rog
 

@@ -32,13 +32,13 @@ absl::StatusOr<Trace> Trace::Parse(absl::string_view text, absl::string_view nam
           name, ":", line_no, ": expected 'seconds<TAB>mbit_per_s', got '", line, "'"));
     }
     if (!std::isfinite(time) || !std::isfinite(mbit) || mbit < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, ":", line_no, ": time and rate must be finite and the rate >= 0"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ":", line_no, ": time and rate must be finite and the rate >= 0"));
     }
     if (t.times_.empty() ? time != 0 : time <= t.times_.back()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, ":", line_no, ": times must start at 0 and rise strictly; got ", time,
-          t.times_.empty() ? "" : absl::StrCat(" after ", t.times_.back())));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ":", line_no, ": times must start at 0 and rise strictly; got ", time,
+                       t.times_.empty() ? "" : absl::StrCat(" after ", t.times_.back())));
     }
     t.times_.push_back(time);
     t.mbit_.push_back(mbit);

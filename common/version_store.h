@@ -16,8 +16,8 @@ namespace rog {
 class VersionStore {
  public:
   VersionStore() = default;
-  VersionStore(size_t num_rows, size_t num_workers) : rows_(num_rows), workers_(num_workers),
-      v_(num_rows * num_workers, 0) {}
+  VersionStore(size_t num_rows, size_t num_workers)
+      : rows_(num_rows), workers_(num_workers), v_(num_rows * num_workers, 0) {}
 
   size_t num_rows() const { return rows_; }
   size_t num_workers() const { return workers_; }

@@ -35,9 +35,7 @@ void WorkerState::ApplyLocalUpdate(absl::Span<const float> update) {
   ++clock_;
 }
 
-double WorkerState::AccumulatorMagnitude(RowId row) const {
-  return MeanAbs(accumulator_row(row));
-}
+double WorkerState::AccumulatorMagnitude(RowId row) const { return MeanAbs(accumulator_row(row)); }
 
 uint32_t WorkerState::TakeUplink(RowId row, Codec codec, std::string* payload,
                                  absl::Span<float> decoded) {
@@ -49,8 +47,7 @@ uint32_t WorkerState::TakeUplink(RowId row, Codec codec, std::string* payload,
   return static_cast<uint32_t>(count);
 }
 
-void WorkerState::ApplyDownlink(RowId row, absl::Span<const float> decoded,
-                                uint64_t min_version) {
+void WorkerState::ApplyDownlink(RowId row, absl::Span<const float> decoded, uint64_t min_version) {
   const RowInfo& r = layout_->row(row);
   assert(decoded.size() == r.numel);
   float* p = replica_.data() + r.offset;

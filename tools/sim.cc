@@ -81,8 +81,8 @@ absl::StatusOr<std::vector<rog::Trace>> LoadTraces(const std::string& spec,
     }
     std::sort(files.begin(), files.end());
     if (files.empty()) {
-      return absl::NotFoundError(absl::StrCat("no *.tsv file containing '", filter, "' in ",
-                                              path, "; check --traces and --trace_filter"));
+      return absl::NotFoundError(absl::StrCat("no *.tsv file containing '", filter, "' in ", path,
+                                              "; check --traces and --trace_filter"));
     }
   } else {
     for (absl::string_view f : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
@@ -150,14 +150,14 @@ int main(int argc, char** argv) {
   base.pace_lead = absl::GetFlag(FLAGS_pace_lead);
   base.laggard_mta_only = absl::GetFlag(FLAGS_laggard_mta_only);
 
-  std::printf("model %s: %zu tensors, %zu rows, %.2f MB fp32 | %u workers | S=%u (MTA %.3f) | "
-              "codec %s | %.0f s | compute %.2f s ±%.0f%% | seed %llu\n",
-              absl::GetFlag(FLAGS_model).c_str(), layout->tensors().size(), layout->num_rows(),
-              layout->total_numel() * 4 / 1e6, base.workers, base.staleness,
-              rog::MinimumTransmissionAmount(base.staleness),
-              std::string(rog::CodecName(base.codec)).c_str(), base.seconds,
-              base.compute_seconds, base.compute_jitter * 100,
-              static_cast<unsigned long long>(base.seed));
+  std::printf(
+      "model %s: %zu tensors, %zu rows, %.2f MB fp32 | %zu workers | S=%u (MTA %.3f) | "
+      "codec %s | %.0f s | compute %.2f s ±%.0f%% | seed %llu\n",
+      absl::GetFlag(FLAGS_model).c_str(), layout->tensors().size(), layout->num_rows(),
+      layout->total_numel() * 4 / 1e6, base.workers, base.staleness,
+      rog::MinimumTransmissionAmount(base.staleness),
+      std::string(rog::CodecName(base.codec)).c_str(), base.seconds, base.compute_seconds,
+      base.compute_jitter * 100, static_cast<unsigned long long>(base.seed));
   for (size_t w = 0; w < base.workers; ++w) {
     const rog::Trace& t = base.traces[w % base.traces.size()];
     std::printf("  worker %zu: %s (mean %.2f Mbit/s × %.3g)\n", w,
@@ -191,17 +191,15 @@ int main(int argc, char** argv) {
     }
     const bool has_window = !overshoots.empty();
     const double worker_seconds = r->seconds * r->workers.size();
-    std::printf("%-6s %7.3f %7.1f%% %7.1f%% %7.1f%% %7llu %7.2f %7llu %8.1f %8.1f %8s %8s %s\n",
-                std::string(rog::SyncPolicyName(policy)).c_str(), r->iterations_per_second(),
-                100 * compute / worker_seconds, 100 * transmit / worker_seconds,
-                100 * r->stall_share(), static_cast<unsigned long long>(r->stalls()),
-                stale_sum / r->workers.size(), static_cast<unsigned long long>(stale_max),
-                r->bytes_up() / 1e6, r->bytes_down() / 1e6,
-                has_window ? absl::StrFormat("%.0f", 1e3 * Percentile(overshoots, 0.5)).c_str()
-                           : "-",
-                has_window ? absl::StrFormat("%.0f", 1e3 * Percentile(overshoots, 0.99)).c_str()
-                           : "-",
-                absl::StrJoin(per_worker, " ").c_str());
+    std::printf(
+        "%-6s %7.3f %7.1f%% %7.1f%% %7.1f%% %7llu %7.2f %7llu %8.1f %8.1f %8s %8s %s\n",
+        std::string(rog::SyncPolicyName(policy)).c_str(), r->iterations_per_second(),
+        100 * compute / worker_seconds, 100 * transmit / worker_seconds, 100 * r->stall_share(),
+        static_cast<unsigned long long>(r->stalls()), stale_sum / r->workers.size(),
+        static_cast<unsigned long long>(stale_max), r->bytes_up() / 1e6, r->bytes_down() / 1e6,
+        has_window ? absl::StrFormat("%.0f", 1e3 * Percentile(overshoots, 0.5)).c_str() : "-",
+        has_window ? absl::StrFormat("%.0f", 1e3 * Percentile(overshoots, 0.99)).c_str() : "-",
+        absl::StrJoin(per_worker, " ").c_str());
     if (r->bound_violations != 0 || r->max_replica_error != 0 || r->max_sum_error != 0) {
       if (rog::IsLossless(cfg.codec)) ok = false;
       std::printf("       ! bound violations %llu of %llu checks, replica error %g, sum error %g\n",
@@ -216,8 +214,9 @@ int main(int argc, char** argv) {
   std::printf("\n");
   if (rog_ips > 0 && bsp > 0) std::printf("ROG/BSP throughput: %.2fx\n", rog_ips / bsp);
   if (rog_ips > 0 && ssp > 0) std::printf("ROG/SSP throughput: %.2fx\n", rog_ips / ssp);
-  std::printf("invariants (staleness bound at every compute start, exact conservation after "
-              "draining): %s\n",
-              ok ? "hold" : "VIOLATED");
+  std::printf(
+      "invariants (staleness bound at every compute start, exact conservation after "
+      "draining): %s\n",
+      ok ? "hold" : "VIOLATED");
   return ok ? 0 : 1;
 }

@@ -144,8 +144,8 @@ TEST_CASE("decoders refuse malformed payloads with a reason", "[codec]") {
     CHECK(MessageHas(Decode(Codec::kBf16, b, absl::MakeSpan(out)), "element 5"));
   }
   SECTION("bad scales") {
-    for (float scale : {std::numeric_limits<float>::infinity(), -1.0f,
-                        std::numeric_limits<float>::quiet_NaN()}) {
+    for (float scale :
+         {std::numeric_limits<float>::infinity(), -1.0f, std::numeric_limits<float>::quiet_NaN()}) {
       for (Codec c : {Codec::kInt8, Codec::kSign}) {
         CAPTURE(CodecName(c), scale);
         std::string p(EncodedSize(c, 9), '\0');

@@ -67,10 +67,10 @@ TEST_CASE("acks beyond what is in flight are clamped", "[goodput]") {
 TEST_CASE("the slowest worker's MTA time sets the window", "[goodput]") {
   const std::vector<double> rates = {1e6, 2.5e5, 4e6};
   CHECK(TransmissionWindow(rates, 5e5, 0, 0) == Approx(2.0));
-  CHECK(TransmissionWindow(rates, 5e5, 0, 1.5) == Approx(1.5));   // capped
-  CHECK(TransmissionWindow(rates, 5e5, 3.0, 0) == Approx(3.0));   // floor
+  CHECK(TransmissionWindow(rates, 5e5, 0, 1.5) == Approx(1.5));  // capped
+  CHECK(TransmissionWindow(rates, 5e5, 3.0, 0) == Approx(3.0));  // floor
   const std::vector<double> unknown = {1e6, 0};
-  CHECK(TransmissionWindow(unknown, 5e5, 0, 0) == 0);    // no limit
+  CHECK(TransmissionWindow(unknown, 5e5, 0, 0) == 0);  // no limit
   CHECK(TransmissionWindow(unknown, 5e5, 0, 7) == 7);
   CHECK(InFlightLimit(1e6, 0.05, 16384) == 50000 + 16384);
 }

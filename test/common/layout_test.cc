@@ -5,14 +5,13 @@
 namespace rog {
 namespace {
 
-TEST_CASE("tensors with >= 2 dims and >= min_split_numel elements split along dim 0",
-          "[layout]") {
-  absl::StatusOr<Layout> l = Layout::Create({{"w", {32, 64}},       // 2048: split
-                                             {"b", {2048}},         // 1-D: one row
-                                             {"small", {4, 8}},     // 32 < 1024: one row
-                                             {"edge", {2, 512}},    // exactly 1024: split
+TEST_CASE("tensors with >= 2 dims and >= min_split_numel elements split along dim 0", "[layout]") {
+  absl::StatusOr<Layout> l = Layout::Create({{"w", {32, 64}},         // 2048: split
+                                             {"b", {2048}},           // 1-D: one row
+                                             {"small", {4, 8}},       // 32 < 1024: one row
+                                             {"edge", {2, 512}},      // exactly 1024: split
                                              {"conv", {8, 4, 3, 3}},  // 288: one row
-                                             {"s", {}}});           // scalar: one row
+                                             {"s", {}}});             // scalar: one row
   REQUIRE(l.ok());
   CHECK(l->num_rows() == 32 + 1 + 1 + 2 + 1 + 1);
   CHECK(l->tensor_rows(0) == 32);
@@ -31,8 +30,7 @@ TEST_CASE("tensors with >= 2 dims and >= min_split_numel elements split along di
 }
 
 TEST_CASE("rows tile the flattened model contiguously in tensor order", "[layout]") {
-  absl::StatusOr<Layout> l =
-      Layout::Create({{"a", {10, 200}}, {"b", {7}}, {"c", {3, 400}}}, 1000);
+  absl::StatusOr<Layout> l = Layout::Create({{"a", {10, 200}}, {"b", {7}}, {"c", {3, 400}}}, 1000);
   REQUIRE(l.ok());
   uint64_t offset = 0;
   for (RowId r = 0; r < l->num_rows(); ++r) {
@@ -48,8 +46,7 @@ TEST_CASE("rows tile the flattened model contiguously in tensor order", "[layout
   CHECK(l->RowName(10) == "b");
 }
 
-TEST_CASE("the fingerprint changes with names, shapes, order and min_split_numel",
-          "[layout]") {
+TEST_CASE("the fingerprint changes with names, shapes, order and min_split_numel", "[layout]") {
   auto fp = [](std::vector<TensorSpec> t, uint64_t m = 1024) {
     absl::StatusOr<Layout> l = Layout::Create(std::move(t), m);
     REQUIRE(l.ok());
@@ -85,7 +82,9 @@ TEST_CASE("invalid layouts are refused with a message naming the tensor", "[layo
   }
   SECTION("empty name") { CHECK_FALSE(Layout::Create({{"", {2}}}).ok()); }
   SECTION("min_split_numel 0") { CHECK_FALSE(Layout::Create({{"a", {2}}}, 0).ok()); }
-  SECTION("absurd size") { CHECK_FALSE(Layout::Create({{"huge", {1 << 30, 1 << 30, 1 << 30}}}).ok()); }
+  SECTION("absurd size") {
+    CHECK_FALSE(Layout::Create({{"huge", {1 << 30, 1 << 30, 1 << 30}}}).ok());
+  }
 }
 
 TEST_CASE("FindTensor finds by name and explains a miss", "[layout]") {

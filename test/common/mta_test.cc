@@ -8,13 +8,8 @@ namespace rog {
 namespace {
 
 TEST_CASE("MTA matches the paper's table to two decimals", "[mta]") {
-  auto [s, expected] = GENERATE(table<uint32_t, double>({{2, 0.50},
-                                                         {3, 0.38},
-                                                         {4, 0.32},
-                                                         {5, 0.28},
-                                                         {6, 0.25},
-                                                         {7, 0.22},
-                                                         {8, 0.20}}));
+  auto [s, expected] = GENERATE(table<uint32_t, double>(
+      {{2, 0.50}, {3, 0.38}, {4, 0.32}, {5, 0.28}, {6, 0.25}, {7, 0.22}, {8, 0.20}}));
   CAPTURE(s);
   CHECK(std::round(MinimumTransmissionAmount(s) * 100) / 100 == Approx(expected));
 }

@@ -43,7 +43,8 @@ TEST_CASE("batches respect the byte budget and carry every row once", "[row_inde
   std::vector<size_t> bytes(300);
   for (auto& b : bytes) b = 100 + rng() % 5000;
   bytes[17] = 50000;  // larger than the budget
-  auto batches = PackBatches(rows, [&](RowId r) { return bytes[r]; }, 16384);
+  auto batches = PackBatches(
+      rows, [&](RowId r) { return bytes[r]; }, 16384);
   std::vector<RowId> seen;
   for (const auto& b : batches) {
     REQUIRE_FALSE(b.empty());
@@ -61,15 +62,15 @@ TEST_CASE("batches respect the byte budget and carry every row once", "[row_inde
 
 TEST_CASE("batches keep priority: earlier rows never land in later batches", "[row_index]") {
   std::vector<RowId> rows = {9, 3, 7, 1, 8, 2};
-  auto batches = PackBatches(rows, [](RowId) { return size_t{100}; }, 250);
+  auto batches = PackBatches(
+      rows, [](RowId) { return size_t{100}; }, 250);
   REQUIRE(batches.size() == 3);
   CHECK(batches[0] == std::vector<RowId>{3, 9});
   CHECK(batches[1] == std::vector<RowId>{1, 7});
   CHECK(batches[2] == std::vector<RowId>{2, 8});
 }
 
-TEST_CASE("index bytes stay under 1% of fp32 payload for rows of 128 elements",
-          "[row_index]") {
+TEST_CASE("index bytes stay under 1% of fp32 payload for rows of 128 elements", "[row_index]") {
   std::vector<RowId> rows(100);
   std::iota(rows.begin(), rows.end(), 1000);
   std::vector<uint32_t> counts(100, 3);

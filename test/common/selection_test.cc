@@ -8,11 +8,9 @@
 namespace rog {
 namespace {
 
-TEST_CASE("mandatory rows come first, then rows by importance, ties by row id",
-          "[selection]") {
-  std::vector<RowCandidate> c = {{0, false, 1.0, 100}, {1, true, 0.0, 100},
-                                 {2, false, 5.0, 100}, {3, false, 1.0, 100},
-                                 {4, true, 9.0, 100},  {5, false, 0.0, 100}};
+TEST_CASE("mandatory rows come first, then rows by importance, ties by row id", "[selection]") {
+  std::vector<RowCandidate> c = {{0, false, 1.0, 100}, {1, true, 0.0, 100}, {2, false, 5.0, 100},
+                                 {3, false, 1.0, 100}, {4, true, 9.0, 100}, {5, false, 0.0, 100}};
   Selection s = SelectRows(c, 0.5, 600);
   std::vector<RowId> order;
   for (const auto& x : s.order) order.push_back(x.row);
@@ -28,7 +26,7 @@ TEST_CASE("the MTA share holds every mandatory row even beyond the fraction", "[
   Selection s = SelectRows(c, 0.1, 1000);
   CHECK(s.mandatory == 2);
   CHECK(s.mta_end == 2);
-  CHECK(CutToBudget(s, 100) == 2);   // mandatory rows go whatever the budget
+  CHECK(CutToBudget(s, 100) == 2);  // mandatory rows go whatever the budget
   CHECK(CutToBudget(s, 900) == 3);
 }
 
@@ -53,7 +51,7 @@ TEST_CASE("rows one iteration from violating the bound are mandatory", "[selecti
   // Uplink, S = 3: a row unpushed for 3 iterations would be 4 behind next time.
   CHECK_FALSE(UplinkMandatory(2, 3));
   CHECK(UplinkMandatory(3, 3));
-  CHECK(UplinkMandatory(1, 0));   // BSP: everything
+  CHECK(UplinkMandatory(1, 0));  // BSP: everything
   CHECK_FALSE(UplinkMandatory(0, 0));
   // Downlink, worker at clock 10, S = 3: needs 7 now and 8 at the next start.
   CHECK(DownlinkMandatory(7, 10, 3));

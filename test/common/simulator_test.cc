@@ -1,10 +1,11 @@
 // Property tests of the protocol logic on the deterministic simulator: many
 // seeds, random links (including near-dead stretches), all three policies.
+#include "common/simulator.h"
+
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "catch2/catch.hpp"
-#include "common/simulator.h"
 
 namespace rog {
 namespace {
@@ -48,9 +49,10 @@ Layout Tiny() {
   return *l;
 }
 
-TEST_CASE("conservation: with fp32 every replica equals the global model after draining and "
-          "global - initial is the sum of all updates",
-          "[simulator][property]") {
+TEST_CASE(
+    "conservation: with fp32 every replica equals the global model after draining and "
+    "global - initial is the sum of all updates",
+    "[simulator][property]") {
   const Layout layout = Tiny();
   const SyncPolicy policy = GENERATE(SyncPolicy::kBsp, SyncPolicy::kSsp, SyncPolicy::kRog);
   for (uint64_t seed = 1; seed <= 25; ++seed) {
@@ -117,8 +119,7 @@ TEST_CASE("with one slow link ROG outruns BSP and SSP and stalls less", "[simula
   c.seconds = 120;
   c.compute_seconds = 0.5;
   // 1.7 MB over 2 Mbit/s takes ~7 s; the other links are fast.
-  c.traces = {Trace::Constant(2), Trace::Constant(100), Trace::Constant(100),
-              Trace::Constant(100)};
+  c.traces = {Trace::Constant(2), Trace::Constant(100), Trace::Constant(100), Trace::Constant(100)};
   auto run = [&](SyncPolicy p) {
     SimConfig k = c;
     k.policy = p;
@@ -131,8 +132,8 @@ TEST_CASE("with one slow link ROG outruns BSP and SSP and stalls less", "[simula
   const SimReport bsp = run(SyncPolicy::kBsp);
   const SimReport ssp = run(SyncPolicy::kSsp);
   const SimReport rog = run(SyncPolicy::kRog);
-  CAPTURE(bsp.iterations_per_second(), ssp.iterations_per_second(),
-          rog.iterations_per_second(), bsp.stall_share(), ssp.stall_share(), rog.stall_share());
+  CAPTURE(bsp.iterations_per_second(), ssp.iterations_per_second(), rog.iterations_per_second(),
+          bsp.stall_share(), ssp.stall_share(), rog.stall_share());
   CHECK(rog.iterations_per_second() > 1.5 * bsp.iterations_per_second());
   CHECK(rog.iterations_per_second() > 1.2 * ssp.iterations_per_second());
   CHECK(rog.stall_share() < ssp.stall_share());

@@ -35,7 +35,7 @@ TEST_CASE("a worker may start only when every row holds every other worker up to
     f.copy.Set(r, 1, 6);
     f.copy.Set(r, 2, 6);
   }
-  CHECK(MayStart(f.copy, 0, f.attached, 10, 4));   // needs 6
+  CHECK(MayStart(f.copy, 0, f.attached, 10, 4));        // needs 6
   CHECK_FALSE(MayStart(f.copy, 0, f.attached, 11, 4));  // needs 7
   f.copy.Set(2, 2, 5);
   CHECK_FALSE(MayStart(f.copy, 0, f.attached, 10, 4));
@@ -58,8 +58,7 @@ TEST_CASE("a worker may start only when every row holds every other worker up to
   }
 }
 
-TEST_CASE("a stall plan names the rows to push now and the rows to deliver now",
-          "[staleness]") {
+TEST_CASE("a stall plan names the rows to push now and the rows to deliver now", "[staleness]") {
   Fixture f;
   // Global: worker 1 pushed rows 0..3 up to 5; worker 2 pushed rows 0,1 up
   // to 5 and rows 2,3 only up to 3.
@@ -94,8 +93,7 @@ TEST_CASE("copy staleness is the largest gap to the freshest contribution", "[st
   CHECK(MinOtherVersion(f.copy, 1, 0, alone) == std::numeric_limits<uint64_t>::max());
 }
 
-TEST_CASE("version stores grow by a worker column keeping existing versions",
-          "[version_store]") {
+TEST_CASE("version stores grow by a worker column keeping existing versions", "[version_store]") {
   VersionStore v(3, 2);
   v.Set(0, 0, 1);
   v.Set(2, 1, 7);

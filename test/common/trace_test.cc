@@ -17,7 +17,7 @@ TEST_CASE("traces parse the shared format and loop", "[trace]") {
   CHECK(t->MbitAt(0.5) == 8);
   CHECK(t->MbitAt(1.0) == 16);
   CHECK(t->MbitAt(2.5) == 0);
-  CHECK(t->MbitAt(3.5) == 8);  // looped
+  CHECK(t->MbitAt(3.5) == 8);                        // looped
   CHECK(t->BytesBetween(0, 3, 1.0) == Approx(3e6));  // (8 + 16) Mbit
   CHECK(t->BytesBetween(0, 6, 0.5) == Approx(3e6));
   CHECK(t->mean_mbit() == Approx(8.0));
