@@ -28,6 +28,12 @@ void HashU64(uint64_t* h, uint64_t v) {
 
 }  // namespace
 
+uint64_t Fnv1a64(absl::string_view bytes) {
+  uint64_t h = kFnvOffset;
+  HashBytes(&h, bytes.data(), bytes.size());
+  return h;
+}
+
 bool IsSplit(const std::vector<int64_t>& shape, uint64_t min_split_numel) {
   if (shape.size() < 2) return false;
   uint64_t numel = 1;

@@ -81,6 +81,10 @@ class Layout {
 };
 
 // Whether a tensor of this shape is split into rows (DESIGN.md "Rows").
+// 64-bit FNV-1a of `bytes` (the hash behind Layout::fingerprint), also used
+// as the checksum of checkpoint files.
+uint64_t Fnv1a64(absl::string_view bytes);
+
 bool IsSplit(const std::vector<int64_t>& shape, uint64_t min_split_numel);
 
 }  // namespace rog

@@ -1,6 +1,9 @@
 #include "common/server_state.h"
 
+#include <algorithm>
 #include <cassert>
+
+#include "absl/strings/str_cat.h"
 
 #include "common/selection.h"
 
@@ -31,7 +34,7 @@ void ServerState::Fold(size_t w, RowId row, absl::Span<const float> update, uint
   float* g = global_.data() + r.offset;
   for (uint32_t j = 0; j < r.numel; ++j) g[j] += update[j];
   for (size_t q = 0; q < pending_.size(); ++q) {
-    if (q == w) continue;
+    if (q == w || pending_[q].empty()) continue;
     float* p = pending_[q].data() + r.offset;
     for (uint32_t j = 0; j < r.numel; ++j) p[j] += update[j];
   }
@@ -66,7 +69,77 @@ uint64_t ServerState::TakeDownlink(size_t w, RowId row, Codec codec, std::string
 }
 
 uint64_t ServerState::copy_bytes() const {
-  return static_cast<uint64_t>(pending_.size()) * layout_.total_numel() * sizeof(float);
+  uint64_t total = 0;
+  for (const std::vector<float>& p : pending_) total += p.size() * sizeof(float);
+  return total;
+}
+
+size_t ServerState::AddWorker(uint64_t version) {
+  const size_t w = versions_.AddWorker(version);
+  for (VersionStore& copy : copy_versions_) copy.AddWorker(version);
+  copy_versions_.push_back(versions_);
+  pending_.emplace_back(layout_.total_numel(), 0.0f);
+  return w;
+}
+
+void ServerState::RaiseVersion(size_t w, uint64_t version) {
+  for (RowId row = 0; row < layout_.num_rows(); ++row) {
+    const uint64_t old = versions_.Get(row, w);
+    if (old >= version) continue;
+    versions_.Set(row, w, version);
+    for (VersionStore& copy : copy_versions_) {
+      if (copy.Get(row, w) == old) copy.Set(row, w, version);
+    }
+  }
+}
+
+void ServerState::SetActive(size_t w, bool active) {
+  if (active) {
+    pending_[w].assign(layout_.total_numel(), 0.0f);
+  } else {
+    std::vector<float>().swap(pending_[w]);
+  }
+}
+
+void ServerState::TakeValues(size_t w, RowId row, std::string* payload) {
+  const RowInfo& r = layout_.row(row);
+  Encode(Codec::kFp32, global_row(row), payload);
+  if (!pending_[w].empty()) std::fill_n(pending_[w].data() + r.offset, r.numel, 0.0f);
+  copy_versions_[w].CopyRow(versions_, row);
+}
+
+ServerState::Parts ServerState::Export() const {
+  return Parts{global_, versions_, pending_, copy_versions_};
+}
+
+absl::StatusOr<std::unique_ptr<ServerState>> ServerState::Restore(Layout layout, Parts parts) {
+  const size_t rows = layout.num_rows();
+  const size_t n = parts.versions.num_workers();
+  if (parts.global.size() != layout.total_numel()) {
+    return absl::InvalidArgumentError(absl::StrCat("global model has ", parts.global.size(),
+                                                   " values, the layout ",
+                                                   layout.total_numel()));
+  }
+  if (parts.versions.num_rows() != rows) {
+    return absl::InvalidArgumentError("version storage does not match the layout's rows");
+  }
+  if (parts.pending.size() != n || parts.copies.size() != n) {
+    return absl::InvalidArgumentError("per-worker copies do not match the team size");
+  }
+  for (size_t w = 0; w < n; ++w) {
+    if (!parts.pending[w].empty() && parts.pending[w].size() != layout.total_numel()) {
+      return absl::InvalidArgumentError(absl::StrCat("worker ", w, "'s copy has the wrong size"));
+    }
+    if (parts.copies[w].num_rows() != rows || parts.copies[w].num_workers() != n) {
+      return absl::InvalidArgumentError(absl::StrCat("worker ", w, "'s versions have the wrong shape"));
+    }
+  }
+  auto state = std::unique_ptr<ServerState>(
+      new ServerState(std::move(layout), std::move(parts.global), 0));
+  state->versions_ = std::move(parts.versions);
+  state->pending_ = std::move(parts.pending);
+  state->copy_versions_ = std::move(parts.copies);
+  return state;
 }
 
 }  // namespace rog

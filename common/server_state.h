@@ -4,14 +4,16 @@
 // versions its replica holds. Pure logic: rogd and the simulator both drive
 // it; neither sockets nor clocks enter here.
 //
-// Not thread-safe: callers serialise access (rogd per row stripe).
+// Not thread-safe: callers serialise access (rogd's engine thread owns it).
 #ifndef ROG_COMMON_SERVER_STATE_H_
 #define ROG_COMMON_SERVER_STATE_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/codec.h"
 #include "common/layout.h"
@@ -21,7 +23,7 @@ namespace rog {
 
 class ServerState {
  public:
-  // REQUIRES: initial.size() == layout.total_numel(), num_workers >= 1.
+  // REQUIRES: initial.size() == layout.total_numel().
   ServerState(Layout layout, std::vector<float> initial, size_t num_workers);
 
   ServerState(const ServerState&) = delete;
@@ -58,6 +60,39 @@ class ServerState {
 
   // Bytes of per-worker copies (pending updates) held.
   uint64_t copy_bytes() const;
+
+  // --- Team changes -------------------------------------------------------
+  // Adds a worker (a new VersionStore column) whose versions start at
+  // `version` in every row: a worker joining at clock T has vacuously
+  // contributed its first T iterations, so nobody waits for them. Its copy
+  // holds the current versions and nothing pending (it gets a full resync).
+  // Returns its index.
+  size_t AddWorker(uint64_t version);
+  // Raises worker w's versions to at least `version` in every row (a worker
+  // rejoining at clock T). Another worker's copy that held all of w's folded
+  // updates of a row is raised with it; one that lacks some keeps its lag.
+  void RaiseVersion(size_t w, uint64_t version);
+  // Whether w holds a copy (pending updates). An evicted worker holds none:
+  // folds skip it, and SetActive(w, true) gives it an empty copy again,
+  // to be filled by a full resync.
+  bool active(size_t w) const { return !pending_[w].empty(); }
+  void SetActive(size_t w, bool active);
+  // Full resync of one row: appends the global row as fp32 to *payload; w's
+  // copy of the row then holds the row's current versions, nothing pending.
+  void TakeValues(size_t w, RowId row, std::string* payload);
+
+  // --- Checkpoints --------------------------------------------------------
+  // Everything needed to rebuild the state. pending[w] is empty for a worker
+  // without a copy.
+  struct Parts {
+    std::vector<float> global;
+    VersionStore versions;
+    std::vector<std::vector<float>> pending;
+    std::vector<VersionStore> copies;
+  };
+  Parts Export() const;
+  // Rebuilds a state; InvalidArgument naming what does not fit the layout.
+  static absl::StatusOr<std::unique_ptr<ServerState>> Restore(Layout layout, Parts parts);
 
  private:
   Layout layout_;

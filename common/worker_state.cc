@@ -1,5 +1,6 @@
 #include "common/worker_state.h"
 
+#include <algorithm>
 #include <cassert>
 
 #include "common/selection.h"
@@ -60,6 +61,35 @@ bool WorkerState::HasAllUpTo(uint64_t needed) const {
     if (k < needed) return false;
   }
   return true;
+}
+
+void WorkerState::ApplyValues(RowId row, absl::Span<const float> values, uint64_t min_version) {
+  const RowInfo& r = layout_->row(row);
+  assert(values.size() == r.numel);
+  float* p = replica_.data() + r.offset;
+  const float* a = accumulator_.data() + r.offset;
+  for (uint32_t j = 0; j < r.numel; ++j) p[j] = values[j] + a[j];
+  known_[row] = min_version;
+}
+
+void WorkerState::ReturnUplink(RowId row, absl::Span<const float> decoded, uint32_t count) {
+  const RowInfo& r = layout_->row(row);
+  assert(decoded.size() == r.numel && pushed_[row] >= count);
+  float* a = accumulator_.data() + r.offset;
+  for (uint32_t j = 0; j < r.numel; ++j) a[j] += decoded[j];
+  pushed_[row] -= count;
+}
+
+void WorkerState::Rebase(uint64_t clock) {
+  clock_ = clock;
+  std::fill(pushed_.begin(), pushed_.end(), clock);
+}
+
+bool WorkerState::HasResidual(RowId row) const {
+  for (float v : accumulator_row(row)) {
+    if (v != 0.0f) return true;
+  }
+  return false;
 }
 
 }  // namespace rog

@@ -55,6 +55,21 @@ class WorkerState {
   // Whether every row holds the other workers' updates up to `needed`.
   bool HasAllUpTo(uint64_t needed) const;
 
+  // A full resync of `row`: the replica becomes `values` plus what this
+  // worker has not pushed yet (its accumulator).
+  void ApplyValues(RowId row, absl::Span<const float> values, uint64_t min_version);
+  // Undoes a TakeUplink whose batch was never applied by the server (its
+  // stream broke unacknowledged): `decoded` returns to the accumulator and
+  // the row's `count` iterations count as unpushed again. Undo batches in
+  // reverse order of sending.
+  void ReturnUplink(RowId row, absl::Span<const float> decoded, uint32_t count);
+  // Restarts the clock at `clock` (a worker rejoining the team at its
+  // clock): nothing counts as unpushed, but the accumulator keeps its
+  // values and sends them with the row's next push.
+  void Rebase(uint64_t clock);
+  // Whether the row's accumulator holds anything non-zero.
+  bool HasResidual(RowId row) const;
+
  private:
   const Layout* layout_;
   uint64_t clock_;

@@ -1,0 +1,43 @@
+#include "proto/convert.h"
+
+#include <cstring>
+
+#include "common/codec.h"
+
+namespace rog {
+
+pb::Layout LayoutToProto(const Layout& layout) {
+  pb::Layout proto;
+  for (const TensorSpec& t : layout.tensors()) {
+    pb::TensorSpec* spec = proto.add_tensors();
+    spec->set_name(t.name);
+    for (int64_t d : t.shape) spec->add_shape(d);
+  }
+  proto.set_min_split_numel(layout.min_split_numel());
+  return proto;
+}
+
+absl::StatusOr<Layout> LayoutFromProto(const pb::Layout& proto) {
+  std::vector<TensorSpec> tensors;
+  tensors.reserve(proto.tensors_size());
+  for (const pb::TensorSpec& t : proto.tensors()) {
+    tensors.push_back(TensorSpec{t.name(), {t.shape().begin(), t.shape().end()}});
+  }
+  return Layout::Create(std::move(tensors), proto.min_split_numel() == 0
+                                                ? Layout::kDefaultMinSplitNumel
+                                                : proto.min_split_numel());
+}
+
+std::string FloatsToBytes(absl::Span<const float> values) {
+  std::string out;
+  Encode(Codec::kFp32, values, &out);
+  return out;
+}
+
+bool BytesToFloats(const std::string& bytes, std::vector<float>* values) {
+  if (bytes.size() % 4 != 0) return false;
+  values->resize(bytes.size() / 4);
+  return Decode(Codec::kFp32, bytes, absl::MakeSpan(*values)).ok() || values->empty();
+}
+
+}  // namespace rog
