@@ -1,0 +1,1137 @@
+#include "server/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <future>
+#include <limits>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/batch_plan.h"
+#include "common/goodput.h"
+#include "common/mta.h"
+#include "common/row_index.h"
+#include "common/selection.h"
+#include "common/server_state.h"
+#include "server/checkpoint.h"
+#include "proto/convert.h"
+#include "spdlog/spdlog.h"
+
+namespace rog {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Unacknowledged downlink bytes before the first goodput estimate.
+constexpr uint64_t kInitialInFlight = 64 * 1024;
+// Bytes a stream's writer may have queued before the engine stops forming
+// batches for it (the in-flight limit is the real bound; this keeps memory
+// bounded while a stream is stuck).
+constexpr uint64_t kMaxQueued = 256 * 1024;
+// Rows listed in a pb::Stall directive.
+constexpr size_t kMaxStallRows = 256;
+constexpr double kTick = 0.05;
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+enum class WState { kConnected, kDisconnected, kEvicted };
+
+const char* StateName(WState s) {
+  switch (s) {
+    case WState::kConnected:
+      return "connected";
+    case WState::kDisconnected:
+      return "disconnected";
+    case WState::kEvicted:
+      return "evicted";
+  }
+  return "?";
+}
+
+struct InFlight {
+  uint64_t seq;
+  uint64_t bytes;
+};
+
+struct WorkerRec {
+  std::string id;
+  size_t index = 0;  // column in the version storage
+  uint64_t token = 0;
+  WState state = WState::kConnected;
+  uint64_t session = 0;
+  std::shared_ptr<Outbox> outbox;
+  std::string peer;
+  std::string sdk_version;
+  double disconnected_at = 0;
+  double last_seen = 0;
+  double joined_at = 0;
+
+  uint64_t clock = 0;
+  uint64_t join_clock = 0;
+  uint64_t last_applied = 0;  // uplink seq
+  uint64_t durable = 0;       // uplink seq in the last checkpoint
+
+  // Downlink.
+  uint64_t next_down_seq = 1;
+  std::deque<InFlight> inflight;
+  uint64_t inflight_bytes = 0;
+  GoodputEstimator down_goodput;
+  RowId resync_next = 0;  // rows below are resynced; == rows when done
+  Plan down;
+  bool plan_stale = false;
+  bool transmitting = false;
+  double deadline = kInf;
+
+  bool stalled = false;
+  bool stall_announced = false;
+  bool flush = false;
+  std::vector<uint64_t> requested;  // per row: the needed version asked for
+
+  // What the worker reported last.
+  pb::Progress progress;
+  uint64_t rows_up = 0, rows_down = 0, bytes_up = 0, bytes_down = 0;
+};
+
+}  // namespace
+
+struct Engine::Impl {
+  EngineOptions opt;
+  uint32_t bound = 0;
+  double mta = 1;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::function<void()>> queue;
+  bool stopping = false;
+  std::thread thread;
+
+  // Engine thread only from here on.
+  std::shared_ptr<const Layout> layout;
+  std::unique_ptr<ServerState> state;
+  uint64_t model_wire_bytes = 0;
+  // The initial model while it arrives from the first worker.
+  std::vector<float> staging;
+  std::vector<bool> staged;
+  size_t staged_rows = 0;
+  std::vector<std::unique_ptr<WorkerRec>> workers;  // by index
+  std::map<std::string, size_t> by_id;
+  std::map<uint64_t, size_t> by_session;
+  uint64_t next_session = 1;
+  bool team_ready = false;
+  std::map<std::string, uint64_t> rejected;
+  double start_time = Now();
+  double last_checkpoint_unix = 0;
+  double last_checkpoint_time = Now();
+  std::string last_checkpoint_path;
+  std::mt19937_64 rng{std::random_device{}()};
+  std::string scratch;
+  std::vector<float> decoded;
+
+  // --- the queue -------------------------------------------------------------
+  void Post(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      queue.push_back(std::move(task));
+    }
+    cv.notify_one();
+  }
+
+  template <typename T>
+  T Call(std::function<T()> fn) {
+    std::promise<T> done;
+    std::future<T> result = done.get_future();
+    Post([&] { done.set_value(fn()); });
+    return result.get();
+  }
+
+  void Loop() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait_for(lock, std::chrono::duration<double>(kTick),
+                    [&] { return !queue.empty() || stopping; });
+        if (!queue.empty()) {
+          task = std::move(queue.front());
+          queue.pop_front();
+        } else if (stopping) {
+          return;
+        }
+      }
+      if (task) task();
+      OnTick();
+    }
+  }
+
+  // --- helpers ---------------------------------------------------------------
+  bool Attached(const WorkerRec& r) const { return r.state != WState::kEvicted; }
+
+  AttachedSet AttachedWorkers() const {
+    AttachedSet set(workers.size(), false);
+    for (const auto& r : workers) set[r->index] = Attached(*r);
+    return set;
+  }
+
+  WorkerRec* BySession(uint64_t session) {
+    auto it = by_session.find(session);
+    return it == by_session.end() ? nullptr : workers[it->second].get();
+  }
+
+  uint64_t MinAttachedClock(const WorkerRec* except = nullptr) const {
+    uint64_t min = std::numeric_limits<uint64_t>::max();
+    for (const auto& r : workers) {
+      if (r.get() != except && Attached(*r)) min = std::min(min, r->clock);
+    }
+    return min;
+  }
+
+  uint64_t MaxAttachedClock() const {
+    uint64_t max = 0;
+    for (const auto& r : workers) {
+      if (Attached(*r)) max = std::max(max, r->clock);
+    }
+    return max;
+  }
+
+  uint64_t RowWireBytes(RowId row) const {
+    return EncodedSize(opt.codec, layout->row(row).numel) + 4;
+  }
+
+  // The version a downlink batch reports for `row`: the lowest over the other
+  // attached workers; with nobody else, the worker's own clock.
+  uint64_t ReportedVersion(const WorkerRec& r, RowId row, const AttachedSet& attached) const {
+    const uint64_t v = MinOtherVersion(state->copy_versions(r.index), row, r.index, attached);
+    return v == std::numeric_limits<uint64_t>::max() ? r.clock : v;
+  }
+
+  void SendDirective(WorkerRec& r, std::function<void(pb::Directive*)> fill) {
+    if (!r.outbox) return;
+    pb::ServerMessage m;
+    fill(m.mutable_directive());
+    r.outbox->Send(std::move(m));
+  }
+
+  double ComputeWindow() const {
+    if (opt.policy != SyncPolicy::kRog) return 0;
+    std::vector<double> goodputs;
+    for (const auto& r : workers) {
+      if (r->state != WState::kConnected) continue;
+      const double up = r->progress.uplink_goodput();
+      const bool known = up > 0 && r->down_goodput.has_estimate();
+      goodputs.push_back(known ? std::min(up, r->down_goodput.rate()) : 0.0);
+    }
+    if (goodputs.empty()) return 0;
+    return TransmissionWindow(goodputs, mta * static_cast<double>(model_wire_bytes), 0, 0);
+  }
+
+  pb::Window CurrentWindow(uint64_t iteration) const {
+    pb::Window w;
+    w.set_iteration(iteration);
+    w.set_seconds(ComputeWindow());
+    const uint64_t min = MinAttachedClock();
+    w.set_min_iteration(min == std::numeric_limits<uint64_t>::max() ? 0 : min);
+    return w;
+  }
+
+  bool SpeculativeAllowed(const WorkerRec& r) const {
+    return opt.policy != SyncPolicy::kRog || r.clock > MinAttachedClock();
+  }
+
+  // --- team ------------------------------------------------------------------
+  void CheckTeamReady() {
+    if (team_ready || !state) return;
+    size_t members = 0;
+    for (const auto& r : workers) members += Attached(*r) ? 1 : 0;
+    if (members < opt.team_size) return;
+    team_ready = true;
+    spdlog::info("team ready: {} workers joined, training starts", members);
+    for (auto& r : workers) {
+      if (r->state != WState::kConnected) continue;
+      r->stall_announced = false;
+      SendDirective(*r, [&](pb::Directive* d) { d->mutable_release()->set_iteration(r->clock); });
+    }
+  }
+
+  void Evict(WorkerRec& r, const std::string& reason) {
+    if (r.state == WState::kEvicted) return;
+    spdlog::info("evicted worker {} at iteration {}: {}", r.id, r.clock, reason);
+    r.state = WState::kEvicted;
+    if (state) state->SetActive(r.index, false);
+    if (r.outbox) {
+      SendDirective(r, [&](pb::Directive* d) { d->mutable_evicted()->set_reason(reason); });
+      r.outbox->End(reason);
+      r.outbox.reset();
+    }
+    by_session.erase(r.session);
+    r.session = 0;
+    r.stalled = false;
+    r.inflight.clear();
+    r.inflight_bytes = 0;
+    ReplanStalls();
+    PumpAll();
+  }
+
+  // --- stalls ----------------------------------------------------------------
+  void CheckStalled(WorkerRec& r) {
+    if (!r.stalled || r.state != WState::kConnected) return;
+    if (!team_ready) {
+      if (!r.stall_announced) {
+        r.stall_announced = true;
+        size_t members = 0;
+        for (const auto& q : workers) members += Attached(*q) ? 1 : 0;
+        SendDirective(r, [&](pb::Directive* d) {
+          pb::Stall* s = d->mutable_stall();
+          s->set_iteration(r.clock);
+          s->add_waiting_for(absl::StrCat("team: ", members, " of ", opt.team_size,
+                                          " workers joined"));
+        });
+      }
+      return;
+    }
+    if (r.resync_next < layout->num_rows()) return;  // re-checked when the resync ends
+    const AttachedSet attached = AttachedWorkers();
+    const VersionStore& copy = state->copy_versions(r.index);
+    if (MayStart(copy, r.index, attached, r.clock, bound)) {
+      r.stalled = false;
+      r.stall_announced = false;
+      SendDirective(r, [&](pb::Directive* d) { d->mutable_release()->set_iteration(r.clock); });
+      return;
+    }
+    const uint64_t needed = NeededVersion(r.clock, bound);
+    const StallPlan plan = PlanStall(state->versions(), copy, r.index, attached, needed);
+    for (auto& holder : workers) {
+      const size_t q = holder->index;
+      if (q >= plan.pushes.size() || plan.pushes[q].empty()) continue;
+      // A worker that has not computed the iterations yet cannot push them;
+      // it is asked again after its next progress.
+      if (holder->state != WState::kConnected || holder->clock < needed) continue;
+      pb::PushNow push;
+      push.set_needed_version(needed);
+      for (RowId row : plan.pushes[q]) {
+        if (holder->requested[row] >= needed) continue;
+        holder->requested[row] = needed;
+        push.add_rows(row);
+      }
+      if (push.rows_size() == 0) continue;
+      spdlog::debug("asking {} to push {} rows now for {} (needs version {})", holder->id,
+                    push.rows_size(), r.id, needed);
+      SendDirective(*holder, [&](pb::Directive* d) { *d->mutable_push_now() = std::move(push); });
+    }
+    if (!r.stall_announced) {
+      r.stall_announced = true;
+      SendDirective(r, [&](pb::Directive* d) {
+        pb::Stall* s = d->mutable_stall();
+        s->set_iteration(r.clock);
+        const std::vector<MissingUpdate> missing =
+            FindMissing(copy, r.index, attached, needed, kMaxStallRows);
+        RowId last = std::numeric_limits<RowId>::max();
+        for (const MissingUpdate& m : missing) {
+          if (m.row != last) s->add_rows(m.row);
+          last = m.row;
+        }
+        s->set_missing_rows(plan.missing_rows);
+        for (size_t q : plan.waiting_for) {
+          for (const auto& w : workers) {
+            if (w->index == q) s->add_waiting_for(w->id);
+          }
+        }
+      });
+    }
+  }
+
+  void ReplanStalls() {
+    if (!state) return;
+    for (auto& r : workers) CheckStalled(*r);
+  }
+
+  // --- downlink --------------------------------------------------------------
+  void BuildDownlinkPlan(WorkerRec& r) {
+    const bool rog = opt.policy == SyncPolicy::kRog;
+    const AttachedSet attached = AttachedWorkers();
+    const VersionStore& copy = state->copy_versions(r.index);
+    std::vector<RowCandidate> down;
+    for (RowId row = 0; row < layout->num_rows(); ++row) {
+      // BSP pulls at the barrier only (the deliverable tier in FormBatch).
+      if (opt.policy == SyncPolicy::kBsp || !state->HasPending(r.index, row)) continue;
+      const uint64_t copy_min = MinOtherVersion(copy, row, r.index, attached);
+      const bool mandatory = !rog || DownlinkMandatory(copy_min, r.clock, bound);
+      const double importance =
+          rog ? Importance(CopyStaleness(state->versions(), copy, row, r.index, attached),
+                           state->PendingMagnitude(r.index, row))
+              : 0;
+      down.push_back(RowCandidate{row, mandatory, importance, RowWireBytes(row)});
+    }
+    r.down.Reset(SelectRows(std::move(down), mta, model_wire_bytes));
+    r.plan_stale = false;
+  }
+
+  // Forms r's next downlink batch into *m; false when there is nothing to send.
+  bool FormBatch(WorkerRec& r, pb::ServerMessage* m) {
+    const AttachedSet attached = AttachedWorkers();
+    pb::RowBatch* b = m->mutable_batch();
+    std::vector<RowId> rows;
+    std::vector<uint32_t> counts;
+    std::string* payload = b->mutable_payload();
+    if (r.resync_next < layout->num_rows()) {
+      BatchFill fill(*layout, Codec::kFp32, opt.batch_bytes);
+      while (r.resync_next < layout->num_rows() && fill.Fits(r.resync_next)) {
+        fill.Add(r.resync_next++);
+      }
+      rows = fill.Take();
+      b->set_kind(pb::BATCH_KIND_VALUES);
+      b->set_codec(pb::CODEC_FP32);
+      for (RowId row : rows) {
+        state->TakeValues(r.index, row, payload);
+        counts.push_back(0);
+      }
+    } else {
+      BatchFill fill(*layout, opt.codec, opt.batch_bytes);
+      if (r.stalled) {
+        const StallPlan need =
+            PlanStall(state->versions(), state->copy_versions(r.index), r.index, attached,
+                      NeededVersion(r.clock, bound));
+        for (RowId row : need.deliverable) {
+          if (!fill.Fits(row)) break;
+          fill.Add(row);
+        }
+      }
+      if (r.flush) {
+        for (RowId row = 0; row < layout->num_rows(); ++row) {
+          if (!state->HasPending(r.index, row) || fill.Has(row)) continue;
+          if (!fill.Fits(row)) break;
+          fill.Add(row);
+        }
+      }
+      if (r.transmitting) {
+        const double now = Now();
+        const bool open = now < r.deadline;
+        const bool speculate = SpeculativeAllowed(r);
+        // Time left in the window: stream what other workers pushed since.
+        if (open && speculate && r.deadline < kInf && r.down.done() && r.plan_stale) {
+          BuildDownlinkPlan(r);
+        }
+        FillFromPlan(&r.down, open, speculate, &fill,
+                     [&](RowId row) { return !state->HasPending(r.index, row); });
+      }
+      rows = fill.Take();
+      if (rows.empty()) return false;
+      b->set_kind(pb::BATCH_KIND_UPDATE);
+      b->set_codec(static_cast<pb::Codec>(opt.codec));
+      for (RowId row : rows) {
+        const uint32_t numel = layout->row(row).numel;
+        decoded.resize(numel);
+        counts.push_back(static_cast<uint32_t>(std::min<uint64_t>(
+            state->TakeDownlink(r.index, row, opt.codec, payload, absl::MakeSpan(decoded)),
+            std::numeric_limits<uint32_t>::max())));
+      }
+    }
+    if (rows.empty()) return false;
+    b->set_seq(r.next_down_seq++);
+    b->set_iteration(r.clock);
+    for (uint32_t d : EncodeRowIds(rows)) b->add_row_delta(d);
+    for (size_t k = 0; k < rows.size(); ++k) {
+      b->add_count(counts[k]);
+      const uint64_t version = ReportedVersion(r, rows[k], attached);
+      b->add_version_lag(static_cast<int64_t>(r.clock) - static_cast<int64_t>(version));
+    }
+    r.rows_down += rows.size();
+    return true;
+  }
+
+  void Pump(WorkerRec& r) {
+    if (r.state != WState::kConnected || !r.outbox || !state) return;
+    const bool resyncing = r.resync_next < layout->num_rows();
+    const uint64_t limit =
+        r.down_goodput.has_estimate()
+            ? InFlightLimit(r.down_goodput.rate(), opt.inflight_lead, opt.batch_bytes)
+            : kInitialInFlight;
+    bool exhausted = false;
+    while (r.inflight_bytes < limit && r.outbox->queued_bytes() < kMaxQueued) {
+      pb::ServerMessage m;
+      if (!FormBatch(r, &m)) {
+        exhausted = true;
+        break;
+      }
+      const uint64_t bytes = m.batch().ByteSizeLong();
+      r.inflight.push_back(InFlight{m.batch().seq(), bytes});
+      r.inflight_bytes += bytes;
+      r.bytes_down += bytes;
+      r.down_goodput.OnSend(Now(), bytes);
+      r.outbox->Send(std::move(m));
+    }
+    if (resyncing && r.resync_next >= layout->num_rows()) {
+      spdlog::debug("worker {}: full resync sent", r.id);
+      CheckStalled(r);
+    }
+    if (exhausted && r.flush) {
+      r.flush = false;
+      SendDirective(r, [&](pb::Directive* d) {
+        d->mutable_release()->set_iteration(r.clock);
+        d->mutable_release()->set_flushed(true);
+      });
+    }
+  }
+
+  void PumpAll() {
+    for (auto& r : workers) Pump(*r);
+  }
+
+  // --- events ----------------------------------------------------------------
+  absl::StatusOr<Admission> OnHello(std::shared_ptr<Outbox> outbox, const pb::Hello& hello,
+                                    const std::string& peer);
+  void OnBatch(uint64_t session, UplinkBatch& batch);
+  void OnAck(uint64_t session, const pb::Ack& ack);
+  void OnProgress(uint64_t session, const pb::Progress& p);
+  void OnClosed(uint64_t session);
+  void OnTick();
+  void ModelComplete();
+
+  absl::StatusOr<pb::CheckpointReply> WriteCheckpointNow();
+  absl::Status Restore(const std::string& path);
+};
+
+absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
+                                                const pb::Hello& hello,
+                                                const std::string& peer) {
+  absl::StatusOr<Layout> parsed = LayoutFromProto(hello.layout());
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hello from '", hello.worker_id(), "': bad layout: ", parsed.status().message()));
+  }
+  if (parsed->fingerprint() != hello.layout_fingerprint()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "hello from '%s': layout_fingerprint %016x does not match its layout (%016x); "
+        "compute it with pb::Layout::fingerprint()",
+        hello.worker_id(), hello.layout_fingerprint(), parsed->fingerprint()));
+  }
+  const double now = Now();
+  const uint64_t session = next_session++;
+  pb::Welcome welcome;
+  welcome.set_sync(static_cast<pb::SyncPolicy>(opt.policy));
+  welcome.set_staleness(opt.staleness);
+  welcome.set_mta(mta);
+  welcome.set_codec(static_cast<pb::Codec>(opt.codec));
+  welcome.set_max_message_bytes(opt.max_message_bytes);
+  Admission admission;
+  admission.session = session;
+
+  auto it = by_id.find(hello.worker_id());
+  WorkerRec* r = it == by_id.end() ? nullptr : workers[it->second].get();
+
+  if (!state) {
+    // No model yet: the first worker brings it.
+    if (!workers.empty() && r == nullptr) {
+      return absl::UnavailableError(absl::StrCat(
+          "the model is still arriving from worker '", workers[0]->id,
+          "'; this worker will be admitted once it is complete (retrying is automatic)"));
+    }
+    if (r != nullptr && r->outbox) {
+      r->outbox->End("replaced by a newer stream of the same worker");
+      by_session.erase(r->session);
+    }
+    workers.clear();
+    by_id.clear();
+    layout = std::make_shared<const Layout>(*std::move(parsed));
+    staging.assign(layout->total_numel(), 0.0f);
+    staged.assign(layout->num_rows(), false);
+    staged_rows = 0;
+    auto rec = std::make_unique<WorkerRec>();
+    rec->id = hello.worker_id();
+    rec->index = 0;
+    rec->token = rng() | 1;
+    rec->clock = rec->join_clock = hello.iteration();
+    rec->resync_next = static_cast<RowId>(layout->num_rows());
+    rec->requested.assign(layout->num_rows(), 0);
+    r = rec.get();
+    workers.push_back(std::move(rec));
+    by_id[r->id] = 0;
+    welcome.set_send_initial_values(true);
+    admission.accepts_values = true;
+    spdlog::info("worker {} connected from {}: it brings the model ({} tensors, {} rows, {} bytes)",
+                 r->id, peer, layout->tensors().size(), layout->num_rows(),
+                 layout->total_numel() * 4);
+  } else {
+    if (parsed->fingerprint() != layout->fingerprint()) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "worker '%s' registers a model layout (fingerprint %016x, %d tensors, %d rows) that "
+          "differs from the model rogd holds (fingerprint %016x, %d tensors, %d rows): every "
+          "worker must register the same tensors with the same shapes in the same order "
+          "(see `rogctl status` for the server's layout)",
+          hello.worker_id(), parsed->fingerprint(), parsed->tensors().size(), parsed->num_rows(),
+          layout->fingerprint(), layout->tensors().size(), layout->num_rows()));
+    }
+    const uint64_t team_min = MinAttachedClock(r);
+    const bool alone = team_min == std::numeric_limits<uint64_t>::max();
+    if (r != nullptr && r->state != WState::kEvicted && hello.resume_token() != 0 &&
+        hello.resume_token() == r->token) {
+      // Resume: same incarnation, its state kept within the lease.
+      if (r->outbox) {
+        r->outbox->End("replaced by a newer stream of the same worker");
+        by_session.erase(r->session);
+      }
+      r->clock = std::max(r->clock, hello.iteration());
+      spdlog::info("worker {} reconnected from {} at iteration {} (resumes after uplink seq {})",
+                   r->id, peer, r->clock, r->last_applied);
+    } else if (r != nullptr) {
+      // Rejoin: evicted, or a new incarnation (its process restarted).
+      if (r->outbox) {
+        r->outbox->End("replaced by a new incarnation of the same worker");
+        by_session.erase(r->session);
+      }
+      const bool was_evicted = r->state == WState::kEvicted;
+      if (was_evicted) state->SetActive(r->index, true);
+      r->token = rng() | 1;
+      // The uplink seqs go on: a worker that comes back after eviction drops
+      // what was applied before it and resends the rest, exactly once.
+      r->clock = alone ? std::max(r->clock, hello.iteration()) : team_min;
+      r->join_clock = r->clock;
+      state->RaiseVersion(r->index, r->clock);
+      spdlog::info("worker {} rejoined from {} ({}) at iteration {}", r->id, peer,
+                   was_evicted ? "was evicted" : "new incarnation", r->clock);
+    } else {
+      auto rec = std::make_unique<WorkerRec>();
+      rec->id = hello.worker_id();
+      rec->clock = alone ? hello.iteration() : team_min;
+      rec->join_clock = rec->clock;
+      rec->index = state->AddWorker(rec->clock);
+      rec->token = rng() | 1;
+      rec->joined_at = now;
+      r = rec.get();
+      by_id[r->id] = r->index;
+      workers.push_back(std::move(rec));
+      spdlog::info("worker {} joined from {} at iteration {} (team of {})", r->id, peer, r->clock,
+                   workers.size());
+    }
+    r->resync_next = 0;
+    welcome.set_full_resync(true);
+  }
+  r->state = WState::kConnected;
+  r->session = session;
+  r->outbox = std::move(outbox);
+  r->peer = peer;
+  r->sdk_version = hello.sdk_version();
+  r->last_seen = now;
+  r->next_down_seq = 1;
+  r->inflight.clear();
+  r->inflight_bytes = 0;
+  r->stalled = r->stall_announced = r->flush = r->transmitting = false;
+  r->deadline = kInf;
+  r->requested.assign(layout->num_rows(), 0);
+  r->down = Plan();
+  by_session[session] = r->index;
+  admission.layout = layout;
+  admission.next_uplink_seq = r->last_applied + 1;
+
+  CheckTeamReady();
+  welcome.set_resume_token(r->token);
+  welcome.set_iteration(r->clock);
+  welcome.set_last_applied_uplink_seq(r->last_applied);
+  welcome.set_team_ready(team_ready);
+  if (state) *welcome.mutable_window() = CurrentWindow(r->clock + 1);
+  pb::ServerMessage m;
+  *m.mutable_welcome() = std::move(welcome);
+  r->outbox->Send(std::move(m));
+  ReplanStalls();
+  Pump(*r);
+  return admission;
+}
+
+void Engine::Impl::ModelComplete() {
+  state = std::make_unique<ServerState>(*layout, std::move(staging), 1);
+  staging.clear();
+  staged.clear();
+  model_wire_bytes = 0;
+  for (RowId row = 0; row < layout->num_rows(); ++row) model_wire_bytes += RowWireBytes(row);
+  WorkerRec& r = *workers[0];
+  r.joined_at = Now();
+  state->RaiseVersion(0, r.clock);
+  spdlog::info("model received from worker {}: {} rows, {} bytes", r.id, layout->num_rows(),
+               layout->total_numel() * 4);
+  CheckTeamReady();
+}
+
+void Engine::Impl::OnBatch(uint64_t session, UplinkBatch& b) {
+  WorkerRec* r = BySession(session);
+  if (r == nullptr) return;  // a stream already replaced or closed
+  r->last_seen = Now();
+  pb::ServerMessage ack;
+  if (b.seq <= r->last_applied) {
+    // Resent after a reconnect: applied already.
+    ack.mutable_ack()->set_seq(r->last_applied);
+    ack.mutable_ack()->set_durable_seq(r->durable);
+    r->outbox->Send(std::move(ack));
+    return;
+  }
+  if (b.seq != r->last_applied + 1) {
+    spdlog::warn("worker {}: uplink seq {} after {} ignored", r->id, b.seq, r->last_applied);
+    return;
+  }
+  size_t at = 0;
+  if (b.kind == pb::BATCH_KIND_VALUES) {
+    if (state) return;  // the stream handler refuses these once a model exists
+    for (RowId row : b.rows) {
+      const RowInfo& info = layout->row(row);
+      std::copy_n(b.values.data() + at, info.numel, staging.data() + info.offset);
+      at += info.numel;
+      if (!staged[row]) {
+        staged[row] = true;
+        ++staged_rows;
+      }
+    }
+  } else {
+    if (!state) return;
+    for (size_t k = 0; k < b.rows.size(); ++k) {
+      const uint32_t numel = layout->row(b.rows[k]).numel;
+      state->Fold(r->index, b.rows[k], absl::MakeConstSpan(b.values.data() + at, numel),
+                  b.counts[k]);
+      at += numel;
+    }
+    for (auto& q : workers) q->plan_stale = true;
+  }
+  r->rows_up += b.rows.size();
+  r->bytes_up += b.wire_bytes;
+  r->last_applied = b.seq;
+  ack.mutable_ack()->set_seq(b.seq);
+  ack.mutable_ack()->set_bytes(b.wire_bytes);
+  ack.mutable_ack()->set_durable_seq(r->durable);
+  r->outbox->Send(std::move(ack));
+  if (!state && staged_rows == layout->num_rows()) ModelComplete();
+  ReplanStalls();
+  PumpAll();
+}
+
+void Engine::Impl::OnAck(uint64_t session, const pb::Ack& ack) {
+  WorkerRec* r = BySession(session);
+  if (r == nullptr) return;
+  r->last_seen = Now();
+  while (!r->inflight.empty() && r->inflight.front().seq <= ack.seq()) {
+    r->inflight_bytes -= r->inflight.front().bytes;
+    r->inflight.pop_front();
+  }
+  r->down_goodput.OnAck(Now(), ack.bytes());
+  Pump(*r);
+}
+
+void Engine::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
+  WorkerRec* r = BySession(session);
+  if (r == nullptr) return;
+  r->last_seen = Now();
+  r->progress = p;
+  const uint64_t before = r->clock;
+  r->clock = std::max(r->clock, p.iteration());
+  if (p.flush()) r->flush = true;
+  if (state && p.stalled()) {
+    r->stalled = true;
+    CheckStalled(*r);
+  } else if (state && !p.flush()) {
+    // The worker finished computing an iteration: its transmission window.
+    r->stalled = false;
+    r->stall_announced = false;
+    const pb::Window window = CurrentWindow(r->clock + 1);
+    r->transmitting = true;
+    r->deadline = window.seconds() > 0 ? Now() + window.seconds() : kInf;
+    BuildDownlinkPlan(*r);
+    SendDirective(*r, [&](pb::Directive* d) { *d->mutable_window() = window; });
+    spdlog::debug("worker {} iteration {}: window {:.3f} s", r->id, r->clock, window.seconds());
+  }
+  if (r->clock != before) ReplanStalls();
+  PumpAll();
+}
+
+void Engine::Impl::OnClosed(uint64_t session) {
+  WorkerRec* r = BySession(session);
+  by_session.erase(session);
+  if (r == nullptr || r->session != session) return;
+  r->session = 0;
+  r->outbox.reset();
+  r->inflight.clear();
+  r->inflight_bytes = 0;
+  if (!state) {
+    spdlog::info("worker {} disconnected before its model arrived; waiting for a worker to bring it",
+                 r->id);
+    workers.clear();
+    by_id.clear();
+    layout.reset();
+    staging.clear();
+    return;
+  }
+  if (r->state == WState::kConnected) {
+    r->state = WState::kDisconnected;
+    r->disconnected_at = Now();
+    spdlog::info("worker {} disconnected at iteration {}; state kept for {} s", r->id, r->clock,
+                 opt.lease_seconds);
+  }
+}
+
+void Engine::Impl::OnTick() {
+  if (!state) return;
+  const double now = Now();
+  for (auto& r : workers) {
+    if (r->state == WState::kDisconnected && now - r->disconnected_at >= opt.lease_seconds) {
+      Evict(*r, absl::StrCat("no connection for ", opt.lease_seconds, " s (--lease)"));
+    }
+  }
+  if (opt.checkpoint_interval > 0 && !opt.checkpoint_path.empty() &&
+      now - last_checkpoint_time >= opt.checkpoint_interval) {
+    absl::StatusOr<pb::CheckpointReply> c = WriteCheckpointNow();
+    if (!c.ok()) spdlog::error("checkpoint failed: {}", std::string(c.status().message()));
+  }
+  // Windows end and open with time alone: let the senders form batches.
+  PumpAll();
+}
+
+absl::StatusOr<pb::CheckpointReply> Engine::Impl::WriteCheckpointNow() {
+  last_checkpoint_time = Now();
+  if (opt.checkpoint_path.empty()) {
+    return absl::FailedPreconditionError(
+        "rogd runs without --checkpoint_dir; restart it with one to write checkpoints");
+  }
+  if (!state) return absl::FailedPreconditionError("no model yet: nothing to checkpoint");
+  const double t0 = Now();
+  pb::Checkpoint c;
+  c.set_unix_time(UnixNow());
+  *c.mutable_layout() = LayoutToProto(*layout);
+  c.set_sync(static_cast<pb::SyncPolicy>(opt.policy));
+  c.set_staleness(opt.staleness);
+  c.set_codec(static_cast<pb::Codec>(opt.codec));
+  c.set_team_ready(team_ready);
+  const ServerState::Parts parts = state->Export();
+  c.set_global(FloatsToBytes(parts.global));
+  c.set_workers(static_cast<uint32_t>(parts.versions.num_workers()));
+  for (uint64_t v : parts.versions.raw()) c.add_versions(v);
+  for (const auto& r : workers) {
+    pb::CheckpointWorker* w = c.add_worker();
+    w->set_worker_id(r->id);
+    w->set_resume_token(r->token);
+    w->set_index(static_cast<uint32_t>(r->index));
+    w->set_clock(r->clock);
+    w->set_last_applied_uplink_seq(r->last_applied);
+    w->set_evicted(r->state == WState::kEvicted);
+    w->set_pending(FloatsToBytes(parts.pending[r->index]));
+    for (uint64_t v : parts.copies[r->index].raw()) w->add_copy_versions(v);
+    w->set_sdk_version(r->sdk_version);
+  }
+  absl::StatusOr<uint64_t> bytes = WriteCheckpoint(opt.checkpoint_path, c);
+  if (!bytes.ok()) return bytes.status();
+  for (auto& r : workers) r->durable = r->last_applied;
+  last_checkpoint_unix = c.unix_time();
+  last_checkpoint_path = opt.checkpoint_path;
+  pb::CheckpointReply reply;
+  reply.set_path(opt.checkpoint_path);
+  reply.set_bytes(*bytes);
+  reply.set_seconds(Now() - t0);
+  spdlog::info("checkpoint written: {} ({} bytes, {:.3f} s)", reply.path(), reply.bytes(),
+               reply.seconds());
+  return reply;
+}
+
+absl::Status Engine::Impl::Restore(const std::string& path) {
+  absl::StatusOr<pb::Checkpoint> read = ReadCheckpoint(path);
+  if (!read.ok()) return read.status();
+  const pb::Checkpoint& c = *read;
+  const auto bad = [&](const std::string& why) {
+    return absl::DataLossError(absl::StrCat("checkpoint ", path, " does not fit together: ", why,
+                                            ". Restore a good copy, or move it away."));
+  };
+  absl::StatusOr<Layout> parsed = LayoutFromProto(c.layout());
+  if (!parsed.ok()) return bad(absl::StrCat("bad layout: ", parsed.status().message()));
+  auto restored_layout = std::make_shared<const Layout>(*std::move(parsed));
+  const size_t rows = restored_layout->num_rows();
+  const size_t n = c.workers();
+  ServerState::Parts parts;
+  if (!BytesToFloats(c.global(), &parts.global)) return bad("global rows are not fp32");
+  if (c.versions_size() != static_cast<int>(rows * n)) return bad("version storage size");
+  parts.versions = VersionStore(rows, n);
+  for (RowId row = 0; row < rows; ++row) {
+    for (size_t w = 0; w < n; ++w) parts.versions.Set(row, w, c.versions(row * n + w));
+  }
+  if (c.worker_size() != static_cast<int>(n)) return bad("worker records and team size differ");
+  parts.pending.resize(n);
+  parts.copies.assign(n, VersionStore(rows, n));
+  std::vector<std::unique_ptr<WorkerRec>> recs(n);
+  for (const pb::CheckpointWorker& cw : c.worker()) {
+    const size_t w = cw.index();
+    if (w >= n || recs[w]) return bad(absl::StrCat("worker '", cw.worker_id(), "' index"));
+    if (!BytesToFloats(cw.pending(), &parts.pending[w])) return bad("pending copy");
+    if (cw.copy_versions_size() != static_cast<int>(rows * n)) return bad("copy versions");
+    for (RowId row = 0; row < rows; ++row) {
+      for (size_t q = 0; q < n; ++q) parts.copies[w].Set(row, q, cw.copy_versions(row * n + q));
+    }
+    auto rec = std::make_unique<WorkerRec>();
+    rec->id = cw.worker_id();
+    rec->index = w;
+    rec->token = cw.resume_token();
+    rec->clock = rec->join_clock = cw.clock();
+    rec->last_applied = rec->durable = cw.last_applied_uplink_seq();
+    rec->state = cw.evicted() ? WState::kEvicted : WState::kDisconnected;
+    rec->disconnected_at = Now();
+    rec->sdk_version = cw.sdk_version();
+    rec->requested.assign(rows, 0);
+    recs[w] = std::move(rec);
+  }
+  absl::StatusOr<std::unique_ptr<ServerState>> s =
+      ServerState::Restore(*restored_layout, std::move(parts));
+  if (!s.ok()) return bad(std::string(s.status().message()));
+  layout = restored_layout;
+  state = *std::move(s);
+  model_wire_bytes = 0;
+  for (RowId row = 0; row < rows; ++row) model_wire_bytes += RowWireBytes(row);
+  workers = std::move(recs);
+  for (const auto& r : workers) by_id[r->id] = r->index;
+  team_ready = c.team_ready();
+  last_checkpoint_unix = c.unix_time();
+  last_checkpoint_path = path;
+  spdlog::info("restored checkpoint {}: {} rows, {} workers (they have {} s to reconnect)", path,
+               rows, n, opt.lease_seconds);
+  return absl::OkStatus();
+}
+
+// --- Engine ----------------------------------------------------------------------
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_one();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Start(EngineOptions options) {
+  auto impl = std::make_unique<Impl>();
+  impl->opt = std::move(options);
+  impl->bound = EffectiveBound(impl->opt.policy, impl->opt.staleness);
+  impl->mta =
+      impl->opt.policy == SyncPolicy::kRog ? MinimumTransmissionAmount(impl->opt.staleness) : 1.0;
+  if (!impl->opt.init_path.empty()) {
+    absl::Status s = impl->Restore(impl->opt.init_path);
+    if (!s.ok()) return s;
+  } else if (!impl->opt.checkpoint_path.empty()) {
+    absl::Status s = impl->Restore(impl->opt.checkpoint_path);
+    if (!s.ok() && !absl::IsNotFound(s)) return s;
+  }
+  Impl* raw = impl.get();
+  impl->thread = std::thread([raw] { raw->Loop(); });
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+absl::StatusOr<Admission> Engine::Hello(std::shared_ptr<Outbox> outbox, const pb::Hello& hello,
+                                        std::string peer) {
+  return impl_->Call<absl::StatusOr<Admission>>(
+      [&] { return impl_->OnHello(std::move(outbox), hello, peer); });
+}
+
+void Engine::Batch(uint64_t session, UplinkBatch batch) {
+  auto shared = std::make_shared<UplinkBatch>(std::move(batch));
+  impl_->Post([this, session, shared] { impl_->OnBatch(session, *shared); });
+}
+
+void Engine::Ack(uint64_t session, const pb::Ack& ack) {
+  impl_->Post([this, session, ack] { impl_->OnAck(session, ack); });
+}
+
+void Engine::Progress(uint64_t session, const pb::Progress& progress) {
+  impl_->Post([this, session, progress] { impl_->OnProgress(session, progress); });
+}
+
+void Engine::Goodbye(uint64_t session, std::string reason) {
+  impl_->Post([this, session, reason] {
+    WorkerRec* r = impl_->BySession(session);
+    if (r == nullptr || !impl_->state) return;
+    impl_->Evict(*r, absl::StrCat("said goodbye (", reason, ")"));
+  });
+}
+
+void Engine::Closed(uint64_t session) {
+  impl_->Post([this, session] { impl_->OnClosed(session); });
+}
+
+void Engine::CountRejection(const std::string& reason) {
+  impl_->Post([this, reason] { ++impl_->rejected[reason]; });
+}
+
+pb::StatusReply Engine::Status() {
+  return impl_->Call<pb::StatusReply>([this] {
+    Impl& m = *impl_;
+    pb::StatusReply s;
+    s.set_sync(static_cast<pb::SyncPolicy>(m.opt.policy));
+    s.set_staleness(m.opt.staleness);
+    s.set_mta(m.mta);
+    s.set_codec(static_cast<pb::Codec>(m.opt.codec));
+    s.set_has_model(m.state != nullptr);
+    if (m.state) {
+      *s.mutable_layout() = LayoutToProto(*m.layout);
+      s.set_tensors(m.layout->tensors().size());
+      s.set_rows(m.layout->num_rows());
+      s.set_model_bytes(m.layout->total_numel() * 4);
+      s.set_worker_copy_bytes(m.state->copy_bytes());
+    }
+    s.set_uptime_seconds(Now() - m.start_time);
+    const uint64_t max = m.MaxAttachedClock();
+    uint64_t min = m.MinAttachedClock();
+    for (const auto& r : m.workers) {
+      if (r->state == WState::kConnected) s.set_workers_connected(s.workers_connected() + 1);
+      if (r->state == WState::kEvicted) s.set_workers_evicted(s.workers_evicted() + 1);
+      if (m.Attached(*r) && m.opt.staleness > 0 && r->clock + m.opt.staleness <= max) {
+        s.set_workers_lagging(s.workers_lagging() + 1);
+      }
+    }
+    s.set_min_iteration(min == std::numeric_limits<uint64_t>::max() ? 0 : min);
+    s.set_max_iteration(max);
+    s.set_last_checkpoint_unix(m.last_checkpoint_unix);
+    s.set_last_checkpoint_path(m.last_checkpoint_path);
+    s.set_version(kRogVersion);
+    for (const auto& [reason, count] : m.rejected) (*s.mutable_rejected())[reason] = count;
+    s.set_team_ready(m.team_ready);
+    return s;
+  });
+}
+
+pb::WorkersReply Engine::Workers() {
+  return impl_->Call<pb::WorkersReply>([this] {
+    Impl& m = *impl_;
+    pb::WorkersReply reply;
+    const uint64_t max = m.MaxAttachedClock();
+    const double now = Now();
+    for (const auto& r : m.workers) {
+      pb::WorkerInfo* w = reply.add_workers();
+      w->set_worker_id(r->id);
+      w->set_state(StateName(r->state));
+      w->set_iteration(r->clock);
+      w->set_lag(max > r->clock ? max - r->clock : 0);
+      w->set_uplink_goodput(r->progress.uplink_goodput());
+      w->set_downlink_goodput(r->down_goodput.rate());
+      const double busy = r->progress.compute_seconds() + r->progress.transmit_seconds() +
+                          r->progress.stall_seconds();
+      w->set_stall_share(busy > 0 ? r->progress.stall_seconds() / busy : 0);
+      w->set_stalls(r->progress.stalls());
+      const double its = static_cast<double>(std::max<uint64_t>(1, r->clock - r->join_clock));
+      w->set_rows_pushed_per_iteration(r->rows_up / its);
+      w->set_rows_pulled_per_iteration(r->rows_down / its);
+      w->set_bytes_pushed_per_iteration(r->bytes_up / its);
+      w->set_bytes_pulled_per_iteration(r->bytes_down / its);
+      w->set_window_overshoot(r->progress.window_overshoot());
+      w->set_last_seen_seconds(now - r->last_seen);
+      w->set_sdk_version(r->sdk_version);
+      w->set_peer(r->peer);
+    }
+    return reply;
+  });
+}
+
+absl::StatusOr<pb::StalenessReply> Engine::Staleness(const pb::StalenessRequest& request) {
+  return impl_->Call<absl::StatusOr<pb::StalenessReply>>(
+      [&]() -> absl::StatusOr<pb::StalenessReply> {
+        Impl& m = *impl_;
+        if (!m.state) {
+          return absl::FailedPreconditionError(
+              "no model yet: it arrives with the first worker's hello");
+        }
+        const Layout& layout = *m.layout;
+        RowId first = 0, end = static_cast<RowId>(layout.num_rows());
+        if (!request.tensor().empty()) {
+          absl::StatusOr<size_t> t = layout.FindTensor(request.tensor());
+          if (!t.ok()) return t.status();
+          first = layout.tensor_first_row(*t);
+          end = first + layout.tensor_rows(*t);
+        }
+        std::vector<const WorkerRec*> cols;
+        for (const auto& r : m.workers) {
+          if (!m.Attached(*r)) continue;
+          if (!request.worker_id().empty() && r->id != request.worker_id()) continue;
+          cols.push_back(r.get());
+        }
+        if (!request.worker_id().empty() && cols.empty()) {
+          return absl::NotFoundError(absl::StrCat("no attached worker '", request.worker_id(),
+                                                  "'; see `rogctl workers`"));
+        }
+        const AttachedSet attached = m.AttachedWorkers();
+        pb::StalenessReply reply;
+        reply.set_staleness_bound(m.bound);
+        for (const WorkerRec* c : cols) reply.add_workers(c->id);
+        std::vector<pb::RowStaleness> rows;
+        for (RowId row = first; row < end; ++row) {
+          pb::RowStaleness rs;
+          rs.set_row(row);
+          const RowInfo& info = layout.row(row);
+          rs.set_tensor(layout.tensors()[info.tensor].name);
+          rs.set_index_in_tensor(info.index_in_tensor);
+          for (const WorkerRec* c : cols) {
+            rs.add_staleness(CopyStaleness(m.state->versions(), m.state->copy_versions(c->index),
+                                           row, c->index, attached));
+          }
+          uint64_t oldest = 0;
+          for (const auto& r : m.workers) {
+            if (!m.Attached(*r)) continue;
+            const uint64_t v = m.state->versions().Get(row, r->index);
+            const uint64_t age = r->clock > v ? r->clock - v : 0;
+            if (age > oldest) {
+              oldest = age;
+              rs.set_oldest_unpushed_worker(r->id);
+            }
+          }
+          rs.set_oldest_unpushed_age(oldest);
+          rows.push_back(std::move(rs));
+        }
+        if (request.top() > 0) {
+          const auto worst = [](const pb::RowStaleness& r) {
+            uint64_t w = 0;
+            for (uint64_t s : r.staleness()) w = std::max(w, s);
+            return w;
+          };
+          std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
+            return worst(a) > worst(b);
+          });
+          if (rows.size() > request.top()) rows.resize(request.top());
+        }
+        for (pb::RowStaleness& rs : rows) *reply.add_rows() = std::move(rs);
+        return reply;
+      });
+}
+
+absl::StatusOr<pb::CheckpointReply> Engine::CheckpointNow() {
+  return impl_->Call<absl::StatusOr<pb::CheckpointReply>>([this] { return impl_->WriteCheckpointNow(); });
+}
+
+absl::StatusOr<ModelSnapshot> Engine::Export() {
+  return impl_->Call<absl::StatusOr<ModelSnapshot>>([this]() -> absl::StatusOr<ModelSnapshot> {
+    if (!impl_->state) {
+      return absl::FailedPreconditionError(
+          "no model yet: it arrives with the first worker's hello");
+    }
+    return ModelSnapshot{impl_->layout, impl_->state->global()};
+  });
+}
+
+absl::Status Engine::Shutdown() {
+  absl::Status result = impl_->Call<absl::Status>([this] {
+    Impl& m = *impl_;
+    for (auto& r : m.workers) {
+      if (r->outbox) r->outbox->End("rogd is shutting down");
+      r->outbox.reset();
+      if (r->state == WState::kConnected) r->state = WState::kDisconnected;
+    }
+    if (m.opt.checkpoint_path.empty() || !m.state) return absl::OkStatus();
+    return m.WriteCheckpointNow().status();
+  });
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_one();
+  if (impl_->thread.joinable()) impl_->thread.join();
+  return result;
+}
+
+}  // namespace rog

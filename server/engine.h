@@ -1,0 +1,141 @@
+// rogd's engine: the parameter server's state and protocol logic, free of
+// gRPC. Stream handlers (server/service.cc) validate and decode what workers
+// send, then hand it to the engine; the engine answers through each stream's
+// Outbox.
+//
+// Threading: a single writer. One engine thread owns all model state
+// (ServerState, per-worker records) and runs every event in arrival order;
+// the public methods only enqueue an event (Hello and the admin calls wait
+// for its result). Decoding and validating row batches, the costly part of
+// receiving, happens before, on the stream threads, in parallel. There is no
+// lock on the hot path besides the queue's; //server:fold_bench measures the
+// fold itself against memcpy.
+#ifndef ROG_SERVER_ENGINE_H_
+#define ROG_SERVER_ENGINE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/codec.h"
+#include "common/layout.h"
+#include "common/staleness.h"
+#include "proto/convert.h"
+
+namespace rog {
+
+struct EngineOptions {
+  SyncPolicy policy = SyncPolicy::kRog;
+  uint32_t staleness = 4;
+  Codec codec = Codec::kFp32;
+  // Workers to wait for before the first iteration.
+  size_t team_size = 1;
+  // How long a disconnected worker's state is kept before it is evicted.
+  double lease_seconds = 30;
+  uint64_t max_message_bytes = 4 << 20;
+  // Payload budget of one downlink row batch.
+  size_t batch_bytes = 16 * 1024;
+  // Unacknowledged downlink bytes: this many seconds of measured goodput.
+  double inflight_lead = 0.05;
+  // Checkpoint file ("" = none) and interval in seconds (0 = only on
+  // shutdown and on request).
+  std::string checkpoint_path;
+  double checkpoint_interval = 0;
+  // A checkpoint to start from ("" = wait for the first worker's model).
+  std::string init_path;
+};
+
+// What the engine needs of a worker stream.
+class Outbox {
+ public:
+  virtual ~Outbox() = default;
+  // Queues a message for the stream; never blocks.
+  virtual void Send(pb::ServerMessage message) = 0;
+  // Serialized bytes queued and not yet handed to the transport.
+  virtual uint64_t queued_bytes() const = 0;
+  // Ends the stream once the queued messages are written (superseded by a
+  // newer stream of the same worker, or evicted).
+  virtual void End(std::string why) = 0;
+};
+
+// A validated, decoded uplink row batch.
+struct UplinkBatch {
+  uint64_t seq = 0;
+  uint64_t iteration = 0;
+  pb::BatchKind kind = pb::BATCH_KIND_UPDATE;
+  std::vector<RowId> rows;
+  std::vector<uint32_t> counts;
+  std::vector<float> values;  // the rows' decoded values, concatenated
+  uint64_t wire_bytes = 0;
+  uint64_t payload_bytes = 0;
+};
+
+// The engine's answer to a hello.
+struct Admission {
+  uint64_t session = 0;
+  // The model's layout; fixed for the engine's life once set.
+  std::shared_ptr<const Layout> layout;
+  // The first uplink seq the stream must carry.
+  uint64_t next_uplink_seq = 1;
+  // Whether the stream may carry pb::BATCH_KIND_VALUES (the initial model).
+  bool accepts_values = false;
+};
+
+// Global rows as fp32, for Export.
+struct ModelSnapshot {
+  std::shared_ptr<const Layout> layout;
+  std::vector<float> values;
+};
+
+class Engine {
+ public:
+  // Starts the engine thread. Restores `options.init_path`, or else the
+  // checkpoint at `options.checkpoint_path` if one exists; a file that
+  // cannot be used is an error naming it and why.
+  static absl::StatusOr<std::unique_ptr<Engine>> Start(EngineOptions options);
+  ~Engine();
+
+  // --- Worker streams (thread-safe) ----------------------------------------
+  // Admits a stream whose first message was `hello`; sends pb::Welcome (and what
+  // follows) through `outbox`. Errors carry the gRPC-style code and a message
+  // saying what to do.
+  absl::StatusOr<Admission> Hello(std::shared_ptr<Outbox> outbox, const pb::Hello& hello,
+                                  std::string peer);
+  void Batch(uint64_t session, UplinkBatch batch);
+  void Ack(uint64_t session, const pb::Ack& ack);
+  void Progress(uint64_t session, const pb::Progress& progress);
+  void Goodbye(uint64_t session, std::string reason);
+  // The stream ended (any reason). Idempotent.
+  void Closed(uint64_t session);
+  // A message refused by a stream handler, by reason, for status and logs.
+  void CountRejection(const std::string& reason);
+
+  // --- pb::Admin (thread-safe; wait for the engine thread) ---------------------
+  pb::StatusReply Status();
+  pb::WorkersReply Workers();
+  absl::StatusOr<pb::StalenessReply> Staleness(const pb::StalenessRequest& request);
+  absl::StatusOr<pb::CheckpointReply> CheckpointNow();
+  absl::StatusOr<ModelSnapshot> Export();
+
+  // Runs every queued event, writes a final checkpoint (if configured) and
+  // stops the engine thread. Call after the streams have ended.
+  absl::Status Shutdown();
+
+  struct Impl;
+
+ private:
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rog
+
+#endif  // ROG_SERVER_ENGINE_H_

@@ -1,0 +1,66 @@
+// rogd's gRPC services: Trainer.Session (one bidirectional stream per
+// worker) and Admin, on top of the Engine.
+//
+// Threading: the synchronous API, a thread per stream plus a writer thread
+// per stream. A robot team is a handful to a few dozen workers, so threads
+// are cheap here, and blocking reads and writes keep validation simple and
+// sequential per stream. The reading thread validates and decodes each
+// message (the costly part) in parallel with other streams, then hands it to
+// the engine's single writer; the writer thread drains the stream's outbox,
+// so a slow link never blocks the engine. The callback API would save the
+// two threads per stream; at our team sizes that does not matter, and it was
+// not measured.
+#ifndef ROG_SERVER_SERVICE_H_
+#define ROG_SERVER_SERVICE_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "common/layout.h"
+#include "rog.grpc.pb.h"
+#include "server/engine.h"
+
+namespace rog {
+
+// Validates an uplink batch against the model layout and the stream's
+// expected sequence number, decoding its payload into *out. On failure
+// *reason gets a short machine-readable reason (counted per reason) and the
+// status says what was wrong and what to do. Pure: no state changes.
+absl::Status ValidateUplinkBatch(const pb::RowBatch& batch, const Layout& layout,
+                                 uint64_t expected_seq, bool accepts_values, UplinkBatch* out,
+                                 std::string* reason);
+
+class TrainerService final : public pb::Trainer::Service {
+ public:
+  explicit TrainerService(Engine* engine) : engine_(engine) {}
+  grpc::Status Session(grpc::ServerContext* context,
+                       grpc::ServerReaderWriter<pb::ServerMessage, pb::WorkerMessage>* stream) override;
+
+ private:
+  Engine* engine_;
+};
+
+class AdminService final : public pb::Admin::Service {
+ public:
+  explicit AdminService(Engine* engine) : engine_(engine) {}
+  grpc::Status GetStatus(grpc::ServerContext*, const pb::StatusRequest*, pb::StatusReply*) override;
+  grpc::Status ListWorkers(grpc::ServerContext*, const pb::WorkersRequest*, pb::WorkersReply*) override;
+  grpc::Status GetStaleness(grpc::ServerContext*, const pb::StalenessRequest*,
+                            pb::StalenessReply*) override;
+  grpc::Status Checkpoint(grpc::ServerContext*, const pb::CheckpointRequest*,
+                          pb::CheckpointReply*) override;
+  grpc::Status Export(grpc::ServerContext*, const pb::ExportRequest*,
+                      grpc::ServerWriter<pb::ExportChunk>*) override;
+
+ private:
+  Engine* engine_;
+};
+
+// absl::Status -> grpc::Status, keeping code and message.
+grpc::Status ToGrpc(const absl::Status& status);
+
+}  // namespace rog
+
+#endif  // ROG_SERVER_SERVICE_H_
