@@ -455,6 +455,7 @@ struct Engine::Impl {
             ? InFlightLimit(r.down_goodput.rate(), opt.inflight_lead, opt.batch_bytes)
             : kInitialInFlight;
     bool exhausted = false;
+    bool sent_any = false;
     while (r.inflight_bytes < limit && r.outbox->queued_bytes() < kMaxQueued) {
       pb::ServerMessage m;
       if (!FormBatch(r, &m)) {
@@ -467,10 +468,13 @@ struct Engine::Impl {
       r.bytes_down += bytes;
       r.down_goodput.OnSend(Now(), bytes);
       r.outbox->Send(std::move(m));
+      sent_any = true;
     }
     if (resyncing && r.resync_next >= layout->num_rows()) {
       spdlog::debug("worker {}: full resync sent", r.id);
       CheckStalled(r);
+    } else if (r.stalled && sent_any) {
+      CheckStalled(r);  // the rows just sent may be what it waits for
     }
     if (exhausted && r.flush) {
       r.flush = false;
@@ -631,7 +635,6 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
   admission.layout = layout;
   admission.next_uplink_seq = r->last_applied + 1;
 
-  CheckTeamReady();
   welcome.set_resume_token(r->token);
   welcome.set_iteration(r->clock);
   welcome.set_last_applied_uplink_seq(r->last_applied);
@@ -640,6 +643,8 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
   pb::ServerMessage m;
   *m.mutable_welcome() = std::move(welcome);
   r->outbox->Send(std::move(m));
+  // After the welcome: the team's Release must follow it on this stream.
+  CheckTeamReady();
   ReplanStalls();
   Pump(*r);
   return admission;

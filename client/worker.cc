@@ -1,0 +1,948 @@
+#include "client/worker.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <limits>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/batch_plan.h"
+#include "common/codec.h"
+#include "common/goodput.h"
+#include "common/row_index.h"
+#include "common/selection.h"
+#include "common/staleness.h"
+#include "common/worker_state.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/convert.h"
+#include "rog.grpc.pb.h"
+#include "spdlog/spdlog.h"
+
+namespace rog {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Unacknowledged uplink bytes before the first goodput estimate.
+constexpr uint64_t kInitialInFlight = 64 * 1024;
+// A worker more than this many iterations ahead of the slowest attached clock
+// keeps its link for the whole window instead of starting early (ATP pacing,
+// as in the simulator).
+constexpr uint64_t kPaceLead = 1;
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::chrono::steady_clock::time_point At(double t) {
+  return std::chrono::steady_clock::time_point(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(t)));
+}
+
+bool ValidWorkerId(const std::string& id) {
+  if (id.empty() || id.size() > 64) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '.' || c == '_' || c == '-';
+  });
+}
+
+// Codes that retrying cannot fix.
+bool Permanent(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::UNIMPLEMENTED:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// An uplink batch sent and not yet acknowledged: enough to undo it.
+struct SentBatch {
+  uint64_t seq = 0;
+  pb::BatchKind kind = pb::BATCH_KIND_UPDATE;
+  std::vector<RowId> rows;
+  std::vector<uint32_t> counts;
+  std::vector<float> decoded;  // UPDATE: what the server folds, concatenated
+  uint64_t bytes = 0;
+  uint64_t phase = 0;  // the transmission phase that sent it
+};
+
+using Stream = grpc::ClientReaderWriter<pb::WorkerMessage, pb::ServerMessage>;
+
+}  // namespace
+
+struct Worker::Impl {
+  WorkerOptions opt;
+  Layout layout;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<pb::Trainer::Stub> stub;
+
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  WorkerState state;
+
+  // --- connection (guarded by mu) ---------------------------------------------
+  bool closing = false;
+  absl::Status fatal;  // set once; every call returns it
+  std::string last_error;
+  grpc::ClientContext* context = nullptr;  // the live stream's, to cancel it
+  bool active = false;                     // welcomed and not broken
+  bool writing = false;                    // the sender is inside Write
+  uint64_t session = 0;                    // counts streams
+  double hold_until = 0;                   // Disconnect(hold)
+  uint64_t reconnects = 0;
+  uint64_t token = 0;
+
+  // --- protocol (guarded by mu) -----------------------------------------------
+  SyncPolicy policy = SyncPolicy::kRog;
+  uint32_t bound = 0;
+  double mta = 1;
+  Codec codec = Codec::kFp32;
+  uint64_t model_wire_bytes = 0;
+  bool team_ready = false;
+  // rogd's last Release: the worker may start the iteration after this clock
+  // (a Release may arrive while the next iteration computes: it must not
+  // let the one after start).
+  bool released = false;
+  uint64_t released_clock = 0;
+  bool stall_reported = false;
+  StallInfo stall;
+  pb::Window window;
+  // Downlink.
+  uint64_t next_down_seq = 1;
+  uint64_t down_ack_seq = 0;
+  uint64_t down_ack_bytes = 0;
+  bool ack_due = false;
+  size_t resync_rows = 0;  // VALUES rows still expected
+  bool flush_waiting = false;
+  bool flushed = false;
+  // Uplink.
+  uint64_t last_acked_up = 0;
+  uint64_t next_up_seq = 1;
+  std::deque<SentBatch> inflight;
+  uint64_t inflight_bytes = 0;
+  GoodputEstimator goodput;
+  RowId values_next = 0;  // initial model upload; == rows when none/done
+  std::deque<RowId> forced;
+  std::vector<bool> is_forced;
+  Plan plan;
+  bool transmitting = false;
+  bool speculate = true;
+  double deadline = kInf;
+  uint64_t phase = 0;
+  std::vector<uint64_t> sent_phase;  // per row: last phase it was sent in
+  double phase_last_ack = 0;
+  std::deque<pb::Progress> progress_out;
+  bool goodbye_due = false;
+  bool said_goodbye = false;
+  std::string goodbye_reason;
+
+  // --- statistics (guarded by mu) ----------------------------------------------
+  IterationStats current;
+  double begin_returned = 0;
+  bool in_iteration = false;
+  double total_compute = 0, total_transmit = 0, total_stall = 0;
+  uint64_t total_stalls = 0;
+  double last_overshoot = 0;
+
+  std::thread session_thread;
+  std::thread sender_thread;
+
+  Impl(WorkerOptions o, Layout l, std::vector<float> initial)
+      : opt(std::move(o)), layout(std::move(l)), state(layout, std::move(initial)) {
+    is_forced.assign(layout.num_rows(), false);
+    sent_phase.assign(layout.num_rows(), 0);
+    values_next = static_cast<RowId>(layout.num_rows());
+  }
+
+  // --- helpers -----------------------------------------------------------------
+  uint64_t RowWireBytes(RowId row) const {
+    return EncodedSize(codec, layout.row(row).numel) + 4;
+  }
+
+  uint64_t InFlightCap() const {
+    return goodput.has_estimate() ? InFlightLimit(goodput.rate(), opt.inflight_lead, opt.batch_bytes)
+                                  : kInitialInFlight;
+  }
+
+  // Whether the row has something a flush or a stalled peer needs: unpushed
+  // iterations, or (lossless codecs) updates kept across a rejoin. A lossy
+  // codec's residual rides along with the row's next push instead.
+  bool Pushable(RowId row) const {
+    return state.unpushed(row) > 0 || (IsLossless(codec) && state.HasResidual(row));
+  }
+
+  bool PlanFinished(double now) const {
+    return plan.done() || (now >= deadline && plan.next >= plan.mandatory);
+  }
+
+  void SetFatal(absl::Status s) {
+    if (fatal.ok()) {
+      spdlog::error("worker {}: {}", opt.worker_id, std::string(s.message()));
+      fatal = std::move(s);
+    }
+    cv.notify_all();
+  }
+
+  pb::Progress MakeProgress(bool stalled, bool flush) const {
+    pb::Progress p;
+    p.set_iteration(state.clock());
+    p.set_stalled(stalled);
+    p.set_flush(flush);
+    p.set_compute_seconds(total_compute);
+    p.set_transmit_seconds(total_transmit);
+    p.set_stall_seconds(total_stall);
+    p.set_stalls(total_stalls);
+    p.set_uplink_goodput(goodput.rate());
+    p.set_window_overshoot(last_overshoot);
+    return p;
+  }
+
+  std::string WaitReason() const {
+    if (!active) {
+      return absl::StrCat("not connected to rogd at ", opt.server,
+                          last_error.empty() ? "" : absl::StrCat(" (", last_error, ")"));
+    }
+    if (values_next < layout.num_rows()) return "uploading the initial model";
+    if (resync_rows > 0) {
+      return absl::StrCat("receiving the model from rogd (", layout.num_rows() - resync_rows,
+                          " of ", layout.num_rows(), " rows)");
+    }
+    if (!stall.reason.empty()) return stall.reason;
+    if (!team_ready) return "waiting for the team to join";
+    return absl::StrCat("waiting at the staleness bound before iteration ", state.clock() + 1);
+  }
+
+  bool MayBegin() const {
+    if (!active || values_next < layout.num_rows() || resync_rows > 0 || !team_ready) return false;
+    return (released && released_clock == state.clock()) ||
+           state.HasAllUpTo(NeededVersion(state.clock(), bound));
+  }
+
+  // --- incoming messages (mu held) ----------------------------------------------
+  void OnWelcome(const pb::Welcome& w) {
+    token = w.resume_token();
+    policy = static_cast<SyncPolicy>(w.sync());
+    bound = EffectiveBound(policy, w.staleness());
+    mta = w.mta();
+    codec = static_cast<Codec>(w.codec());
+    model_wire_bytes = 0;
+    for (RowId row = 0; row < layout.num_rows(); ++row) model_wire_bytes += RowWireBytes(row);
+    // Uplink: what the server applied is done; the rest returns to the
+    // accumulators, newest first, and goes again with new seqs.
+    while (!inflight.empty() && inflight.front().seq <= w.last_applied_uplink_seq()) {
+      inflight.pop_front();
+    }
+    for (auto it = inflight.rbegin(); it != inflight.rend(); ++it) {
+      if (it->kind != pb::BATCH_KIND_UPDATE) continue;
+      size_t at = it->decoded.size();
+      for (size_t k = it->rows.size(); k-- > 0;) {
+        const uint32_t numel = layout.row(it->rows[k]).numel;
+        at -= numel;
+        state.ReturnUplink(it->rows[k], absl::MakeConstSpan(it->decoded.data() + at, numel),
+                           it->counts[k]);
+      }
+    }
+    inflight.clear();
+    inflight_bytes = 0;
+    goodput = GoodputEstimator();
+    last_acked_up = w.last_applied_uplink_seq();
+    next_up_seq = w.last_applied_uplink_seq() + 1;
+    forced.clear();
+    std::fill(is_forced.begin(), is_forced.end(), false);
+    if (w.iteration() != state.clock()) {
+      spdlog::info("worker {}: rogd sets the clock to {} (was {})", opt.worker_id, w.iteration(),
+                   state.clock());
+      state.Rebase(w.iteration());
+    }
+    values_next = w.send_initial_values() ? 0 : static_cast<RowId>(layout.num_rows());
+    resync_rows = w.full_resync() ? layout.num_rows() : 0;
+    next_down_seq = 1;
+    down_ack_seq = 0;
+    down_ack_bytes = 0;
+    ack_due = false;
+    team_ready = w.team_ready();
+    released = false;
+    stall_reported = false;
+    stall = StallInfo();
+    window = w.window();
+    flushed = false;
+    active = true;
+  }
+
+  absl::Status OnBatch(const pb::RowBatch& b) {
+    if (b.seq() != next_down_seq) {
+      return absl::InternalError(
+          absl::StrCat("downlink seq ", b.seq(), " where ", next_down_seq, " was expected"));
+    }
+    absl::StatusOr<std::vector<RowId>> rows = DecodeRowIds(
+        absl::MakeConstSpan(b.row_delta().data(), b.row_delta_size()), layout.num_rows());
+    if (!rows.ok()) return rows.status();
+    if (b.count_size() != static_cast<int>(rows->size()) ||
+        b.version_lag_size() != static_cast<int>(rows->size())) {
+      return absl::InternalError("downlink batch index sizes differ");
+    }
+    const Codec c = static_cast<Codec>(b.codec());
+    size_t offset = 0;
+    std::vector<float> decoded;
+    for (size_t k = 0; k < rows->size(); ++k) {
+      const RowId row = (*rows)[k];
+      const uint32_t numel = layout.row(row).numel;
+      const size_t bytes = EncodedSize(c, numel);
+      if (offset + bytes > b.payload().size()) return absl::InternalError("short downlink payload");
+      decoded.resize(numel);
+      absl::Status s = Decode(c, absl::string_view(b.payload()).substr(offset, bytes),
+                              absl::MakeSpan(decoded));
+      if (!s.ok()) return s;
+      offset += bytes;
+      const int64_t v = static_cast<int64_t>(b.iteration()) - b.version_lag(k);
+      const uint64_t version = v < 0 ? 0 : static_cast<uint64_t>(v);
+      if (b.kind() == pb::BATCH_KIND_VALUES) {
+        state.ApplyValues(row, decoded, version);
+        if (resync_rows > 0) --resync_rows;
+      } else {
+        state.ApplyDownlink(row, decoded, version);
+      }
+    }
+    ++next_down_seq;
+    current.rows_down += rows->size();
+    const uint64_t bytes = b.ByteSizeLong();
+    current.bytes_down += bytes;
+    down_ack_seq = b.seq();
+    down_ack_bytes += bytes;
+    ack_due = true;
+    return absl::OkStatus();
+  }
+
+  void OnAck(const pb::Ack& a) {
+    const double now = Now();
+    while (!inflight.empty() && inflight.front().seq <= a.seq()) {
+      if (inflight.front().phase == phase) phase_last_ack = now;
+      inflight_bytes -= inflight.front().bytes;
+      inflight.pop_front();
+    }
+    last_acked_up = std::max(last_acked_up, a.seq());
+    goodput.OnAck(now, a.bytes());
+  }
+
+  void OnDirective(const pb::Directive& d) {
+    switch (d.kind_case()) {
+      case pb::Directive::kPushNow:
+        for (uint32_t row : d.push_now().rows()) {
+          if (row >= layout.num_rows() || is_forced[row] || state.unpushed(row) == 0) continue;
+          is_forced[row] = true;
+          forced.push_back(row);
+        }
+        break;
+      case pb::Directive::kWindow:
+        window = d.window();
+        break;
+      case pb::Directive::kStall: {
+        const pb::Stall& s = d.stall();
+        stall.iteration = s.iteration();
+        stall.rows.assign(s.rows().begin(), s.rows().end());
+        stall.missing_rows = s.missing_rows();
+        stall.waiting_for.assign(s.waiting_for().begin(), s.waiting_for().end());
+        stall.reason =
+            s.missing_rows() > 0
+                ? absl::StrCat("at the staleness bound before iteration ", s.iteration() + 1, ": ",
+                               s.missing_rows(), " rows lack updates of ",
+                               absl::StrJoin(s.waiting_for(), ", "))
+                : absl::StrCat("waiting before iteration ", s.iteration() + 1, ": ",
+                               absl::StrJoin(s.waiting_for(), ", "));
+        spdlog::debug("worker {}: {}", opt.worker_id, stall.reason);
+        break;
+      }
+      case pb::Directive::kRelease:
+        team_ready = true;
+        if (d.release().flushed()) {
+          flushed = true;
+        } else {
+          released = true;
+          released_clock = d.release().iteration();
+        }
+        break;
+      case pb::Directive::kEvicted:
+        spdlog::warn("worker {}: evicted by rogd: {}", opt.worker_id, d.evicted().reason());
+        break;
+      default:
+        break;
+    }
+  }
+
+  // --- outgoing (mu held) ---------------------------------------------------------
+  // Forms the next uplink batch into *m; false when nothing may go now.
+  bool FormUplink(pb::WorkerMessage* m) {
+    if (inflight_bytes >= InFlightCap()) return false;
+    pb::RowBatch* b = m->mutable_batch();
+    SentBatch sent;
+    std::string* payload = b->mutable_payload();
+    if (values_next < layout.num_rows()) {
+      // The initial model: the replica without what is still unpushed.
+      BatchFill fill(layout, Codec::kFp32, opt.batch_bytes);
+      while (values_next < layout.num_rows() && fill.Fits(values_next)) fill.Add(values_next++);
+      sent.rows = fill.Take();
+      std::vector<float> row_values;
+      for (RowId row : sent.rows) {
+        const absl::Span<const float> rep = state.replica_row(row);
+        const absl::Span<const float> acc = state.accumulator_row(row);
+        row_values.resize(rep.size());
+        for (size_t j = 0; j < rep.size(); ++j) row_values[j] = rep[j] - acc[j];
+        Encode(Codec::kFp32, row_values, payload);
+        sent.counts.push_back(0);
+      }
+      sent.kind = pb::BATCH_KIND_VALUES;
+      b->set_codec(pb::CODEC_FP32);
+    } else {
+      BatchFill fill(layout, codec, opt.batch_bytes);
+      // Rows a stalled worker waits for go first, whatever the window.
+      while (!forced.empty() && fill.Fits(forced.front())) {
+        const RowId row = forced.front();
+        forced.pop_front();
+        is_forced[row] = false;
+        if (Pushable(row)) fill.Add(row);
+      }
+      if (transmitting) {
+        FillFromPlan(&plan, Now() < deadline, speculate, &fill, [&](RowId row) {
+          return sent_phase[row] == phase || (state.unpushed(row) == 0 && !state.HasResidual(row));
+        });
+      }
+      if (fill.empty()) return false;
+      sent.rows = fill.Take();
+      sent.kind = pb::BATCH_KIND_UPDATE;
+      b->set_codec(static_cast<pb::Codec>(codec));
+      for (RowId row : sent.rows) {
+        const uint32_t numel = layout.row(row).numel;
+        const size_t at = sent.decoded.size();
+        sent.decoded.resize(at + numel);
+        sent.counts.push_back(state.TakeUplink(row, codec, payload,
+                                               absl::MakeSpan(sent.decoded.data() + at, numel)));
+        sent_phase[row] = phase;
+      }
+    }
+    if (sent.rows.empty()) return false;
+    b->set_kind(sent.kind);
+    sent.seq = next_up_seq++;
+    b->set_seq(sent.seq);
+    b->set_iteration(state.clock());
+    for (uint32_t d : EncodeRowIds(sent.rows)) b->add_row_delta(d);
+    for (size_t k = 0; k < sent.rows.size(); ++k) {
+      b->add_count(sent.counts[k]);
+      const int64_t lag = sent.kind == pb::BATCH_KIND_VALUES
+                              ? 0
+                              : static_cast<int64_t>(state.clock()) -
+                                    static_cast<int64_t>(state.pushed_version(sent.rows[k]));
+      b->add_version_lag(lag);
+    }
+    sent.bytes = b->ByteSizeLong();
+    sent.phase = phase;
+    if (transmitting) {
+      current.rows_up += sent.rows.size();
+      current.bytes_up += sent.bytes;
+    }
+    inflight_bytes += sent.bytes;
+    goodput.OnSend(Now(), sent.bytes);
+    inflight.push_back(std::move(sent));
+    return true;
+  }
+
+  // Collects what the sender writes next; empty when there is nothing.
+  std::vector<pb::WorkerMessage> TakeOutgoing() {
+    std::vector<pb::WorkerMessage> out;
+    if (ack_due) {
+      pb::WorkerMessage m;
+      m.mutable_ack()->set_seq(down_ack_seq);
+      m.mutable_ack()->set_bytes(down_ack_bytes);
+      down_ack_bytes = 0;
+      ack_due = false;
+      out.push_back(std::move(m));
+    }
+    while (!progress_out.empty()) {
+      pb::WorkerMessage m;
+      *m.mutable_progress() = std::move(progress_out.front());
+      progress_out.pop_front();
+      out.push_back(std::move(m));
+    }
+    pb::WorkerMessage batch;
+    if (FormUplink(&batch)) out.push_back(std::move(batch));
+    if (out.empty() && goodbye_due && inflight.empty()) {
+      pb::WorkerMessage m;
+      m.mutable_goodbye()->set_reason(goodbye_reason);
+      goodbye_due = false;
+      said_goodbye = true;
+      out.push_back(std::move(m));
+    }
+    return out;
+  }
+
+  // --- threads ----------------------------------------------------------------------
+  void SenderLoop() {
+    std::unique_lock<std::mutex> lock(mu);
+    for (;;) {
+      std::vector<pb::WorkerMessage> out;
+      // Wakes on every state change and at least every 20 ms, so that a
+      // window's end is noticed without a message.
+      cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return closing || !fatal.ok() || active; });
+      if (!fatal.ok() || (closing && !active)) return;
+      if (!active || context == nullptr) continue;
+      out = TakeOutgoing();
+      if (out.empty()) {
+        cv.wait_for(lock, std::chrono::milliseconds(20));
+        continue;
+      }
+      Stream* stream = current_stream;
+      const uint64_t s = session;
+      writing = true;
+      lock.unlock();
+      bool ok = true;
+      for (const pb::WorkerMessage& m : out) {
+        if (!stream->Write(m)) {
+          ok = false;
+          break;
+        }
+      }
+      lock.lock();
+      writing = false;
+      cv.notify_all();
+      if (!ok && s == session && context != nullptr) {
+        active = false;
+        context->TryCancel();
+      }
+    }
+  }
+
+  Stream* current_stream = nullptr;
+
+  void SessionLoop() {
+    double backoff = opt.backoff_initial;
+    std::mt19937_64 rng{std::random_device{}()};
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        if (closing || !fatal.ok()) return;
+        if (hold_until > Now()) {
+          cv.wait_until(lock, At(hold_until), [&] { return closing; });
+          continue;
+        }
+      }
+      const double started = Now();
+      grpc::Status status = RunStream();
+      std::unique_lock<std::mutex> lock(mu);
+      if (closing || said_goodbye) return;
+      if (!status.ok() && Permanent(status.error_code())) {
+        SetFatal(absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                              absl::StrCat("rogd refused worker '", opt.worker_id,
+                                           "': ", status.error_message())));
+        return;
+      }
+      last_error = status.ok() ? "stream ended" : status.error_message();
+      if (Now() - started > 10) backoff = opt.backoff_initial;
+      std::uniform_real_distribution<double> jitter(0.5, 1.0);
+      const double wait = backoff * jitter(rng);
+      backoff = std::min(opt.backoff_max, backoff * 2);
+      spdlog::debug("worker {}: reconnecting in {:.2f} s ({})", opt.worker_id, wait, last_error);
+      cv.wait_for(lock, std::chrono::duration<double>(wait), [&] { return closing; });
+    }
+  }
+
+  // One stream from hello to its end.
+  grpc::Status RunStream() {
+    // Fail fast while rogd is away; the session loop backs off and retries.
+    if (!channel->WaitForConnected(std::chrono::system_clock::now() +
+                                   std::chrono::milliseconds(static_cast<int>(
+                                       std::max(0.1, opt.backoff_max) * 1000)))) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          absl::StrCat("cannot connect to ", opt.server));
+    }
+    grpc::ClientContext ctx;
+    pb::WorkerMessage hello;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      pb::Hello* h = hello.mutable_hello();
+      h->set_worker_id(opt.worker_id);
+      h->set_layout_fingerprint(layout.fingerprint());
+      *h->mutable_layout() = LayoutToProto(layout);
+      h->set_resume_token(token);
+      h->set_last_acked_uplink_seq(last_acked_up);
+      h->set_last_applied_downlink_seq(next_down_seq - 1);
+      h->set_iteration(state.clock());
+      h->set_sdk_version(kRogVersion);
+      context = &ctx;
+    }
+    std::unique_ptr<Stream> stream = stub->Session(&ctx);
+    pb::ServerMessage m;
+    bool ok = stream->Write(hello) && stream->Read(&m);
+    if (ok && m.kind_case() != pb::ServerMessage::kWelcome) ok = false;
+    if (ok) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++session;
+      if (session > 1) ++reconnects;
+      current_stream = stream.get();
+      OnWelcome(m.welcome());
+      spdlog::info("worker {}: connected to {} at iteration {}{}", opt.worker_id, opt.server,
+                   state.clock(), m.welcome().send_initial_values() ? " (uploading the model)" : "");
+      cv.notify_all();
+    }
+    while (ok && stream->Read(&m)) {
+      std::lock_guard<std::mutex> lock(mu);
+      switch (m.kind_case()) {
+        case pb::ServerMessage::kBatch: {
+          absl::Status s = OnBatch(m.batch());
+          if (!s.ok()) {
+            spdlog::error("worker {}: bad downlink batch ({}); reconnecting", opt.worker_id,
+                          std::string(s.message()));
+            ctx.TryCancel();
+          }
+          break;
+        }
+        case pb::ServerMessage::kAck:
+          OnAck(m.ack());
+          break;
+        case pb::ServerMessage::kDirective:
+          OnDirective(m.directive());
+          break;
+        default:
+          break;
+      }
+      cv.notify_all();
+    }
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      active = false;
+      cv.notify_all();
+      // The call is over (or was cancelled); a write still in progress ends
+      // with it. Cancel only if it does not, so Finish reports rogd's status.
+      if (!cv.wait_for(lock, std::chrono::seconds(1), [&] { return !writing; })) {
+        ctx.TryCancel();
+        cv.wait(lock, [&] { return !writing; });
+      }
+      current_stream = nullptr;
+      context = nullptr;
+    }
+    grpc::Status status = stream->Finish();
+    spdlog::info("worker {}: stream to {} ended: {}", opt.worker_id, opt.server,
+                 status.ok() ? std::string("ok") : status.error_message());
+    return status;
+  }
+};
+
+// --- Worker -----------------------------------------------------------------------
+
+Worker::Worker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(WorkerOptions options, Layout layout,
+                                                      std::vector<float> initial) {
+  if (!ValidWorkerId(options.worker_id)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker id '", options.worker_id.substr(0, 80),
+        "' is invalid: use 1-64 letters, digits, '.', '_' or '-' (e.g. the robot's host name)"));
+  }
+  if (initial.size() != layout.total_numel()) {
+    return absl::InvalidArgumentError(absl::StrCat("initial values have ", initial.size(),
+                                                   " elements; the layout has ",
+                                                   layout.total_numel()));
+  }
+  if (options.batch_bytes < 1024) {
+    return absl::InvalidArgumentError("batch_bytes must be at least 1024");
+  }
+  auto impl = std::make_unique<Impl>(std::move(options), std::move(layout), std::move(initial));
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 1000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+              static_cast<int>(std::max(0.1, impl->opt.backoff_max) * 1000));
+  args.SetMaxReceiveMessageSize(64 << 20);
+  std::shared_ptr<grpc::ChannelCredentials> creds =
+      impl->opt.credentials ? impl->opt.credentials : grpc::InsecureChannelCredentials();
+  impl->channel = grpc::CreateCustomChannel(impl->opt.server, creds, args);
+  impl->stub = pb::Trainer::NewStub(impl->channel);
+  Impl* raw = impl.get();
+  impl->session_thread = std::thread([raw] { raw->SessionLoop(); });
+  impl->sender_thread = std::thread([raw] { raw->SenderLoop(); });
+  return std::unique_ptr<Worker>(new Worker(std::move(impl)));
+}
+
+Worker::~Worker() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->closing = true;
+    if (impl_->context != nullptr) impl_->context->TryCancel();
+    impl_->cv.notify_all();
+  }
+  if (impl_->session_thread.joinable()) impl_->session_thread.join();
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->active = false;
+    impl_->cv.notify_all();
+  }
+  if (impl_->sender_thread.joinable()) impl_->sender_thread.join();
+}
+
+absl::Status Worker::BeginIteration(absl::Span<float> params, double timeout_seconds) {
+  Impl& m = *impl_;
+  if (params.size() != m.layout.total_numel()) {
+    return absl::InvalidArgumentError(absl::StrCat("BeginIteration: params have ", params.size(),
+                                                   " elements; the model has ",
+                                                   m.layout.total_numel()));
+  }
+  std::unique_lock<std::mutex> lock(m.mu);
+  if (!m.fatal.ok()) return m.fatal;
+  if (m.in_iteration) {
+    return absl::FailedPreconditionError("BeginIteration called twice without EndIteration");
+  }
+  const double t0 = Now();
+  const double until = timeout_seconds > 0 ? t0 + timeout_seconds : kInf;
+  bool waited = false;
+  while (!m.MayBegin()) {
+    if (!m.fatal.ok()) return m.fatal;
+    if (m.closing) return absl::CancelledError("the worker is closing");
+    if (m.active && m.values_next >= m.layout.num_rows() && m.resync_rows == 0 &&
+        !m.stall_reported) {
+      // Tell rogd we wait: it releases us, or asks the others to push.
+      m.stall_reported = true;
+      m.progress_out.push_back(m.MakeProgress(/*stalled=*/true, /*flush=*/false));
+      m.cv.notify_all();
+    }
+    waited = true;
+    const double now = Now();
+    if (now >= until) {
+      return absl::DeadlineExceededError(absl::StrCat("worker '", m.opt.worker_id,
+                                                      "' could not start iteration ",
+                                                      m.state.clock() + 1, " within ",
+                                                      timeout_seconds, " s: ", m.WaitReason()));
+    }
+    m.cv.wait_until(lock, At(std::min(until, now + 0.1)));
+  }
+  const double now = Now();
+  m.current = IterationStats();
+  m.current.stalled = waited;
+  m.current.stall_seconds = waited ? now - t0 : 0;
+  m.total_stall += m.current.stall_seconds;
+  if (waited) ++m.total_stalls;
+  m.released = false;
+  m.stall_reported = false;
+  m.stall = StallInfo();
+  const std::vector<float>& replica = m.state.replica();
+  std::copy(replica.begin(), replica.end(), params.begin());
+  m.begin_returned = now;
+  m.in_iteration = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<IterationStats> Worker::EndIteration(absl::Span<const float> update) {
+  Impl& m = *impl_;
+  if (update.size() != m.layout.total_numel()) {
+    return absl::InvalidArgumentError(absl::StrCat("EndIteration: the update has ", update.size(),
+                                                   " elements; the model has ",
+                                                   m.layout.total_numel()));
+  }
+  for (float v : update) {
+    if (!std::isfinite(v)) {
+      return absl::InvalidArgumentError(
+          "EndIteration: the update holds NaN or infinity; it was not applied (check the "
+          "learning rate and the loss)");
+    }
+  }
+  std::unique_lock<std::mutex> lock(m.mu);
+  if (!m.fatal.ok()) return m.fatal;
+  if (!m.in_iteration) {
+    return absl::FailedPreconditionError("EndIteration called without BeginIteration");
+  }
+  m.in_iteration = false;
+  const double t0 = Now();
+  m.current.compute_seconds = t0 - m.begin_returned;
+  m.total_compute += m.current.compute_seconds;
+  m.state.ApplyLocalUpdate(update);
+  m.current.iteration = m.state.clock();
+
+  // The plan: every row with something to push, mandatory first.
+  const bool rog = m.policy == SyncPolicy::kRog;
+  std::vector<RowCandidate> up;
+  for (RowId r = 0; r < m.layout.num_rows(); ++r) {
+    const uint64_t unpushed = m.state.unpushed(r);
+    if (unpushed == 0 && !m.state.HasResidual(r)) continue;
+    up.push_back(RowCandidate{
+        r, !rog || UplinkMandatory(unpushed, m.bound),
+        rog ? Importance(std::max<uint64_t>(unpushed, 1), m.state.AccumulatorMagnitude(r)) : 0,
+        m.RowWireBytes(r)});
+  }
+  ++m.phase;
+  m.plan.Reset(SelectRows(std::move(up), m.mta, m.model_wire_bytes));
+  m.speculate = !rog || m.state.clock() > m.window.min_iteration();
+  m.current.window_seconds = rog ? m.window.seconds() : 0;
+  m.deadline = m.current.window_seconds > 0 ? t0 + m.current.window_seconds : kInf;
+  m.phase_last_ack = 0;
+  m.transmitting = true;
+  m.progress_out.push_back(m.MakeProgress(/*stalled=*/false, /*flush=*/false));
+  m.cv.notify_all();
+
+  const uint64_t phase = m.phase;
+  for (;;) {
+    if (!m.fatal.ok()) break;
+    if (!m.active) {
+      m.current.disconnected = true;
+      break;
+    }
+    const double now = Now();
+    bool sent_all = true;
+    for (const SentBatch& b : m.inflight) sent_all &= b.phase != phase;
+    if (m.PlanFinished(now) && sent_all) {
+      // Pacing: ahead of the slowest worker, keep the link for the window.
+      const bool ahead = rog && m.deadline < kInf && now < m.deadline &&
+                         m.state.clock() > m.window.min_iteration() + kPaceLead;
+      if (!ahead) break;
+    }
+    // Acks and disconnects notify; the poll notices the window's end.
+    m.cv.wait_until(lock, At(std::min(now + 0.02, m.deadline > now ? m.deadline : kInf)));
+  }
+  m.transmitting = false;
+  m.plan = Plan();
+  const double now = Now();
+  m.current.transmit_seconds = now - t0;
+  m.total_transmit += m.current.transmit_seconds;
+  m.current.overshoot_seconds =
+      m.deadline < kInf && m.phase_last_ack > 0 ? std::max(0.0, m.phase_last_ack - m.deadline) : 0;
+  if (m.deadline < kInf) m.last_overshoot = m.current.overshoot_seconds;
+  m.current.uplink_goodput = m.goodput.rate();
+  for (RowId r = 0; r < m.layout.num_rows(); ++r) m.current.rows_kept += m.state.unpushed(r) > 0;
+  IterationStats stats = m.current;
+  m.current = IterationStats();
+  if (!m.fatal.ok()) return m.fatal;
+  return stats;
+}
+
+absl::Status Worker::Flush(double timeout_seconds) {
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> lock(m.mu);
+  const double until = Now() + timeout_seconds;
+  // Connected first, so that what is unacknowledged is settled by a welcome.
+  while (!(m.active && m.values_next >= m.layout.num_rows())) {
+    if (!m.fatal.ok()) return m.fatal;
+    if (Now() >= until) {
+      return absl::DeadlineExceededError(absl::StrCat("Flush: ", m.WaitReason()));
+    }
+    m.cv.wait_until(lock, At(std::min(until, Now() + 0.1)));
+  }
+  for (;;) {
+    if (!m.fatal.ok()) return m.fatal;
+    if (m.active) {
+      for (RowId r = 0; r < m.layout.num_rows(); ++r) {
+        if (!m.is_forced[r] && m.Pushable(r)) {
+          m.is_forced[r] = true;
+          m.forced.push_back(r);
+        }
+      }
+      m.cv.notify_all();
+    }
+    bool done = m.active && m.forced.empty() && m.inflight.empty();
+    for (RowId r = 0; done && r < m.layout.num_rows(); ++r) done = !m.Pushable(r);
+    if (done) return absl::OkStatus();
+    if (Now() >= until) {
+      return absl::DeadlineExceededError(absl::StrCat("Flush: rogd did not acknowledge every row within ",
+                                                      timeout_seconds, " s (", m.WaitReason(), ")"));
+    }
+    m.cv.wait_until(lock, At(std::min(until, Now() + 0.05)));
+  }
+}
+
+absl::Status Worker::Sync(double timeout_seconds) {
+  const double until = Now() + timeout_seconds;
+  absl::Status s = Flush(timeout_seconds);
+  if (!s.ok()) return s;
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> lock(m.mu);
+  for (;;) {
+    if (!m.fatal.ok()) return m.fatal;
+    if (m.active && !m.flush_waiting && m.resync_rows == 0) {
+      m.flushed = false;
+      m.flush_waiting = true;
+      m.progress_out.push_back(m.MakeProgress(/*stalled=*/false, /*flush=*/true));
+      m.cv.notify_all();
+    }
+    if (m.flush_waiting && m.flushed) {
+      m.flush_waiting = false;
+      return absl::OkStatus();
+    }
+    if (!m.active) m.flush_waiting = false;  // ask again on the next stream
+    if (Now() >= until) {
+      m.flush_waiting = false;
+      return absl::DeadlineExceededError(
+          absl::StrCat("Sync: rogd did not send every pending row within ", timeout_seconds,
+                       " s (", m.WaitReason(), ")"));
+    }
+    m.cv.wait_until(lock, At(std::min(until, Now() + 0.05)));
+  }
+}
+
+absl::Status Worker::Close(double timeout_seconds) {
+  absl::Status s = Flush(timeout_seconds);
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> lock(m.mu);
+  if (s.ok() && m.active) {
+    m.goodbye_due = true;
+    m.goodbye_reason = "worker closed";
+    m.cv.notify_all();
+    // rogd ends the stream once it has the goodbye.
+    m.cv.wait_until(lock, At(Now() + timeout_seconds), [&] { return !m.active; });
+  }
+  m.closing = true;
+  if (m.context != nullptr) m.context->TryCancel();
+  m.cv.notify_all();
+  return s;
+}
+
+std::vector<float> Worker::Replica() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->state.replica();
+}
+
+const Layout& Worker::layout() const { return impl_->layout; }
+
+uint64_t Worker::clock() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->state.clock();
+}
+
+bool Worker::connected() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->active;
+}
+
+uint64_t Worker::reconnects() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->reconnects;
+}
+
+StallInfo Worker::last_stall() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  StallInfo s = impl_->stall;
+  if (s.reason.empty()) s.reason = impl_->WaitReason();
+  return s;
+}
+
+void Worker::Disconnect(double hold_seconds) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->hold_until = Now() + hold_seconds;
+  if (impl_->context != nullptr) impl_->context->TryCancel();
+  impl_->cv.notify_all();
+}
+
+}  // namespace rog

@@ -1,0 +1,158 @@
+// rog::Worker: a training process's end of ROG's protocol (DESIGN.md), free
+// of LibTorch. It holds the worker's replica of the model, one accumulator
+// per row and what it knows of the other workers' versions, and keeps one
+// bidirectional stream to rogd for the whole session:
+//
+//   auto worker = rog::Worker::Start(options, layout, initial_values);
+//   for (;;) {
+//     worker->BeginIteration(params);   // blocks while the policy says so
+//     ... compute; update = new params - params ...
+//     worker->EndIteration(update);     // ATP: rows in importance order
+//   }                                   // until the window closes
+//   worker->Sync();                     // drain: replica == global model
+//   worker->Close();                    // goodbye: rogd drops our state
+//
+// Uplink (ATP): after each iteration the worker streams its rows, mandatory
+// rows first (whatever the window), then the MTA share, then speculative
+// rows in importance order until the transmission window rogd sent closes.
+// At most ~50 ms of measured goodput travels unacknowledged, so the cutoff
+// is sharp; what misses it stays in the accumulator for the next iteration.
+// Downlink rows are applied as they arrive, on the stream's thread.
+//
+// Faults: the worker reconnects by itself with backoff and resumes exactly
+// once in both directions (acknowledged uplink batches are never resent,
+// unacknowledged ones return to the accumulator and go again; every
+// reconnect brings a full resync of the replica). Errors that retrying
+// cannot fix (a layout the server does not hold, a message rogd refused)
+// stop the worker: every call then returns that error.
+//
+// Thread-safety: every method may be called from any thread. BeginIteration
+// and EndIteration must alternate and be called by one thread at a time
+// (the training loop). Downlink rows change the replica between calls, never
+// the caller's buffers.
+//
+// Lifetime: the destructor stops the stream at once without a goodbye, as a
+// crash would: rogd keeps the worker's state for its --lease and a worker of
+// the same id may resume it. Call Close() to leave for good.
+#ifndef ROG_CLIENT_WORKER_H_
+#define ROG_CLIENT_WORKER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/layout.h"
+
+namespace grpc {
+class ChannelCredentials;
+}  // namespace grpc
+
+namespace rog {
+
+struct WorkerOptions {
+  // rogd's address, host:port.
+  std::string server = "127.0.0.1:7070";
+  // Stable name of this worker (e.g. the robot's host name): 1-64 letters,
+  // digits, '.', '_' or '-'. A worker that restarts under the same id rejoins.
+  std::string worker_id;
+  // Payload budget of one uplink row batch; small batches let the window cut
+  // between them on slow links.
+  size_t batch_bytes = 16 * 1024;
+  // Unacknowledged uplink bytes: this many seconds of measured goodput (plus
+  // one batch).
+  double inflight_lead = 0.05;
+  // Reconnect backoff, seconds: doubles from `backoff_initial` to
+  // `backoff_max`, with jitter.
+  double backoff_initial = 0.1;
+  double backoff_max = 2.0;
+  // Channel credentials; null means an insecure channel (loopback, tests).
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+};
+
+// What one iteration cost and moved.
+struct IterationStats {
+  uint64_t iteration = 0;        // the clock after this iteration
+  double stall_seconds = 0;      // BeginIteration blocked (policy, reconnect)
+  bool stalled = false;          // BeginIteration had to wait
+  double compute_seconds = 0;    // BeginIteration's return to EndIteration
+  double transmit_seconds = 0;   // inside EndIteration
+  double window_seconds = 0;     // the uplink window used; 0 = none
+  double overshoot_seconds = 0;  // window end to the last acknowledged byte
+  uint64_t rows_up = 0, bytes_up = 0;      // uplink batches of this iteration
+  uint64_t rows_down = 0, bytes_down = 0;  // downlink since the last stats
+  double uplink_goodput = 0;               // bytes/s, from rogd's acks
+  uint64_t rows_kept = 0;  // rows left with unpushed updates (cut by the window)
+  bool disconnected = false;  // the stream broke during the transmission
+};
+
+// Why BeginIteration waits (rogd's Stall directive, or the connection).
+struct StallInfo {
+  uint64_t iteration = 0;
+  std::vector<RowId> rows;  // rows missing other workers' updates (a sample)
+  uint64_t missing_rows = 0;
+  std::vector<std::string> waiting_for;  // worker ids, or what the team waits for
+  std::string reason;                    // one line for logs
+};
+
+class Worker {
+ public:
+  // Starts connecting to options.server in the background and returns at
+  // once. `initial` is the model's values (the layout's row order); the
+  // first worker of a fresh rogd uploads them, later workers receive the
+  // server's model instead. Errors: an invalid worker id, initial values of
+  // the wrong size.
+  static absl::StatusOr<std::unique_ptr<Worker>> Start(WorkerOptions options, Layout layout,
+                                                       std::vector<float> initial);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Blocks until the next iteration may start (connected, resynced, the team
+  // complete, the staleness bound met), then copies the replica into
+  // `params` (total_numel elements). `timeout_seconds` <= 0 waits forever;
+  // on timeout, DeadlineExceeded says what it waits for.
+  absl::Status BeginIteration(absl::Span<float> params, double timeout_seconds = 0);
+
+  // Ends the iteration: `update` (total_numel elements) is the parameter
+  // delta it computed; it is applied to the replica and streamed under ATP.
+  // Returns when the window has closed (or every selected row is sent) and
+  // what was sent is acknowledged, or at once if the stream breaks.
+  absl::StatusOr<IterationStats> EndIteration(absl::Span<const float> update);
+
+  // Pushes every row with unpushed updates, whatever the window, and waits
+  // until rogd has acknowledged them.
+  absl::Status Flush(double timeout_seconds = 60);
+  // Flush, then asks rogd for every row other workers pushed and waits until
+  // they are applied. Once every worker has flushed, Sync leaves the replica
+  // equal to rogd's global model.
+  absl::Status Sync(double timeout_seconds = 60);
+  // Flush, then says goodbye: rogd drops this worker at once and nobody
+  // waits on it. The worker is unusable afterwards.
+  absl::Status Close(double timeout_seconds = 10);
+
+  // A copy of the replica (total_numel elements).
+  std::vector<float> Replica() const;
+  const Layout& layout() const;
+  // Iterations completed (rogd may move it when the worker rejoins).
+  uint64_t clock() const;
+  bool connected() const;
+  uint64_t reconnects() const;
+  StallInfo last_stall() const;
+  // Breaks the current stream as a network failure would and stays away for
+  // `hold_seconds` before reconnecting (fault tests, operators' drills).
+  void Disconnect(double hold_seconds = 0);
+
+  struct Impl;
+
+ private:
+  explicit Worker(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rog
+
+#endif  // ROG_CLIENT_WORKER_H_

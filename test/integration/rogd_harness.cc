@@ -1,0 +1,176 @@
+#include "test/integration/rogd_harness.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/convert.h"
+#include "rog.grpc.pb.h"
+
+namespace rog {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string TmpRoot() {
+  const char* t = std::getenv("TEST_TMPDIR");
+  return t != nullptr ? t : "/tmp";
+}
+
+std::unique_ptr<pb::Admin::Stub> AdminStub(const std::string& address) {
+  return pb::Admin::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+}
+
+void SetDeadline(grpc::ClientContext* ctx, double seconds) {
+  ctx->set_deadline(std::chrono::system_clock::now() +
+                    std::chrono::milliseconds(static_cast<int>(seconds * 1000)));
+}
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+}  // namespace
+
+std::string MakeTempDir(const std::string& prefix) {
+  static std::atomic<int> counter{0};
+  const std::string dir = absl::StrCat(TmpRoot(), "/", prefix, "-", getpid(), "-", counter++);
+  std::string cmd = absl::StrCat("rm -rf '", dir, "' && mkdir -p '", dir, "'");
+  if (std::system(cmd.c_str()) != 0) return TmpRoot();
+  return dir;
+}
+
+std::string RogdBinary() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  if (srcdir != nullptr && workspace != nullptr) {
+    return absl::StrCat(srcdir, "/", workspace, "/server/rogd");
+  }
+  return "server/rogd";
+}
+
+absl::StatusOr<std::unique_ptr<RogdProcess>> RogdProcess::Start(std::vector<std::string> flags,
+                                                                 int port) {
+  auto p = std::unique_ptr<RogdProcess>(new RogdProcess());
+  const std::string dir = MakeTempDir("rogd");
+  const std::string port_file = dir + "/port";
+  p->log_path_ = dir + "/rogd.log";
+  std::vector<std::string> args = {RogdBinary(), absl::StrCat("--listen=127.0.0.1:", port),
+                                   "--port_file=" + port_file};
+  args.insert(args.end(), flags.begin(), flags.end());
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) return absl::InternalError("fork failed");
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
+    FILE* log = std::fopen(p->log_path_.c_str(), "w");
+    if (log != nullptr) {
+      dup2(fileno(log), 1);
+      dup2(fileno(log), 2);
+    }
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    std::fprintf(stderr, "exec %s failed\n", argv[0]);
+    _exit(127);
+  }
+  p->pid_ = pid;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < until) {
+    const std::string text = ReadFile(port_file);
+    if (!text.empty()) {
+      p->port_ = std::atoi(text.c_str());
+      return p;
+    }
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      p->pid_ = -1;
+      return absl::FailedPreconditionError(
+          absl::StrCat("rogd exited with status ", WEXITSTATUS(status), ": ", p->log()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return absl::DeadlineExceededError(absl::StrCat("rogd did not start in 20 s: ", p->log()));
+}
+
+RogdProcess::~RogdProcess() {
+  if (pid_ > 0) Stop(SIGKILL, 5);
+}
+
+std::string RogdProcess::address() const { return absl::StrCat("127.0.0.1:", port_); }
+
+int RogdProcess::Stop(int sig, double timeout_seconds) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, sig);
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<int>(timeout_seconds * 1000));
+  int status = 0;
+  for (;;) {
+    if (waitpid(pid_, &status, WNOHANG) == pid_) break;
+    if (std::chrono::steady_clock::now() >= until) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  pid_ = -1;
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+std::string RogdProcess::log() const { return ReadFile(log_path_); }
+
+absl::StatusOr<pb::StatusReply> AdminStatus(const std::string& address) {
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, 10);
+  pb::StatusReply reply;
+  grpc::Status s = AdminStub(address)->GetStatus(&ctx, pb::StatusRequest(), &reply);
+  if (!s.ok()) return FromGrpc(s);
+  return reply;
+}
+
+absl::StatusOr<pb::WorkersReply> AdminWorkers(const std::string& address) {
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, 10);
+  pb::WorkersReply reply;
+  grpc::Status s = AdminStub(address)->ListWorkers(&ctx, pb::WorkersRequest(), &reply);
+  if (!s.ok()) return FromGrpc(s);
+  return reply;
+}
+
+absl::StatusOr<std::vector<float>> AdminExport(const std::string& address) {
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, 30);
+  auto stub = AdminStub(address);
+  auto reader = stub->Export(&ctx, pb::ExportRequest());
+  pb::ExportChunk chunk;
+  std::vector<float> values;
+  while (reader->Read(&chunk)) {
+    std::vector<float> part;
+    if (!BytesToFloats(chunk.values(), &part)) return absl::DataLossError("bad export chunk");
+    values.insert(values.end(), part.begin(), part.end());
+  }
+  grpc::Status s = reader->Finish();
+  if (!s.ok()) return FromGrpc(s);
+  return values;
+}
+
+}  // namespace rog

@@ -1,0 +1,57 @@
+// Test harness: real rogd processes on loopback, and admin calls against them.
+//
+// Every rogd runs with --listen=127.0.0.1:<port or 0> and --port_file, logs
+// to a file under $TEST_TMPDIR, and dies with the test process
+// (PR_SET_PDEATHSIG), so no process outlives a test even when it crashes.
+#ifndef ROG_TEST_INTEGRATION_ROGD_HARNESS_H_
+#define ROG_TEST_INTEGRATION_ROGD_HARNESS_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/layout.h"
+#include "proto/convert.h"
+
+namespace rog {
+
+class RogdProcess {
+ public:
+  // Starts rogd with `flags` (besides --listen and --port_file) and waits
+  // up to 20 s until it serves. `port` 0 picks a free port.
+  static absl::StatusOr<std::unique_ptr<RogdProcess>> Start(std::vector<std::string> flags,
+                                                            int port = 0);
+  ~RogdProcess();  // SIGKILL if still running
+
+  int port() const { return port_; }
+  std::string address() const;
+  // Sends `sig` and waits up to `timeout_seconds` for the exit (then
+  // SIGKILL); returns the exit status as from waitpid's WEXITSTATUS, or
+  // 128 + signal when killed by one.
+  int Stop(int sig = 15, double timeout_seconds = 15);
+  bool running() const { return pid_ > 0; }
+  std::string log() const;
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string log_path_;
+};
+
+// A unique empty directory under $TEST_TMPDIR.
+std::string MakeTempDir(const std::string& prefix);
+
+// rogd's binary in the test's runfiles.
+std::string RogdBinary();
+
+absl::StatusOr<pb::StatusReply> AdminStatus(const std::string& address);
+absl::StatusOr<pb::WorkersReply> AdminWorkers(const std::string& address);
+// The global model, fp32, in row order.
+absl::StatusOr<std::vector<float>> AdminExport(const std::string& address);
+
+}  // namespace rog
+
+#endif  // ROG_TEST_INTEGRATION_ROGD_HARNESS_H_

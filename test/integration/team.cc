@@ -1,0 +1,189 @@
+#include "test/integration/team.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace rog {
+
+Layout TestLayout() {
+  return *Layout::Create({{"conv.weight", {64, 32}},
+                          {"conv.bias", {32}},
+                          {"fc.weight", {16, 128}},
+                          {"scale", {}}});
+}
+
+std::vector<float> TestInitial(const Layout& layout) {
+  std::vector<float> v(layout.total_numel());
+  for (size_t j = 0; j < v.size(); ++j) v[j] = static_cast<float>(static_cast<int>(j % 7) - 3);
+  return v;
+}
+
+std::vector<float> TestUpdate(const Layout& layout, int marker, uint64_t k) {
+  std::vector<float> u(layout.total_numel(), 0.0f);
+  uint64_t x = (static_cast<uint64_t>(marker) + 1) * 0x9E3779B97F4A7C15ull + k * 0xBF58476D1CE4E5B9ull;
+  for (const RowInfo& row : layout.rows()) {
+    for (uint32_t j = 0; j < row.numel; ++j) {
+      float v = 0;
+      if (j == static_cast<uint32_t>(marker)) {
+        v = 1;
+      } else if (j >= kMaxMarkers) {
+        x ^= x >> 31;
+        x *= 0x94D049BB133111EBull;
+        v = static_cast<float>(static_cast<int>((x >> 40) % 5) - 2);
+      }
+      u[row.offset + j] = v;
+    }
+  }
+  return u;
+}
+
+Team::Team(std::string address, uint32_t bound)
+    : address_(std::move(address)), bound_(bound), layout_(TestLayout()), initial_(TestInitial(layout_)) {}
+
+Team::~Team() { JoinAll(); }
+
+Member& Team::Add(const std::string& id, int marker, WorkerOptions options) {
+  auto m = std::make_unique<Member>();
+  m->id = id;
+  m->marker = marker;
+  m->sum.assign(layout_.total_numel(), 0.0);
+  options.server = address_;
+  options.worker_id = id;
+  auto w = Worker::Start(options, layout_, initial_);
+  if (!w.ok()) {
+    m->error = w.status().ToString();
+  } else {
+    m->worker = *std::move(w);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    join_clock_.emplace(marker, 0);
+  }
+  members_.push_back(std::move(m));
+  return *members_.back();
+}
+
+void Team::Train(Member& m, uint64_t until_clock, double compute_ms) {
+  Join(m);
+  m.thread = std::thread([this, &m, until_clock, compute_ms] { Loop(&m, until_clock, compute_ms); });
+}
+
+void Team::Join(Member& m) {
+  if (m.thread.joinable()) m.thread.join();
+}
+
+void Team::JoinAll() {
+  for (auto& m : members_) Join(*m);
+}
+
+void Team::Detach(int marker) {
+  std::lock_guard<std::mutex> lock(mu_);
+  join_clock_.erase(marker);
+}
+
+void Team::SetJoinClock(int marker, uint64_t clock) {
+  std::lock_guard<std::mutex> lock(mu_);
+  join_clock_[marker] = clock;
+}
+
+void Team::CheckStart(Member* m, uint64_t clock, const std::vector<float>& params) {
+  if (clock <= bound_) return;
+  const uint64_t needed = clock - bound_;
+  std::map<int, uint64_t> joins;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    joins = join_clock_;
+  }
+  ++m->starts_checked;
+  for (const auto& [marker, join] : joins) {
+    if (marker == m->marker || needed <= join) continue;
+    for (RowId r = 0; r < layout_.num_rows(); ++r) {
+      const RowInfo& row = layout_.row(r);
+      if (row.numel <= static_cast<uint32_t>(marker)) continue;
+      const size_t at = row.offset + marker;
+      const double held = std::llround(params[at] - initial_[at]);
+      const double want = static_cast<double>(needed - join);
+      if (held < want && m->violation.empty()) {
+        m->violation = absl::StrCat(m->id, " started iteration ", clock + 1, " holding ", held,
+                                    " iterations of marker ", marker, " in row ",
+                                    layout_.RowName(r), "; the bound needs ", want);
+      }
+      const double lag = static_cast<double>(clock - join) - held;
+      if (lag > m->max_lag) m->max_lag = static_cast<uint64_t>(lag);
+    }
+  }
+}
+
+void Team::Loop(Member* m, uint64_t until_clock, double compute_ms) {
+  if (!m->worker) return;
+  std::vector<float> params(layout_.total_numel());
+  while (m->worker->clock() < until_clock) {
+    absl::Status s = m->worker->BeginIteration(absl::MakeSpan(params), 60);
+    if (!s.ok()) {
+      m->error = s.ToString();
+      return;
+    }
+    const uint64_t clock = m->worker->clock();
+    CheckStart(m, clock, params);
+    const std::vector<float> update = TestUpdate(layout_, m->marker, clock);
+    if (compute_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int>(compute_ms * 1000)));
+    }
+    absl::StatusOr<IterationStats> st = m->worker->EndIteration(update);
+    if (!st.ok()) {
+      m->error = st.status().ToString();
+      return;
+    }
+    for (size_t j = 0; j < update.size(); ++j) m->sum[j] += update[j];
+    m->stats.push_back(*st);
+  }
+}
+
+std::string Team::Drain(double timeout_seconds) {
+  JoinAll();
+  for (auto& m : members_) {
+    if (!m->worker) continue;
+    absl::Status s = m->worker->Flush(timeout_seconds);
+    if (!s.ok()) return absl::StrCat(m->id, ": ", s.ToString());
+  }
+  for (auto& m : members_) {
+    if (!m->worker) continue;
+    absl::Status s = m->worker->Sync(timeout_seconds);
+    if (!s.ok()) return absl::StrCat(m->id, ": ", s.ToString());
+  }
+  return "";
+}
+
+std::string Team::CheckConservation(const std::vector<float>& global,
+                                    const std::vector<std::vector<double>>& extra) {
+  if (global.size() != initial_.size()) {
+    return absl::StrCat("global model has ", global.size(), " values, expected ", initial_.size());
+  }
+  std::vector<double> want(initial_.begin(), initial_.end());
+  for (const auto& m : members_) {
+    for (size_t j = 0; j < want.size(); ++j) want[j] += m->sum[j];
+  }
+  for (const auto& e : extra) {
+    for (size_t j = 0; j < want.size(); ++j) want[j] += e[j];
+  }
+  for (size_t j = 0; j < want.size(); ++j) {
+    if (static_cast<double>(global[j]) != want[j]) {
+      return absl::StrCat("global[", j, "] = ", global[j], " but initial + all updates = ", want[j]);
+    }
+  }
+  for (const auto& m : members_) {
+    if (!m->worker) continue;
+    const std::vector<float> replica = m->worker->Replica();
+    for (size_t j = 0; j < replica.size(); ++j) {
+      if (replica[j] != global[j]) {
+        return absl::StrCat(m->id, "'s replica[", j, "] = ", replica[j], " but global = ",
+                            global[j]);
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace rog

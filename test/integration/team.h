@@ -1,0 +1,91 @@
+// A team of rog::Workers training a test model against a real rogd, with the
+// checks every integration test makes: the staleness bound at each
+// iteration start and exact conservation after draining.
+//
+// Updates are small integers, so fp32 sums are exact whatever the order of
+// folding. Each worker owns a marker element in every row (element m for
+// marker m): only it adds there, +1 per iteration, so a replica's marker
+// element counts exactly how many of that worker's iterations it holds.
+#ifndef ROG_TEST_INTEGRATION_TEAM_H_
+#define ROG_TEST_INTEGRATION_TEAM_H_
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/worker.h"
+#include "common/layout.h"
+
+namespace rog {
+
+constexpr int kMaxMarkers = 8;
+
+// Four tensors: two split into rows, a bias and a scalar (82 rows).
+Layout TestLayout();
+std::vector<float> TestInitial(const Layout& layout);
+// Worker `marker`'s update for its iteration `k`.
+std::vector<float> TestUpdate(const Layout& layout, int marker, uint64_t k);
+
+struct Member {
+  std::string id;
+  int marker = 0;
+  std::unique_ptr<Worker> worker;
+  std::vector<double> sum;  // every update this member applied
+  std::vector<IterationStats> stats;
+  std::thread thread;
+  std::string error;       // first error of its training loop
+  std::string violation;   // first staleness-bound violation seen
+  uint64_t starts_checked = 0;
+  uint64_t max_lag = 0;    // largest staleness seen at a start (c - held)
+};
+
+class Team {
+ public:
+  Team(std::string address, uint32_t bound);
+  ~Team();  // joins threads
+
+  const Layout& layout() const { return layout_; }
+  const std::vector<float>& initial() const { return initial_; }
+
+  // Starts a member (a new rog::Worker) and returns it; not yet training.
+  Member& Add(const std::string& id, int marker, WorkerOptions options = {});
+  // Trains `m` on its own thread until its clock reaches `until_clock`,
+  // sleeping `compute_ms` per iteration.
+  void Train(Member& m, uint64_t until_clock, double compute_ms = 1);
+  void Join(Member& m);
+  void JoinAll();
+  // A member that no longer counts for the bound (evicted, closed).
+  void Detach(int marker);
+  // The bound check counts a member's iterations from its join clock.
+  void SetJoinClock(int marker, uint64_t clock);
+
+  // Flush every member, then Sync every member.
+  std::string Drain(double timeout_seconds = 60);
+  // "" when global == initial + sum of every member's updates (including
+  // `extra` sums of members already gone) and every live replica == global;
+  // else what differs.
+  std::string CheckConservation(const std::vector<float>& global,
+                                const std::vector<std::vector<double>>& extra = {});
+
+  std::vector<std::unique_ptr<Member>>& members() { return members_; }
+
+ private:
+  void Loop(Member* m, uint64_t until_clock, double compute_ms);
+  void CheckStart(Member* m, uint64_t clock, const std::vector<float>& params);
+
+  std::string address_;
+  uint32_t bound_;
+  Layout layout_;
+  std::vector<float> initial_;
+  std::mutex mu_;
+  std::map<int, uint64_t> join_clock_;  // attached members by marker
+  std::vector<std::unique_ptr<Member>> members_;
+};
+
+}  // namespace rog
+
+#endif  // ROG_TEST_INTEGRATION_TEAM_H_
