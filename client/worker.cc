@@ -313,6 +313,7 @@ struct Worker::Impl {
       const uint64_t version = v < 0 ? 0 : static_cast<uint64_t>(v);
       if (b.kind() == pb::BATCH_KIND_VALUES) {
         state.ApplyValues(row, decoded, version);
+        AddBackInFlight(row, b.applied_uplink_seq(), version);
         if (resync_rows > 0) --resync_rows;
       } else {
         state.ApplyDownlink(row, decoded, version);
@@ -326,6 +327,22 @@ struct Worker::Impl {
     down_ack_bytes += bytes;
     ack_due = true;
     return absl::OkStatus();
+  }
+
+  // The values of a resync lack this worker's updates sent after
+  // `applied_seq`, still in flight: add them back to the replica.
+  void AddBackInFlight(RowId row, uint64_t applied_seq, uint64_t version) {
+    const uint32_t numel = layout.row(row).numel;
+    for (const SentBatch& b : inflight) {
+      if (b.seq <= applied_seq || b.kind != pb::BATCH_KIND_UPDATE) continue;
+      size_t at = 0;
+      for (RowId r : b.rows) {
+        if (r == row) {
+          state.ApplyDownlink(row, absl::MakeConstSpan(b.decoded.data() + at, numel), version);
+        }
+        at += layout.row(r).numel;
+      }
+    }
   }
 
   void OnAck(const pb::Ack& a) {

@@ -389,6 +389,7 @@ struct Engine::Impl {
       rows = fill.Take();
       b->set_kind(pb::BATCH_KIND_VALUES);
       b->set_codec(pb::CODEC_FP32);
+      b->set_applied_uplink_seq(r.last_applied);
       for (RowId row : rows) {
         state->TakeValues(r.index, row, payload);
         counts.push_back(0);
@@ -955,6 +956,15 @@ void Engine::Goodbye(uint64_t session, std::string reason) {
     WorkerRec* r = impl_->BySession(session);
     if (r == nullptr || !impl_->state) return;
     impl_->Evict(*r, absl::StrCat("said goodbye (", reason, ")"));
+  });
+}
+
+void Engine::EndStreams(const std::string& why) {
+  impl_->Call<bool>([this, why] {
+    for (auto& r : impl_->workers) {
+      if (r->outbox) r->outbox->End(why);
+    }
+    return true;
   });
 }
 

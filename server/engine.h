@@ -125,6 +125,10 @@ class Engine {
   absl::StatusOr<pb::CheckpointReply> CheckpointNow();
   absl::StatusOr<ModelSnapshot> Export();
 
+  // Ends every worker stream once its queued messages are written (workers
+  // reconnect by themselves); the first step of a clean shutdown.
+  void EndStreams(const std::string& why);
+
   // Runs every queued event, writes a final checkpoint (if configured) and
   // stops the engine thread. Call after the streams have ended.
   absl::Status Shutdown();

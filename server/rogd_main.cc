@@ -162,6 +162,10 @@ int main(int argc, char** argv) {
   int signal = 0;
   sigwait(&signals, &signal);
   spdlog::info("{} received: stopping", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  // Streams end first, so that no worker goes on training against a server
+  // on its way out; what they sent until then is in the final checkpoint,
+  // and what was unacknowledged they resend to the next rogd.
+  (*engine)->EndStreams("rogd is shutting down; reconnect to the next rogd");
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   absl::Status s = (*engine)->Shutdown();
   if (!s.ok()) {

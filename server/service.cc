@@ -32,7 +32,15 @@ class StreamOutbox final : public Outbox {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_ || ending_) return;
-      queue_.push_back(std::move(message));
+      if (message.has_ack()) {
+        // Acks have no order to keep with batches and directives; a worker's
+        // window cutoff waits on them, so they go ahead of queued rows.
+        auto it = queue_.begin();
+        while (it != queue_.end() && it->has_ack()) ++it;
+        queue_.insert(it, std::move(message));
+      } else {
+        queue_.push_back(std::move(message));
+      }
     }
     queued_ += bytes;
     cv_.notify_all();

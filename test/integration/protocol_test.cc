@@ -3,13 +3,21 @@
 // is bounded: workers give up after 60 s, rogd is killed with the test.
 #include <signal.h>
 
+#include <algorithm>
+#include <cstring>
+#include <limits>
 #include <chrono>
+#include <random>
 #include <thread>
+
+#include "grpcpp/grpcpp.h"
+#include "rog.grpc.pb.h"
 
 #include "absl/strings/str_cat.h"
 #include "catch2/catch.hpp"
 #include "test/integration/rogd_harness.h"
 #include "test/integration/team.h"
+#include "test/util/rate_proxy.h"
 
 namespace rog {
 namespace {
@@ -61,5 +69,407 @@ TEST_CASE("every policy trains a team with the bound held and updates conserved"
   }
 }
 
+
+double Seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Polls `done` every 10 ms for up to `seconds`.
+template <typename F>
+bool WaitFor(double seconds, F done) {
+  const double until = Seconds() + seconds;
+  while (Seconds() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+TEST_CASE("a worker that joins mid-training is resynced and counts from then on", "[protocol]") {
+  auto rogd = RogdProcess::Start({"--sync=rog", "--staleness=2", "--workers=2"});
+  REQUIRE(rogd.ok());
+  Team team((*rogd)->address(), 2);
+  Member& a = team.Add("a", 0);
+  Member& b = team.Add("b", 1);
+  team.Train(a, 40, 3);
+  team.Train(b, 40, 3);
+  REQUIRE(WaitFor(30, [&] { return a.worker->clock() >= 10; }));
+  Member& c = team.Add("c", 2, {}, /*checked=*/false);
+  REQUIRE(WaitFor(30, [&] { return c.worker->connected(); }));
+  const uint64_t joined_at = c.worker->clock();
+  INFO("c joined at iteration " << joined_at);
+  CHECK(joined_at >= 8);  // the team's clock, not 0
+  team.SetJoinClock(2, joined_at);
+  team.Train(c, 40, 3);
+  team.JoinAll();
+  RequireClean(team);
+  CHECK(c.worker->clock() == 40);
+  CHECK(c.stats.size() == 40 - joined_at);
+  RequireConserved(team, **rogd);
+}
+
+TEST_CASE("streams broken mid-batch resume exactly once in both directions", "[protocol]") {
+  auto rogd = RogdProcess::Start({"--sync=rog", "--staleness=2", "--workers=2",
+                                  "--batch_bytes=1024"});
+  REQUIRE(rogd.ok());
+  Team team((*rogd)->address(), 2);
+  WorkerOptions small;
+  small.batch_bytes = 1024;  // ~16 batches per iteration: breaks land mid-iteration
+  small.backoff_initial = 0.02;
+  Member& a = team.Add("a", 0, small);
+  Member& b = team.Add("b", 1, small);
+  team.Train(a, 60, 2);
+  team.Train(b, 60, 2);
+  std::mt19937 rng(7);
+  int breaks = 0;
+  while (a.worker->clock() < 50 && breaks < 20) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 60));
+    (rng() % 2 == 0 ? a : b).worker->Disconnect();
+    ++breaks;
+  }
+  team.JoinAll();
+  RequireClean(team);
+  INFO("breaks: " << breaks << ", reconnects a " << a.worker->reconnects() << " b "
+                  << b.worker->reconnects());
+  CHECK(breaks >= 5);
+  CHECK(a.worker->reconnects() + b.worker->reconnects() >= 5);
+  RequireConserved(team, **rogd);
+}
+
+TEST_CASE("a killed worker rejoins as a new incarnation and nothing is lost", "[protocol]") {
+  auto rogd = RogdProcess::Start({"--sync=rog", "--staleness=2", "--workers=2"});
+  REQUIRE(rogd.ok());
+  Team team((*rogd)->address(), 2);
+  Member& a = team.Add("a", 0);
+  Member& b = team.Add("b", 1);
+  team.Train(a, 30, 2);
+  team.Train(b, 10, 2);
+  team.Join(b);
+  REQUIRE(b.error == "");
+  // b pushes what it has, then dies without a goodbye (as kill -9 after a
+  // flush would); a process with the same id starts from scratch.
+  REQUIRE(b.worker->Flush(30).ok());
+  b.worker.reset();
+  team.Detach(1);
+  Member& b2 = team.Add("b", 2, {}, /*checked=*/false);
+  REQUIRE(WaitFor(30, [&] { return b2.worker->connected(); }));
+  team.Train(b2, 30, 2);
+  team.JoinAll();
+  RequireClean(team);
+  INFO((*rogd)->log());
+  CHECK((*rogd)->log().find("worker b rejoined") != std::string::npos);
+  RequireConserved(team, **rogd);
+}
+
+TEST_CASE("a worker gone past its lease is evicted, the others go on, it comes back",
+          "[protocol]") {
+  auto rogd = RogdProcess::Start({"--sync=rog", "--staleness=2", "--workers=3", "--lease=1s"});
+  REQUIRE(rogd.ok());
+  Team team((*rogd)->address(), 2);
+  Member& a = team.Add("a", 0);
+  Member& b = team.Add("b", 1);
+  Member& c = team.Add("c", 2);
+  team.Train(a, 40, 2);
+  team.Train(b, 40, 2);
+  team.Train(c, 5, 2);
+  team.Join(c);
+  REQUIRE(c.error == "");
+  REQUIRE(c.worker->Flush(30).ok());
+  c.worker.reset();  // dead: no goodbye; rogd holds its state for the lease
+  team.Detach(2);
+  const double died = Seconds();
+  // Without eviction a and b would stall at iteration 5 + S forever.
+  REQUIRE(WaitFor(30, [&] { return a.worker->clock() >= 20; }));
+  INFO((*rogd)->log());
+  CHECK(Seconds() - died < 15);
+  auto status = AdminStatus((*rogd)->address());
+  REQUIRE(status.ok());
+  CHECK(status->workers_evicted() == 1);
+  // b loses its link for longer than the lease while training: evicted, it
+  // comes back by itself, is resynced, and resends what was not applied.
+  team.Detach(1);
+  b.worker->Disconnect(/*hold_seconds=*/2.5);
+  REQUIRE(WaitFor(30, [&] { return (*rogd)->log().find("evicted worker b") != std::string::npos; }));
+  team.JoinAll();
+  RequireClean(team);
+  CHECK(b.worker->clock() >= 40);  // rejoining may set it to a's clock
+  CHECK((*rogd)->log().find("worker b rejoined") != std::string::npos);
+  RequireConserved(team, **rogd);
+}
+
+TEST_CASE("rogd stopped with SIGTERM restarts from its checkpoint and workers reconnect",
+          "[protocol]") {
+  const std::string dir = MakeTempDir("ckpt");
+  const std::vector<std::string> flags = {"--sync=rog", "--staleness=2", "--workers=2",
+                                          "--checkpoint_dir=" + dir, "--lease=30s"};
+  auto rogd = RogdProcess::Start(flags);
+  REQUIRE(rogd.ok());
+  const int port = (*rogd)->port();
+  Team team((*rogd)->address(), 2);
+  Member& a = team.Add("a", 0);
+  Member& b = team.Add("b", 1);
+  team.Train(a, 60, 10);
+  team.Train(b, 60, 10);
+  REQUIRE(WaitFor(30, [&] { return a.worker->clock() >= 12; }));
+  REQUIRE((*rogd)->Stop(SIGTERM) == 0);
+  const uint64_t stopped_at = a.worker->clock();
+  CHECK(stopped_at < 50);
+  INFO((*rogd)->log());
+  CHECK((*rogd)->log().find("checkpoint written") != std::string::npos);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto again = RogdProcess::Start(flags, port);
+  REQUIRE(again.ok());
+  team.JoinAll();
+  INFO((*again)->log());
+  RequireClean(team);
+  CHECK((*again)->log().find("restored checkpoint") != std::string::npos);
+  CHECK((*again)->log().find("worker a reconnected") != std::string::npos);
+  CHECK(a.worker->reconnects() >= 1);
+  RequireConserved(team, **again);
+}
+
+// --- malformed messages ---------------------------------------------------------
+
+struct RawResult {
+  grpc::StatusCode code;
+  std::string message;
+};
+
+// Opens a raw stream, writes `messages`, and returns how rogd ended it.
+RawResult Raw(const std::string& address, const std::vector<pb::WorkerMessage>& messages) {
+  auto stub = pb::Trainer::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto stream = stub->Session(&ctx);
+  for (const pb::WorkerMessage& m : messages) {
+    if (!stream->Write(m)) break;
+  }
+  stream->WritesDone();
+  pb::ServerMessage reply;
+  while (stream->Read(&reply)) {
+  }
+  grpc::Status s = stream->Finish();
+  return RawResult{s.error_code(), s.error_message()};
+}
+
+pb::WorkerMessage HelloFor(const std::string& id, const Layout& layout) {
+  pb::WorkerMessage m;
+  pb::Hello* h = m.mutable_hello();
+  h->set_worker_id(id);
+  h->set_layout_fingerprint(layout.fingerprint());
+  *h->mutable_layout() = LayoutToProto(layout);
+  return m;
+}
+
+// A well-formed one-row update of row 1 with `numel` fp32 values.
+pb::WorkerMessage GoodBatch(uint64_t seq, uint32_t numel) {
+  pb::WorkerMessage m;
+  pb::RowBatch* b = m.mutable_batch();
+  b->set_seq(seq);
+  b->set_iteration(1);
+  b->set_codec(pb::CODEC_FP32);
+  b->set_kind(pb::BATCH_KIND_UPDATE);
+  b->add_row_delta(1);
+  b->add_count(1);
+  b->add_version_lag(0);
+  b->set_payload(std::string(numel * 4, '\0'));
+  return m;
+}
+
+TEST_CASE("every kind of malformed message is refused with its reason and changes nothing",
+          "[protocol]") {
+  auto rogd = RogdProcess::Start({"--sync=rog", "--staleness=2", "--workers=1"});
+  REQUIRE(rogd.ok());
+  const std::string address = (*rogd)->address();
+  Team team(address, 2);
+  Member& a = team.Add("a", 0);
+  team.Train(a, 3, 0);
+  team.JoinAll();
+  RequireClean(team);
+  REQUIRE(team.Drain() == "");
+  auto before = AdminExport(address);
+  REQUIRE(before.ok());
+  const Layout& layout = team.layout();
+  const uint32_t numel = layout.row(1).numel;
+  const pb::WorkerMessage hello = HelloFor("intruder", layout);
+
+  struct Case {
+    const char* reason;
+    std::vector<pb::WorkerMessage> messages;
+    grpc::StatusCode code;
+    const char* says;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"not_hello", {GoodBatch(1, numel)}, grpc::StatusCode::INVALID_ARGUMENT,
+                   "must be a Hello"});
+  cases.push_back({"bad_worker_id", {HelloFor("no spaces!", layout)},
+                   grpc::StatusCode::INVALID_ARGUMENT, "letters, digits"});
+  {
+    pb::WorkerMessage h = hello;
+    h.mutable_hello()->set_layout_fingerprint(12345);
+    cases.push_back({"bad_hello", {h}, grpc::StatusCode::INVALID_ARGUMENT, "fingerprint"});
+  }
+  {
+    const Layout other = *Layout::Create({{"other", {3, 3}}});
+    cases.push_back({"layout_mismatch", {HelloFor("intruder", other)},
+                     grpc::StatusCode::FAILED_PRECONDITION, "same tensors"});
+  }
+  cases.push_back({"bad_seq", {hello, GoodBatch(5, numel)}, grpc::StatusCode::INVALID_ARGUMENT,
+                   "was expected"});
+  {
+    pb::WorkerMessage b = GoodBatch(1, numel);
+    b.mutable_batch()->set_kind(pb::BATCH_KIND_VALUES);
+    b.mutable_batch()->set_count(0, 0);
+    cases.push_back({"unexpected_values", {hello, b}, grpc::StatusCode::INVALID_ARGUMENT,
+                     "initial model"});
+  }
+  {
+    pb::WorkerMessage b = GoodBatch(1, numel);
+    b.mutable_batch()->set_kind(pb::BATCH_KIND_UNSPECIFIED);
+    cases.push_back({"bad_kind", {hello, b}, grpc::StatusCode::INVALID_ARGUMENT, "batch kind"});
+  }
+  {
+    pb::WorkerMessage b = GoodBatch(1, numel);
+    b.mutable_batch()->set_codec(static_cast<pb::Codec>(42));
+    cases.push_back({"bad_codec", {hello, b}, grpc::StatusCode::INVALID_ARGUMENT, "codec"});
+  }
+  {
+    pb::WorkerMessage b = GoodBatch(1, numel);
+    b.mutable_batch()->set_row_delta(0, 100000);
+    cases.push_back({"bad_row_ids", {hello, b}, grpc::StatusCode::INVALID_ARGUMENT, "rows"});
+  }
+  {
+    pb::WorkerMessage b;
+    b.mutable_batch()->set_seq(1);
+    b.mutable_batch()->set_kind(pb::BATCH_KIND_UPDATE);
+    cases.push_back({"empty_batch", {hello, b}, grpc::StatusCode::INVALID_ARGUMENT, "at least one row"});
+  }
+  {
+    pb::WorkerMessage b = GoodBatch(1, numel);
+    b.mutable_batch()->clear_count();
+    cases.push_back({"bad_index", {hello, b}, grpc::StatusCode::INVALID_ARGUMENT, "counts"});
+  }
+  {
+    pb::WorkerMessage b = GoodBatch(1, numel);
+    b.mutable_batch()->set_payload(std::string(7, '\0'));
+    cases.push_back({"payload_size", {hello, b}, grpc::StatusCode::INVALID_ARGUMENT, "bytes"});
+  }
+  {
+    pb::WorkerMessage b = GoodBatch(1, numel);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::string payload(numel * 4, '\0');
+    std::memcpy(payload.data(), &nan, 4);
+    b.mutable_batch()->set_payload(payload);
+    cases.push_back({"bad_values", {hello, b}, grpc::StatusCode::INVALID_ARGUMENT, "row 1"});
+  }
+  {
+    pb::WorkerMessage p;
+    p.mutable_progress()->set_iteration(1);
+    p.mutable_progress()->set_compute_seconds(-1);
+    cases.push_back({"bad_progress", {hello, p}, grpc::StatusCode::INVALID_ARGUMENT, "negative"});
+  }
+  cases.push_back({"second_hello", {hello, hello}, grpc::StatusCode::INVALID_ARGUMENT, "one Hello"});
+  cases.push_back({"unknown_message", {hello, pb::WorkerMessage()},
+                   grpc::StatusCode::INVALID_ARGUMENT, "unknown"});
+
+  for (const Case& c : cases) {
+    INFO("case " << c.reason);
+    const RawResult r = Raw(address, c.messages);
+    CHECK(r.code == c.code);
+    CHECK(r.message.find(c.says) != std::string::npos);
+    INFO("message: " << r.message);
+  }
+  // A message beyond --max_message_bytes is refused by gRPC itself.
+  {
+    pb::WorkerMessage huge = GoodBatch(1, numel);
+    huge.mutable_batch()->set_payload(std::string(5 << 20, '\0'));
+    const RawResult r = Raw(address, {hello, huge});
+    CHECK(r.code == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  }
+
+  auto status = AdminStatus(address);
+  REQUIRE(status.ok());
+  for (const Case& c : cases) {
+    INFO("reason " << c.reason);
+    const auto it = status->rejected().find(c.reason);
+    REQUIRE(it != status->rejected().end());
+    CHECK(it->second == 1);
+  }
+  auto after = AdminExport(address);
+  REQUIRE(after.ok());
+  CHECK(*after == *before);
+  // The one legitimate worker is untouched.
+  CHECK(a.worker->connected());
+  REQUIRE(a.worker->Sync(10).ok());
+  CHECK(a.worker->Replica() == *after);
+}
+
+TEST_CASE("the first worker's initial values are validated too", "[protocol]") {
+  auto rogd = RogdProcess::Start({"--workers=1"});
+  REQUIRE(rogd.ok());
+  const Layout layout = TestLayout();
+  pb::WorkerMessage b = GoodBatch(1, layout.row(1).numel);
+  b.mutable_batch()->set_kind(pb::BATCH_KIND_VALUES);  // count stays 1: wrong
+  const RawResult r = Raw((*rogd)->address(), {HelloFor("first", layout), b});
+  CHECK(r.code == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(r.message.find("count 0") != std::string::npos);
+  auto status = AdminStatus((*rogd)->address());
+  REQUIRE(status.ok());
+  CHECK(status->rejected().at("bad_count") == 1);
+  CHECK_FALSE(status->has_model());
+}
+
+// --- a slow link ------------------------------------------------------------------
+
+TEST_CASE("on a slow link the window cuts sharply", "[protocol][slow]") {
+  auto rogd = RogdProcess::Start({"--sync=rog", "--staleness=2", "--workers=2",
+                                  "--batch_bytes=4096"});
+  REQUIRE(rogd.ok());
+  RateProxy::Options link;
+  link.rate_bytes_per_sec = 250e3;  // 2 Mbit/s
+  link.delay_seconds = 0.005;
+  auto proxy = RateProxy::Start((*rogd)->address(), link);
+  REQUIRE(proxy.ok());
+  const Layout big = BigLayout();
+  Team team((*proxy)->address(), 2, &big);
+  WorkerOptions options;
+  options.batch_bytes = 4096;
+  Member& a = team.Add("a", 0, options);
+  Member& b = team.Add("b", 1, options);
+  team.Train(a, 10, 20);
+  team.Train(b, 10, 20);
+  team.JoinAll();
+  RequireClean(team);
+  std::vector<double> overshoot;
+  std::vector<double> goodputs;
+  for (auto& m : team.members()) {
+    for (const IterationStats& s : m->stats) {
+      if (s.window_seconds > 0) overshoot.push_back(s.overshoot_seconds);
+      if (s.uplink_goodput > 0) goodputs.push_back(s.uplink_goodput);
+    }
+  }
+  REQUIRE(!goodputs.empty());
+  std::sort(goodputs.begin(), goodputs.end());
+  const double goodput = goodputs[goodputs.size() / 2];
+  REQUIRE(overshoot.size() >= 8);
+  std::sort(overshoot.begin(), overshoot.end());
+  const double p99 = overshoot[static_cast<size_t>(0.99 * (overshoot.size() - 1))];
+  // The in-flight window: 50 ms of measured goodput plus one batch.
+  const double inflight = 0.05 + 4096 / goodput;
+  // Printed on every run: the figures this test exists for.
+  WARN("windows " << overshoot.size() << ", overshoot p50 " << overshoot[overshoot.size() / 2]
+                  << " s, p99 " << p99 << " s, bound " << inflight + 0.02 << " s, goodput "
+                  << goodput << " B/s");
+  CHECK(p99 <= inflight + 0.02);
+  // The windows cut: rows stayed in the accumulators rather than everything
+  // going whatever the time.
+  uint64_t kept = 0;
+  for (auto& m : team.members()) {
+    for (const IterationStats& s : m->stats) kept += s.rows_kept;
+  }
+  CHECK(kept > 0);
+  RequireConserved(team, **rogd);
+}
 }  // namespace
 }  // namespace rog

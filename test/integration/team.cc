@@ -14,6 +14,13 @@ Layout TestLayout() {
                           {"scale", {}}});
 }
 
+Layout BigLayout() {
+  return *Layout::Create({{"conv.weight", {512, 256}},
+                          {"conv.bias", {256}},
+                          {"fc.weight", {64, 512}},
+                          {"scale", {}}});
+}
+
 std::vector<float> TestInitial(const Layout& layout) {
   std::vector<float> v(layout.total_numel());
   for (size_t j = 0; j < v.size(); ++j) v[j] = static_cast<float>(static_cast<int>(j % 7) - 3);
@@ -39,12 +46,15 @@ std::vector<float> TestUpdate(const Layout& layout, int marker, uint64_t k) {
   return u;
 }
 
-Team::Team(std::string address, uint32_t bound)
-    : address_(std::move(address)), bound_(bound), layout_(TestLayout()), initial_(TestInitial(layout_)) {}
+Team::Team(std::string address, uint32_t bound, const Layout* layout)
+    : address_(std::move(address)),
+      bound_(bound),
+      layout_(layout != nullptr ? *layout : TestLayout()),
+      initial_(TestInitial(layout_)) {}
 
 Team::~Team() { JoinAll(); }
 
-Member& Team::Add(const std::string& id, int marker, WorkerOptions options) {
+Member& Team::Add(const std::string& id, int marker, WorkerOptions options, bool checked) {
   auto m = std::make_unique<Member>();
   m->id = id;
   m->marker = marker;
@@ -57,7 +67,7 @@ Member& Team::Add(const std::string& id, int marker, WorkerOptions options) {
   } else {
     m->worker = *std::move(w);
   }
-  {
+  if (checked) {
     std::lock_guard<std::mutex> lock(mu_);
     join_clock_.emplace(marker, 0);
   }

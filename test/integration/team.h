@@ -24,8 +24,10 @@ namespace rog {
 
 constexpr int kMaxMarkers = 8;
 
-// Four tensors: two split into rows, a bias and a scalar (82 rows).
+// Four tensors: two split into rows, a bias and a scalar (82 rows, 16 KB).
 Layout TestLayout();
+// The same tensors, larger (~660 KB): for slow links.
+Layout BigLayout();
 std::vector<float> TestInitial(const Layout& layout);
 // Worker `marker`'s update for its iteration `k`.
 std::vector<float> TestUpdate(const Layout& layout, int marker, uint64_t k);
@@ -45,14 +47,18 @@ struct Member {
 
 class Team {
  public:
-  Team(std::string address, uint32_t bound);
+  // `layout` defaults to TestLayout().
+  Team(std::string address, uint32_t bound, const Layout* layout = nullptr);
   ~Team();  // joins threads
 
   const Layout& layout() const { return layout_; }
   const std::vector<float>& initial() const { return initial_; }
 
   // Starts a member (a new rog::Worker) and returns it; not yet training.
-  Member& Add(const std::string& id, int marker, WorkerOptions options = {});
+  // Unless `checked`, the bound check ignores its marker until
+  // SetJoinClock (a worker that joins mid-training starts at the team's
+  // clock, known only once it is welcomed).
+  Member& Add(const std::string& id, int marker, WorkerOptions options = {}, bool checked = true);
   // Trains `m` on its own thread until its clock reaches `until_clock`,
   // sleeping `compute_ms` per iteration.
   void Train(Member& m, uint64_t until_clock, double compute_ms = 1);
