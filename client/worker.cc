@@ -79,6 +79,7 @@ struct SentBatch {
   std::vector<float> decoded;  // UPDATE: what the server folds, concatenated
   uint64_t bytes = 0;
   uint64_t phase = 0;  // the transmission phase that sent it
+  double sent_at = 0;
 };
 
 using Stream = grpc::ClientReaderWriter<pb::WorkerMessage, pb::ServerMessage>;
@@ -136,6 +137,8 @@ struct Worker::Impl {
   std::deque<SentBatch> inflight;
   uint64_t inflight_bytes = 0;
   GoodputEstimator goodput;
+  double rtt_min[2] = {kInf, kInf};
+  double rtt_bucket_start = 0;
   RowId values_next = 0;  // initial model upload; == rows when none/done
   std::deque<RowId> forced;
   std::vector<bool> is_forced;
@@ -174,9 +177,36 @@ struct Worker::Impl {
     return EncodedSize(codec, layout.row(row).numel) + 4;
   }
 
+  // Unacknowledged bytes allowed: `inflight_lead` seconds of goodput, or the
+  // path's round trip if longer (acks share the link with downlink rows and
+  // come back late; a cap below rate × round trip would throttle the link
+  // and, measured through itself, never recover), plus one batch. The
+  // round trip is the minimum seen, so our own queueing does not inflate it.
   uint64_t InFlightCap() const {
-    return goodput.has_estimate() ? InFlightLimit(goodput.rate(), opt.inflight_lead, opt.batch_bytes)
-                                  : kInitialInFlight;
+    if (!goodput.has_estimate()) return kInitialInFlight;
+    return InFlightLimit(goodput.rate(), std::max(opt.inflight_lead, MinRtt()), opt.batch_bytes);
+  }
+
+  double MinRtt() const { return std::min(rtt_min[0], rtt_min[1]) < kInf ? std::min(rtt_min[0], rtt_min[1]) : 0; }
+
+  void OnRttSample(double now, double rtt) {
+    // Two 5 s buckets: the minimum forgets a path that got slower.
+    if (now - rtt_bucket_start > 5) {
+      rtt_min[0] = rtt_min[1];
+      rtt_min[1] = kInf;
+      rtt_bucket_start = now;
+    }
+    rtt_min[1] = std::min(rtt_min[1], rtt);
+  }
+
+  // The window is open for rows that are not mandatory while what would be
+  // in flight with one more batch can still arrive before it closes (the
+  // deadline taper: without it the last batches overshoot by the whole
+  // in-flight allowance).
+  bool WindowOpen(double now) const {
+    if (now >= deadline) return false;
+    if (deadline == kInf || !goodput.has_estimate() || goodput.rate() <= 0) return true;
+    return now + static_cast<double>(inflight_bytes + opt.batch_bytes) / goodput.rate() <= deadline;
   }
 
   // Whether the row has something a flush or a stalled peer needs: unpushed
@@ -349,6 +379,7 @@ struct Worker::Impl {
     const double now = Now();
     while (!inflight.empty() && inflight.front().seq <= a.seq()) {
       if (inflight.front().phase == phase) phase_last_ack = now;
+      if (inflight.front().seq == a.seq()) OnRttSample(now, now - inflight.front().sent_at);
       inflight_bytes -= inflight.front().bytes;
       inflight.pop_front();
     }
@@ -434,7 +465,7 @@ struct Worker::Impl {
         if (Pushable(row)) fill.Add(row);
       }
       if (transmitting) {
-        FillFromPlan(&plan, Now() < deadline, speculate, &fill, [&](RowId row) {
+        FillFromPlan(&plan, WindowOpen(Now()), speculate, &fill, [&](RowId row) {
           return sent_phase[row] == phase || (state.unpushed(row) == 0 && !state.HasResidual(row));
         });
       }
@@ -467,6 +498,7 @@ struct Worker::Impl {
     }
     sent.bytes = b->ByteSizeLong();
     sent.phase = phase;
+    sent.sent_at = Now();
     if (transmitting) {
       current.rows_up += sent.rows.size();
       current.bytes_up += sent.bytes;

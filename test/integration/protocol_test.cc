@@ -429,13 +429,18 @@ TEST_CASE("on a slow link the window cuts sharply", "[protocol][slow]") {
   RateProxy::Options link;
   link.rate_bytes_per_sec = 250e3;  // 2 Mbit/s
   link.delay_seconds = 0.005;
-  auto proxy = RateProxy::Start((*rogd)->address(), link);
-  REQUIRE(proxy.ok());
+  // Each robot has a link of its own.
+  auto link_a = RateProxy::Start((*rogd)->address(), link);
+  auto link_b = RateProxy::Start((*rogd)->address(), link);
+  REQUIRE(link_a.ok());
+  REQUIRE(link_b.ok());
   const Layout big = BigLayout();
-  Team team((*proxy)->address(), 2, &big);
+  Team team((*rogd)->address(), 2, &big);
   WorkerOptions options;
   options.batch_bytes = 4096;
+  options.server = (*link_a)->address();
   Member& a = team.Add("a", 0, options);
+  options.server = (*link_b)->address();
   Member& b = team.Add("b", 1, options);
   team.Train(a, 10, 20);
   team.Train(b, 10, 20);
@@ -446,6 +451,11 @@ TEST_CASE("on a slow link the window cuts sharply", "[protocol][slow]") {
   for (auto& m : team.members()) {
     for (const IterationStats& s : m->stats) {
       if (s.window_seconds > 0) overshoot.push_back(s.overshoot_seconds);
+      UNSCOPED_INFO(m->id << " iteration " << s.iteration << ": window " << s.window_seconds
+                          << " s, transmit " << s.transmit_seconds << " s, overshoot "
+                          << s.overshoot_seconds << " s, up " << s.rows_up << " rows "
+                          << s.bytes_up << " B, kept " << s.rows_kept << ", goodput "
+                          << s.uplink_goodput);
       if (s.uplink_goodput > 0) goodputs.push_back(s.uplink_goodput);
     }
   }

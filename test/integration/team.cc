@@ -59,7 +59,7 @@ Member& Team::Add(const std::string& id, int marker, WorkerOptions options, bool
   m->id = id;
   m->marker = marker;
   m->sum.assign(layout_.total_numel(), 0.0);
-  options.server = address_;
+  if (options.server.empty() || options.server == WorkerOptions().server) options.server = address_;
   options.worker_id = id;
   auto w = Worker::Start(options, layout_, initial_);
   if (!w.ok()) {

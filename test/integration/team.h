@@ -55,6 +55,7 @@ class Team {
   const std::vector<float>& initial() const { return initial_; }
 
   // Starts a member (a new rog::Worker) and returns it; not yet training.
+  // It connects to the team's address unless options.server says otherwise.
   // Unless `checked`, the bound check ignores its marker until
   // SetJoinClock (a worker that joins mid-training starts at the team's
   // clock, known only once it is welcomed).
