@@ -425,6 +425,7 @@ struct Worker::Impl {
         }
         break;
       case pb::Directive::kEvicted:
+        if (said_goodbye) break;  // our own Close
         spdlog::warn("worker {}: evicted by rogd: {}", opt.worker_id, d.evicted().reason());
         break;
       default:
@@ -781,7 +782,11 @@ absl::Status Worker::BeginIteration(absl::Span<float> params, double timeout_sec
     m.cv.wait_until(lock, At(std::min(until, now + 0.1)));
   }
   const double now = Now();
-  m.current = IterationStats();
+  // Downlink received since the last stats (also while waiting) counts.
+  IterationStats fresh;
+  fresh.rows_down = m.current.rows_down;
+  fresh.bytes_down = m.current.bytes_down;
+  m.current = fresh;
   m.current.stalled = waited;
   m.current.stall_seconds = waited ? now - t0 : 0;
   m.total_stall += m.current.stall_seconds;

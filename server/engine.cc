@@ -261,9 +261,13 @@ struct Engine::Impl {
     }
   }
 
-  void Evict(WorkerRec& r, const std::string& reason) {
+  void Evict(WorkerRec& r, const std::string& reason, bool left = false) {
     if (r.state == WState::kEvicted) return;
-    spdlog::info("evicted worker {} at iteration {}: {}", r.id, r.clock, reason);
+    if (left) {
+      spdlog::info("worker {} left at iteration {}: {}", r.id, r.clock, reason);
+    } else {
+      spdlog::info("evicted worker {} at iteration {}: {}", r.id, r.clock, reason);
+    }
     r.state = WState::kEvicted;
     if (state) state->SetActive(r.index, false);
     if (r.outbox) {
@@ -955,7 +959,7 @@ void Engine::Goodbye(uint64_t session, std::string reason) {
   impl_->Post([this, session, reason] {
     WorkerRec* r = impl_->BySession(session);
     if (r == nullptr || !impl_->state) return;
-    impl_->Evict(*r, absl::StrCat("said goodbye (", reason, ")"));
+    impl_->Evict(*r, absl::StrCat("said goodbye (", reason, ")"), /*left=*/true);
   });
 }
 

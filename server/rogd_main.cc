@@ -41,7 +41,8 @@ ABSL_FLAG(std::string, port_file, "",
           "write the port actually bound to this file once serving (for scripts and tests)");
 ABSL_FLAG(std::string, log_level, "info", "log level: debug, info, warn or error");
 ABSL_FLAG(bool, insecure, false,
-          "allow listening beyond loopback without TLS or tokens (not yet supported)");
+          "listen beyond loopback although this build has no TLS or tokens yet (trusted "
+          "networks only)");
 
 namespace {
 
