@@ -4,7 +4,7 @@
 #include <cassert>
 
 #include "absl/strings/str_cat.h"
-
+#include "common/float_loops.h"
 #include "common/selection.h"
 
 namespace rog {
@@ -31,12 +31,11 @@ absl::Span<const float> ServerState::pending(size_t w, RowId row) const {
 void ServerState::Fold(size_t w, RowId row, absl::Span<const float> update, uint32_t count) {
   const RowInfo& r = layout_.row(row);
   assert(update.size() == r.numel);
-  float* g = global_.data() + r.offset;
-  for (uint32_t j = 0; j < r.numel; ++j) g[j] += update[j];
+  // Vectorised loops (common/float_loops.h); update is the caller's buffer.
+  AddTo(global_.data() + r.offset, update.data(), r.numel);
   for (size_t q = 0; q < pending_.size(); ++q) {
     if (q == w || pending_[q].empty()) continue;
-    float* p = pending_[q].data() + r.offset;
-    for (uint32_t j = 0; j < r.numel; ++j) p[j] += update[j];
+    AddTo(pending_[q].data() + r.offset, update.data(), r.numel);
   }
   versions_.Add(row, w, count);
   // The worker's own replica already holds what it pushed.

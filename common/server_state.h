@@ -42,7 +42,8 @@ class ServerState {
   // Folds worker w's decoded update of `row`, covering `count` iterations,
   // into the global row, the versions and every other worker's pending copy.
   // REQUIRES: update.size() == the row's numel; values finite (validated by
-  // the caller, which decoded them).
+  // the caller, which decoded them); update does not overlap this state's
+  // storage (it is the caller's decode buffer).
   void Fold(size_t w, RowId row, absl::Span<const float> update, uint32_t count);
 
   // Whether worker w's copy of `row` lacks some other worker's folded update.

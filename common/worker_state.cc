@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "common/float_loops.h"
 #include "common/selection.h"
 
 namespace rog {
@@ -29,10 +30,9 @@ absl::Span<const float> WorkerState::accumulator_row(RowId row) const {
 
 void WorkerState::ApplyLocalUpdate(absl::Span<const float> update) {
   assert(update.size() == replica_.size());
-  for (size_t j = 0; j < update.size(); ++j) {
-    replica_[j] += update[j];
-    accumulator_[j] += update[j];
-  }
+  // Vectorised loops (common/float_loops.h) here and below; the inputs are
+  // the caller's buffers, never this state's.
+  AddToBoth(replica_.data(), accumulator_.data(), update.data(), update.size());
   ++clock_;
 }
 
@@ -51,8 +51,7 @@ uint32_t WorkerState::TakeUplink(RowId row, Codec codec, std::string* payload,
 void WorkerState::ApplyDownlink(RowId row, absl::Span<const float> decoded, uint64_t min_version) {
   const RowInfo& r = layout_->row(row);
   assert(decoded.size() == r.numel);
-  float* p = replica_.data() + r.offset;
-  for (uint32_t j = 0; j < r.numel; ++j) p[j] += decoded[j];
+  AddTo(replica_.data() + r.offset, decoded.data(), r.numel);
   known_[row] = min_version;
 }
 
@@ -66,17 +65,14 @@ bool WorkerState::HasAllUpTo(uint64_t needed) const {
 void WorkerState::ApplyValues(RowId row, absl::Span<const float> values, uint64_t min_version) {
   const RowInfo& r = layout_->row(row);
   assert(values.size() == r.numel);
-  float* p = replica_.data() + r.offset;
-  const float* a = accumulator_.data() + r.offset;
-  for (uint32_t j = 0; j < r.numel; ++j) p[j] = values[j] + a[j];
+  Sum(replica_.data() + r.offset, values.data(), accumulator_.data() + r.offset, r.numel);
   known_[row] = min_version;
 }
 
 void WorkerState::ReturnUplink(RowId row, absl::Span<const float> decoded, uint32_t count) {
   const RowInfo& r = layout_->row(row);
   assert(decoded.size() == r.numel && pushed_[row] >= count);
-  float* a = accumulator_.data() + r.offset;
-  for (uint32_t j = 0; j < r.numel; ++j) a[j] += decoded[j];
+  AddTo(accumulator_.data() + r.offset, decoded.data(), r.numel);
   pushed_[row] -= count;
 }
 

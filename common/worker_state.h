@@ -29,6 +29,10 @@ class WorkerState {
   absl::Span<const float> replica_row(RowId row) const;
   absl::Span<const float> accumulator_row(RowId row) const;
 
+  // The spans the methods below take are the caller's buffers: they must not
+  // overlap this state's replica or accumulator (replica_row() and
+  // accumulator_row() views included).
+
   // One iteration's update (a parameter delta for the whole model): applied
   // to the replica at once and added to every row's accumulator; the clock
   // advances. REQUIRES: update.size() == total_numel.
