@@ -37,8 +37,7 @@ constexpr uint64_t kInitialInFlight = 64 * 1024;
 constexpr uint64_t kPaceLead = 1;
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 std::chrono::steady_clock::time_point At(double t) {
@@ -50,8 +49,8 @@ std::chrono::steady_clock::time_point At(double t) {
 bool ValidWorkerId(const std::string& id) {
   if (id.empty() || id.size() > 64) return false;
   return std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
   });
 }
 
@@ -135,6 +134,10 @@ struct Worker::Impl {
   uint64_t last_acked_up = 0;
   uint64_t next_up_seq = 1;
   std::deque<SentBatch> inflight;
+  // Batches acknowledged while a resync is under way: rogd sends acks ahead
+  // of queued rows, so values formed before a batch was applied may arrive
+  // after its ack, and the batch must still be added back to them.
+  std::deque<SentBatch> acked_in_resync;
   uint64_t inflight_bytes = 0;
   GoodputEstimator goodput;
   double rtt_min[2] = {kInf, kInf};
@@ -173,9 +176,7 @@ struct Worker::Impl {
   }
 
   // --- helpers -----------------------------------------------------------------
-  uint64_t RowWireBytes(RowId row) const {
-    return EncodedSize(codec, layout.row(row).numel) + 4;
-  }
+  uint64_t RowWireBytes(RowId row) const { return EncodedSize(codec, layout.row(row).numel) + 4; }
 
   // Unacknowledged bytes allowed: `inflight_lead` seconds of goodput, or the
   // path's round trip if longer (acks share the link with downlink rows and
@@ -187,7 +188,9 @@ struct Worker::Impl {
     return InFlightLimit(goodput.rate(), std::max(opt.inflight_lead, MinRtt()), opt.batch_bytes);
   }
 
-  double MinRtt() const { return std::min(rtt_min[0], rtt_min[1]) < kInf ? std::min(rtt_min[0], rtt_min[1]) : 0; }
+  double MinRtt() const {
+    return std::min(rtt_min[0], rtt_min[1]) < kInf ? std::min(rtt_min[0], rtt_min[1]) : 0;
+  }
 
   void OnRttSample(double now, double rtt) {
     // Two 5 s buckets: the minimum forgets a path that got slower.
@@ -288,6 +291,7 @@ struct Worker::Impl {
       }
     }
     inflight.clear();
+    acked_in_resync.clear();
     inflight_bytes = 0;
     goodput = GoodputEstimator();
     last_acked_up = w.last_applied_uplink_seq();
@@ -335,8 +339,8 @@ struct Worker::Impl {
       const size_t bytes = EncodedSize(c, numel);
       if (offset + bytes > b.payload().size()) return absl::InternalError("short downlink payload");
       decoded.resize(numel);
-      absl::Status s = Decode(c, absl::string_view(b.payload()).substr(offset, bytes),
-                              absl::MakeSpan(decoded));
+      absl::Status s =
+          Decode(c, absl::string_view(b.payload()).substr(offset, bytes), absl::MakeSpan(decoded));
       if (!s.ok()) return s;
       offset += bytes;
       const int64_t v = static_cast<int64_t>(b.iteration()) - b.version_lag(k);
@@ -344,7 +348,7 @@ struct Worker::Impl {
       if (b.kind() == pb::BATCH_KIND_VALUES) {
         state.ApplyValues(row, decoded, version);
         AddBackInFlight(row, b.applied_uplink_seq(), version);
-        if (resync_rows > 0) --resync_rows;
+        if (resync_rows > 0 && --resync_rows == 0) acked_in_resync.clear();
       } else {
         state.ApplyDownlink(row, decoded, version);
       }
@@ -363,14 +367,16 @@ struct Worker::Impl {
   // `applied_seq`, still in flight: add them back to the replica.
   void AddBackInFlight(RowId row, uint64_t applied_seq, uint64_t version) {
     const uint32_t numel = layout.row(row).numel;
-    for (const SentBatch& b : inflight) {
-      if (b.seq <= applied_seq || b.kind != pb::BATCH_KIND_UPDATE) continue;
-      size_t at = 0;
-      for (RowId r : b.rows) {
-        if (r == row) {
-          state.ApplyDownlink(row, absl::MakeConstSpan(b.decoded.data() + at, numel), version);
+    for (const std::deque<SentBatch>* list : {&acked_in_resync, &inflight}) {
+      for (const SentBatch& b : *list) {
+        if (b.seq <= applied_seq || b.kind != pb::BATCH_KIND_UPDATE) continue;
+        size_t at = 0;
+        for (RowId r : b.rows) {
+          if (r == row) {
+            state.ApplyDownlink(row, absl::MakeConstSpan(b.decoded.data() + at, numel), version);
+          }
+          at += layout.row(r).numel;
         }
-        at += layout.row(r).numel;
       }
     }
   }
@@ -381,6 +387,7 @@ struct Worker::Impl {
       if (inflight.front().phase == phase) phase_last_ack = now;
       if (inflight.front().seq == a.seq()) OnRttSample(now, now - inflight.front().sent_at);
       inflight_bytes -= inflight.front().bytes;
+      if (resync_rows > 0) acked_in_resync.push_back(std::move(inflight.front()));
       inflight.pop_front();
     }
     last_acked_up = std::max(last_acked_up, a.seq());
@@ -478,8 +485,8 @@ struct Worker::Impl {
         const uint32_t numel = layout.row(row).numel;
         const size_t at = sent.decoded.size();
         sent.decoded.resize(at + numel);
-        sent.counts.push_back(state.TakeUplink(row, codec, payload,
-                                               absl::MakeSpan(sent.decoded.data() + at, numel)));
+        sent.counts.push_back(
+            state.TakeUplink(row, codec, payload, absl::MakeSpan(sent.decoded.data() + at, numel)));
         sent_phase[row] = phase;
       }
     }
@@ -546,7 +553,8 @@ struct Worker::Impl {
       std::vector<pb::WorkerMessage> out;
       // Wakes on every state change and at least every 20 ms, so that a
       // window's end is noticed without a message.
-      cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return closing || !fatal.ok() || active; });
+      cv.wait_for(lock, std::chrono::milliseconds(20),
+                  [&] { return closing || !fatal.ok() || active; });
       if (!fatal.ok() || (closing && !active)) return;
       if (!active || context == nullptr) continue;
       out = TakeOutgoing();
@@ -594,9 +602,9 @@ struct Worker::Impl {
       std::unique_lock<std::mutex> lock(mu);
       if (closing || said_goodbye) return;
       if (!status.ok() && Permanent(status.error_code())) {
-        SetFatal(absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                              absl::StrCat("rogd refused worker '", opt.worker_id,
-                                           "': ", status.error_message())));
+        SetFatal(absl::Status(
+            static_cast<absl::StatusCode>(status.error_code()),
+            absl::StrCat("rogd refused worker '", opt.worker_id, "': ", status.error_message())));
         return;
       }
       last_error = status.ok() ? "stream ended" : status.error_message();
@@ -612,9 +620,9 @@ struct Worker::Impl {
   // One stream from hello to its end.
   grpc::Status RunStream() {
     // Fail fast while rogd is away; the session loop backs off and retries.
-    if (!channel->WaitForConnected(std::chrono::system_clock::now() +
-                                   std::chrono::milliseconds(static_cast<int>(
-                                       std::max(0.1, opt.backoff_max) * 1000)))) {
+    if (!channel->WaitForConnected(
+            std::chrono::system_clock::now() +
+            std::chrono::milliseconds(static_cast<int>(std::max(0.1, opt.backoff_max) * 1000)))) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                           absl::StrCat("cannot connect to ", opt.server));
     }
@@ -644,7 +652,8 @@ struct Worker::Impl {
       current_stream = stream.get();
       OnWelcome(m.welcome());
       spdlog::info("worker {}: connected to {} at iteration {}{}", opt.worker_id, opt.server,
-                   state.clock(), m.welcome().send_initial_values() ? " (uploading the model)" : "");
+                   state.clock(),
+                   m.welcome().send_initial_values() ? " (uploading the model)" : "");
       cv.notify_all();
     }
     while (ok && stream->Read(&m)) {
@@ -774,10 +783,9 @@ absl::Status Worker::BeginIteration(absl::Span<float> params, double timeout_sec
     waited = true;
     const double now = Now();
     if (now >= until) {
-      return absl::DeadlineExceededError(absl::StrCat("worker '", m.opt.worker_id,
-                                                      "' could not start iteration ",
-                                                      m.state.clock() + 1, " within ",
-                                                      timeout_seconds, " s: ", m.WaitReason()));
+      return absl::DeadlineExceededError(
+          absl::StrCat("worker '", m.opt.worker_id, "' could not start iteration ",
+                       m.state.clock() + 1, " within ", timeout_seconds, " s: ", m.WaitReason()));
     }
     m.cv.wait_until(lock, At(std::min(until, now + 0.1)));
   }
@@ -910,8 +918,9 @@ absl::Status Worker::Flush(double timeout_seconds) {
     for (RowId r = 0; done && r < m.layout.num_rows(); ++r) done = !m.Pushable(r);
     if (done) return absl::OkStatus();
     if (Now() >= until) {
-      return absl::DeadlineExceededError(absl::StrCat("Flush: rogd did not acknowledge every row within ",
-                                                      timeout_seconds, " s (", m.WaitReason(), ")"));
+      return absl::DeadlineExceededError(
+          absl::StrCat("Flush: rogd did not acknowledge every row within ", timeout_seconds, " s (",
+                       m.WaitReason(), ")"));
     }
     m.cv.wait_until(lock, At(std::min(until, Now() + 0.05)));
   }
@@ -939,8 +948,8 @@ absl::Status Worker::Sync(double timeout_seconds) {
     if (Now() >= until) {
       m.flush_waiting = false;
       return absl::DeadlineExceededError(
-          absl::StrCat("Sync: rogd did not send every pending row within ", timeout_seconds,
-                       " s (", m.WaitReason(), ")"));
+          absl::StrCat("Sync: rogd did not send every pending row within ", timeout_seconds, " s (",
+                       m.WaitReason(), ")"));
     }
     m.cv.wait_until(lock, At(std::min(until, Now() + 0.05)));
   }

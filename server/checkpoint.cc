@@ -39,7 +39,8 @@ std::string Dirname(const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<uint64_t> WriteCheckpoint(const std::string& path, const pb::Checkpoint& checkpoint) {
+absl::StatusOr<uint64_t> WriteCheckpoint(const std::string& path,
+                                         const pb::Checkpoint& checkpoint) {
   std::string payload;
   if (!checkpoint.SerializeToString(&payload)) {
     return absl::InternalError("could not serialize the checkpoint (model larger than 2 GiB?)");
@@ -88,16 +89,16 @@ absl::StatusOr<uint64_t> WriteCheckpoint(const std::string& path, const pb::Chec
 absl::StatusOr<pb::Checkpoint> ReadCheckpoint(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot open checkpoint ", path, ": ",
-                                            std::strerror(errno)));
+    return absl::NotFoundError(
+        absl::StrCat("cannot open checkpoint ", path, ": ", std::strerror(errno)));
   }
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string file = buffer.str();
   const auto corrupt = [&](const std::string& why) {
-    return absl::DataLossError(absl::StrCat(
-        "checkpoint ", path, " is unusable: ", why,
-        ". Restore a good copy, or move it away to start without it."));
+    return absl::DataLossError(
+        absl::StrCat("checkpoint ", path, " is unusable: ", why,
+                     ". Restore a good copy, or move it away to start without it."));
   };
   if (file.size() < kMagicSize + 16 || file.compare(0, kMagicSize, kMagic) != 0) {
     return corrupt("not a rogd checkpoint (bad magic or too short)");

@@ -15,8 +15,8 @@
 #include "common/row_index.h"
 #include "common/selection.h"
 #include "common/server_state.h"
-#include "server/checkpoint.h"
 #include "proto/convert.h"
+#include "server/checkpoint.h"
 #include "spdlog/spdlog.h"
 
 namespace rog {
@@ -34,13 +34,11 @@ constexpr size_t kMaxStallRows = 256;
 constexpr double kTick = 0.05;
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 enum class WState { kConnected, kDisconnected, kEvicted };
@@ -295,8 +293,8 @@ struct Engine::Impl {
         SendDirective(r, [&](pb::Directive* d) {
           pb::Stall* s = d->mutable_stall();
           s->set_iteration(r.clock);
-          s->add_waiting_for(absl::StrCat("team: ", members, " of ", opt.team_size,
-                                          " workers joined"));
+          s->add_waiting_for(
+              absl::StrCat("team: ", members, " of ", opt.team_size, " workers joined"));
         });
       }
       return;
@@ -401,9 +399,8 @@ struct Engine::Impl {
     } else {
       BatchFill fill(*layout, opt.codec, opt.batch_bytes);
       if (r.stalled) {
-        const StallPlan need =
-            PlanStall(state->versions(), state->copy_versions(r.index), r.index, attached,
-                      NeededVersion(r.clock, bound));
+        const StallPlan need = PlanStall(state->versions(), state->copy_versions(r.index), r.index,
+                                         attached, NeededVersion(r.clock, bound));
         for (RowId row : need.deliverable) {
           if (!fill.Fits(row)) break;
           fill.Add(row);
@@ -509,12 +506,11 @@ struct Engine::Impl {
 };
 
 absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
-                                                const pb::Hello& hello,
-                                                const std::string& peer) {
+                                                const pb::Hello& hello, const std::string& peer) {
   absl::StatusOr<Layout> parsed = LayoutFromProto(hello.layout());
   if (!parsed.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("hello from '", hello.worker_id(), "': bad layout: ", parsed.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("hello from '", hello.worker_id(),
+                                                   "': bad layout: ", parsed.status().message()));
   }
   if (parsed->fingerprint() != hello.layout_fingerprint()) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -766,8 +762,8 @@ void Engine::Impl::OnClosed(uint64_t session) {
   r->inflight.clear();
   r->inflight_bytes = 0;
   if (!state) {
-    spdlog::info("worker {} disconnected before its model arrived; waiting for a worker to bring it",
-                 r->id);
+    spdlog::info(
+        "worker {} disconnected before its model arrived; waiting for a worker to bring it", r->id);
     workers.clear();
     by_id.clear();
     layout.reset();
@@ -902,6 +898,14 @@ absl::Status Engine::Impl::Restore(const std::string& path) {
   last_checkpoint_path = path;
   spdlog::info("restored checkpoint {}: {} rows, {} workers (they have {} s to reconnect)", path,
                rows, n, opt.lease_seconds);
+  if (c.sync() != static_cast<pb::SyncPolicy>(opt.policy) || c.staleness() != opt.staleness ||
+      c.codec() != static_cast<pb::Codec>(opt.codec)) {
+    spdlog::warn(
+        "checkpoint {} was written under sync={} S={} codec={}; continuing under this "
+        "rogd's flags (sync={} S={} codec={})",
+        path, pb::SyncPolicy_Name(c.sync()), c.staleness(), pb::Codec_Name(c.codec()),
+        std::string(SyncPolicyName(opt.policy)), opt.staleness, std::string(CodecName(opt.codec)));
+  }
   return absl::OkStatus();
 }
 
@@ -1072,8 +1076,8 @@ absl::StatusOr<pb::StalenessReply> Engine::Staleness(const pb::StalenessRequest&
           cols.push_back(r.get());
         }
         if (!request.worker_id().empty() && cols.empty()) {
-          return absl::NotFoundError(absl::StrCat("no attached worker '", request.worker_id(),
-                                                  "'; see `rogctl workers`"));
+          return absl::NotFoundError(
+              absl::StrCat("no attached worker '", request.worker_id(), "'; see `rogctl workers`"));
         }
         const AttachedSet attached = m.AttachedWorkers();
         pb::StalenessReply reply;
@@ -1109,9 +1113,8 @@ absl::StatusOr<pb::StalenessReply> Engine::Staleness(const pb::StalenessRequest&
             for (uint64_t s : r.staleness()) w = std::max(w, s);
             return w;
           };
-          std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
-            return worst(a) > worst(b);
-          });
+          std::stable_sort(rows.begin(), rows.end(),
+                           [&](const auto& a, const auto& b) { return worst(a) > worst(b); });
           if (rows.size() > request.top()) rows.resize(request.top());
         }
         for (pb::RowStaleness& rs : rows) *reply.add_rows() = std::move(rs);
@@ -1120,7 +1123,8 @@ absl::StatusOr<pb::StalenessReply> Engine::Staleness(const pb::StalenessRequest&
 }
 
 absl::StatusOr<pb::CheckpointReply> Engine::CheckpointNow() {
-  return impl_->Call<absl::StatusOr<pb::CheckpointReply>>([this] { return impl_->WriteCheckpointNow(); });
+  return impl_->Call<absl::StatusOr<pb::CheckpointReply>>(
+      [this] { return impl_->WriteCheckpointNow(); });
 }
 
 absl::StatusOr<ModelSnapshot> Engine::Export() {

@@ -146,13 +146,12 @@ int main(int argc, char** argv) {
     return Fail(absl::StrCat("cannot listen on ", listen,
                              " (address in use, or not an address of this machine?)"));
   }
-  spdlog::info("rogd {} serving on port {}: sync={} S={} mta={:.3f} codec={} workers={} lease={}",
-               rog::kRogVersion, port, std::string(rog::SyncPolicyName(options.policy)), options.staleness,
-               options.policy == rog::SyncPolicy::kRog
-                   ? rog::MinimumTransmissionAmount(options.staleness)
-                   : 1.0,
-               std::string(rog::CodecName(options.codec)), options.team_size,
-               absl::FormatDuration(lease));
+  spdlog::info(
+      "rogd {} serving on port {}: sync={} S={} mta={:.3f} codec={} workers={} lease={}",
+      rog::kRogVersion, port, std::string(rog::SyncPolicyName(options.policy)), options.staleness,
+      options.policy == rog::SyncPolicy::kRog ? rog::MinimumTransmissionAmount(options.staleness)
+                                              : 1.0,
+      std::string(rog::CodecName(options.codec)), options.team_size, absl::FormatDuration(lease));
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty()) {
     const std::string tmp = port_file + ".tmp";

@@ -136,8 +136,7 @@ bool ValidSeconds(double v) { return std::isfinite(v) && v >= 0; }
 
 grpc::Status ToGrpc(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 absl::Status ValidateUplinkBatch(const pb::RowBatch& b, const Layout& layout, uint64_t expected_seq,
@@ -175,8 +174,8 @@ absl::Status ValidateUplinkBatch(const pb::RowBatch& b, const Layout& layout, ui
   absl::StatusOr<std::vector<RowId>> rows = DecodeRowIds(
       absl::MakeConstSpan(b.row_delta().data(), b.row_delta_size()), layout.num_rows());
   if (!rows.ok()) {
-    return fail("bad_row_ids", absl::StrCat("row ids: ", rows.status().message(), " (the model has ",
-                                            layout.num_rows(), " rows)"));
+    return fail("bad_row_ids", absl::StrCat("row ids: ", rows.status().message(),
+                                            " (the model has ", layout.num_rows(), " rows)"));
   }
   if (rows->empty()) return fail("empty_batch", "a row batch must carry at least one row");
   if (b.count_size() != static_cast<int>(rows->size()) ||
@@ -197,26 +196,28 @@ absl::Status ValidateUplinkBatch(const pb::RowBatch& b, const Layout& layout, ui
   size_t expected_bytes = 0;
   size_t values = 0;
   for (RowId r : *rows) {
-    expected_bytes += EncodedSize(static_cast<pb::Codec>(codec) == pb::CODEC_FP32 ? Codec::kFp32
-                                                                                  : static_cast<Codec>(codec),
-                                  layout.row(r).numel);
+    expected_bytes += EncodedSize(
+        static_cast<pb::Codec>(codec) == pb::CODEC_FP32 ? Codec::kFp32 : static_cast<Codec>(codec),
+        layout.row(r).numel);
     values += layout.row(r).numel;
   }
   if (b.payload().size() != expected_bytes) {
-    return fail("payload_size", absl::StrCat("payload is ", b.payload().size(), " bytes; ",
-                                             rows->size(), " rows in codec ",
-                                             CodecName(static_cast<Codec>(codec)), " need ",
-                                             expected_bytes));
+    return fail(
+        "payload_size",
+        absl::StrCat("payload is ", b.payload().size(), " bytes; ", rows->size(), " rows in codec ",
+                     CodecName(static_cast<Codec>(codec)), " need ", expected_bytes));
   }
   out->values.resize(values);
   size_t at = 0, offset = 0;
   for (RowId r : *rows) {
     const uint32_t numel = layout.row(r).numel;
     const size_t bytes = EncodedSize(static_cast<Codec>(codec), numel);
-    absl::Status s = Decode(static_cast<Codec>(codec), absl::string_view(b.payload()).substr(offset, bytes),
-                            absl::MakeSpan(out->values.data() + at, numel));
+    absl::Status s =
+        Decode(static_cast<Codec>(codec), absl::string_view(b.payload()).substr(offset, bytes),
+               absl::MakeSpan(out->values.data() + at, numel));
     if (!s.ok()) {
-      return fail("bad_values", absl::StrCat("row ", r, " (", layout.RowName(r), "): ", s.message()));
+      return fail("bad_values",
+                  absl::StrCat("row ", r, " (", layout.RowName(r), "): ", s.message()));
     }
     at += numel;
     offset += bytes;
@@ -230,7 +231,8 @@ absl::Status ValidateUplinkBatch(const pb::RowBatch& b, const Layout& layout, ui
 }
 
 grpc::Status TrainerService::Session(
-    grpc::ServerContext* context, grpc::ServerReaderWriter<pb::ServerMessage, pb::WorkerMessage>* stream) {
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<pb::ServerMessage, pb::WorkerMessage>* stream) {
   const std::string peer = context->peer();
   pb::WorkerMessage m;
   if (!stream->Read(&m)) return grpc::Status(grpc::StatusCode::CANCELLED, "no hello");
@@ -375,8 +377,7 @@ grpc::Status AdminService::Export(grpc::ServerContext*, const pb::ExportRequest*
     chunk.set_rows(row - begin);
     if (row > begin) {
       const uint64_t offset = layout.row(begin).offset;
-      chunk.set_values(FloatsToBytes(
-          absl::MakeConstSpan(snap->values.data() + offset, bytes / 4)));
+      chunk.set_values(FloatsToBytes(absl::MakeConstSpan(snap->values.data() + offset, bytes / 4)));
     }
     if (!writer->Write(chunk)) return grpc::Status(grpc::StatusCode::CANCELLED, "reader left");
   }

@@ -35,8 +35,9 @@ absl::Status ValidateUplinkBatch(const pb::RowBatch& batch, const Layout& layout
 class TrainerService final : public pb::Trainer::Service {
  public:
   explicit TrainerService(Engine* engine) : engine_(engine) {}
-  grpc::Status Session(grpc::ServerContext* context,
-                       grpc::ServerReaderWriter<pb::ServerMessage, pb::WorkerMessage>* stream) override;
+  grpc::Status Session(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<pb::ServerMessage, pb::WorkerMessage>* stream) override;
 
  private:
   Engine* engine_;
@@ -46,7 +47,8 @@ class AdminService final : public pb::Admin::Service {
  public:
   explicit AdminService(Engine* engine) : engine_(engine) {}
   grpc::Status GetStatus(grpc::ServerContext*, const pb::StatusRequest*, pb::StatusReply*) override;
-  grpc::Status ListWorkers(grpc::ServerContext*, const pb::WorkersRequest*, pb::WorkersReply*) override;
+  grpc::Status ListWorkers(grpc::ServerContext*, const pb::WorkersRequest*,
+                           pb::WorkersReply*) override;
   grpc::Status GetStaleness(grpc::ServerContext*, const pb::StalenessRequest*,
                             pb::StalenessReply*) override;
   grpc::Status Checkpoint(grpc::ServerContext*, const pb::CheckpointRequest*,

@@ -158,7 +158,8 @@ int main(int argc, char** argv) {
       rog::MinimumTransmissionAmount(base.staleness),
       std::string(rog::CodecName(base.codec)).c_str(), base.seconds, base.compute_seconds,
       base.compute_jitter * 100, static_cast<unsigned long long>(base.seed));
-  for (size_t w = 0; w < base.workers; ++w) {
+  if (base.traces.empty()) std::printf("  every worker: a constant 100 Mbit/s link (no --traces)\n");
+  for (size_t w = 0; w < base.workers && !base.traces.empty(); ++w) {
     const rog::Trace& t = base.traces[w % base.traces.size()];
     std::printf("  worker %zu: %s (mean %.2f Mbit/s × %.3g)\n", w,
                 std::filesystem::path(t.name()).filename().c_str(), t.mean_mbit(),

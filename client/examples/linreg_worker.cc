@@ -107,8 +107,8 @@ int main(int argc, char** argv) {
   std::mt19937 rng(1000 + absl::GetFlag(FLAGS_shard));
   std::vector<float> params(layout->total_numel()), grad, update(layout->total_numel());
   const double lr = absl::GetFlag(FLAGS_lr);
-  const auto compute = std::chrono::microseconds(
-      static_cast<int64_t>(absl::GetFlag(FLAGS_compute_ms) * 1000));
+  const auto compute =
+      std::chrono::microseconds(static_cast<int64_t>(absl::GetFlag(FLAGS_compute_ms) * 1000));
   double stall = 0, transmit = 0, loss = 0;
   uint64_t stalls = 0, bytes_up = 0, bytes_down = 0;
   const auto t0 = std::chrono::steady_clock::now();
@@ -134,10 +134,11 @@ int main(int argc, char** argv) {
     bytes_up += st->bytes_up;
     bytes_down += st->bytes_down;
     if (st->iteration % absl::GetFlag(FLAGS_report_every) == 0) {
-      std::printf("%s: iteration %lu  loss %.5f  stalled %.2f s (%lu times)  up %lu B  down %lu B\n",
-                  id.c_str(), static_cast<unsigned long>(st->iteration), loss, stall,
-                  static_cast<unsigned long>(stalls), static_cast<unsigned long>(bytes_up),
-                  static_cast<unsigned long>(bytes_down));
+      std::printf(
+          "%s: iteration %lu  loss %.5f  stalled %.2f s (%lu times)  up %lu B  down %lu B\n",
+          id.c_str(), static_cast<unsigned long>(st->iteration), loss, stall,
+          static_cast<unsigned long>(stalls), static_cast<unsigned long>(bytes_up),
+          static_cast<unsigned long>(bytes_down));
       std::fflush(stdout);
     }
   }
@@ -150,7 +151,8 @@ int main(int argc, char** argv) {
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("%s: done, %d iterations in %.2f s, last loss %.5f, stalled %.2f s, transmit %.2f s\n",
-              id.c_str(), iterations, seconds, loss, stall, transmit);
+  std::printf(
+      "%s: done, %d iterations in %.2f s, last loss %.5f, stalled %.2f s, transmit %.2f s\n",
+      id.c_str(), iterations, seconds, loss, stall, transmit);
   return 0;
 }

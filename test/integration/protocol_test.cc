@@ -4,17 +4,17 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <cstring>
-#include <limits>
 #include <chrono>
+#include <cstring>
+#include <fstream>
+#include <limits>
 #include <random>
 #include <thread>
 
-#include "grpcpp/grpcpp.h"
-#include "rog.grpc.pb.h"
-
 #include "absl/strings/str_cat.h"
 #include "catch2/catch.hpp"
+#include "grpcpp/grpcpp.h"
+#include "rog.grpc.pb.h"
 #include "test/integration/rogd_harness.h"
 #include "test/integration/team.h"
 #include "test/util/rate_proxy.h"
@@ -49,9 +49,8 @@ TEST_CASE("every policy trains a team with the bound held and updates conserved"
   };
   for (const Case& c : {Case{"bsp", 1, 0}, Case{"ssp", 2, 2}, Case{"rog", 2, 2}}) {
     SECTION(c.sync) {
-      auto rogd = RogdProcess::Start(
-          {absl::StrCat("--sync=", c.sync), absl::StrCat("--staleness=", c.staleness),
-           "--workers=3"});
+      auto rogd = RogdProcess::Start({absl::StrCat("--sync=", c.sync),
+                                      absl::StrCat("--staleness=", c.staleness), "--workers=3"});
       REQUIRE(rogd.ok());
       Team team((*rogd)->address(), c.bound);
       for (int i = 0; i < 3; ++i) team.Add(absl::StrCat("w", i), i);
@@ -69,10 +68,8 @@ TEST_CASE("every policy trains a team with the bound held and updates conserved"
   }
 }
 
-
 double Seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // Polls `done` every 10 ms for up to `seconds`.
@@ -110,8 +107,8 @@ TEST_CASE("a worker that joins mid-training is resynced and counts from then on"
 }
 
 TEST_CASE("streams broken mid-batch resume exactly once in both directions", "[protocol]") {
-  auto rogd = RogdProcess::Start({"--sync=rog", "--staleness=2", "--workers=2",
-                                  "--batch_bytes=1024"});
+  auto rogd =
+      RogdProcess::Start({"--sync=rog", "--staleness=2", "--workers=2", "--batch_bytes=1024"});
   REQUIRE(rogd.ok());
   Team team((*rogd)->address(), 2);
   WorkerOptions small;
@@ -190,7 +187,8 @@ TEST_CASE("a worker gone past its lease is evicted, the others go on, it comes b
   // comes back by itself, is resynced, and resends what was not applied.
   team.Detach(1);
   b.worker->Disconnect(/*hold_seconds=*/2.5);
-  REQUIRE(WaitFor(30, [&] { return (*rogd)->log().find("evicted worker b") != std::string::npos; }));
+  REQUIRE(
+      WaitFor(30, [&] { return (*rogd)->log().find("evicted worker b") != std::string::npos; }));
   team.JoinAll();
   RequireClean(team);
   CHECK(b.worker->clock() >= 40);  // rejoining may set it to a's clock
@@ -229,6 +227,22 @@ TEST_CASE("rogd stopped with SIGTERM restarts from its checkpoint and workers re
   RequireConserved(team, **again);
 }
 
+TEST_CASE("a corrupt checkpoint is refused at start, naming the file and why", "[protocol]") {
+  const std::string dir = MakeTempDir("badckpt");
+  {
+    std::ofstream out(dir + "/rogd.ckpt");
+    out << "ROGCKPT1 but then nothing a checkpoint would hold";
+  }
+  auto rogd = RogdProcess::Start({"--checkpoint_dir=" + dir});
+  REQUIRE_FALSE(rogd.ok());
+  INFO(rogd.status().message());
+  CHECK(rogd.status().message().find(dir + "/rogd.ckpt") != absl::string_view::npos);
+  CHECK(rogd.status().message().find("exited with status 2") != absl::string_view::npos);
+  auto init = RogdProcess::Start({"--init=" + dir + "/missing.ckpt"});
+  REQUIRE_FALSE(init.ok());
+  CHECK(init.status().message().find("missing.ckpt") != absl::string_view::npos);
+}
+
 // --- malformed messages ---------------------------------------------------------
 
 struct RawResult {
@@ -238,7 +252,8 @@ struct RawResult {
 
 // Opens a raw stream, writes `messages`, and returns how rogd ended it.
 RawResult Raw(const std::string& address, const std::vector<pb::WorkerMessage>& messages) {
-  auto stub = pb::Trainer::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto stub =
+      pb::Trainer::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   auto stream = stub->Session(&ctx);
@@ -301,10 +316,12 @@ TEST_CASE("every kind of malformed message is refused with its reason and change
     const char* says;
   };
   std::vector<Case> cases;
-  cases.push_back({"not_hello", {GoodBatch(1, numel)}, grpc::StatusCode::INVALID_ARGUMENT,
-                   "must be a Hello"});
-  cases.push_back({"bad_worker_id", {HelloFor("no spaces!", layout)},
-                   grpc::StatusCode::INVALID_ARGUMENT, "letters, digits"});
+  cases.push_back(
+      {"not_hello", {GoodBatch(1, numel)}, grpc::StatusCode::INVALID_ARGUMENT, "must be a Hello"});
+  cases.push_back({"bad_worker_id",
+                   {HelloFor("no spaces!", layout)},
+                   grpc::StatusCode::INVALID_ARGUMENT,
+                   "letters, digits"});
   {
     pb::WorkerMessage h = hello;
     h.mutable_hello()->set_layout_fingerprint(12345);
@@ -312,17 +329,21 @@ TEST_CASE("every kind of malformed message is refused with its reason and change
   }
   {
     const Layout other = *Layout::Create({{"other", {3, 3}}});
-    cases.push_back({"layout_mismatch", {HelloFor("intruder", other)},
-                     grpc::StatusCode::FAILED_PRECONDITION, "same tensors"});
+    cases.push_back({"layout_mismatch",
+                     {HelloFor("intruder", other)},
+                     grpc::StatusCode::FAILED_PRECONDITION,
+                     "same tensors"});
   }
-  cases.push_back({"bad_seq", {hello, GoodBatch(5, numel)}, grpc::StatusCode::INVALID_ARGUMENT,
+  cases.push_back({"bad_seq",
+                   {hello, GoodBatch(5, numel)},
+                   grpc::StatusCode::INVALID_ARGUMENT,
                    "was expected"});
   {
     pb::WorkerMessage b = GoodBatch(1, numel);
     b.mutable_batch()->set_kind(pb::BATCH_KIND_VALUES);
     b.mutable_batch()->set_count(0, 0);
-    cases.push_back({"unexpected_values", {hello, b}, grpc::StatusCode::INVALID_ARGUMENT,
-                     "initial model"});
+    cases.push_back(
+        {"unexpected_values", {hello, b}, grpc::StatusCode::INVALID_ARGUMENT, "initial model"});
   }
   {
     pb::WorkerMessage b = GoodBatch(1, numel);
@@ -343,7 +364,8 @@ TEST_CASE("every kind of malformed message is refused with its reason and change
     pb::WorkerMessage b;
     b.mutable_batch()->set_seq(1);
     b.mutable_batch()->set_kind(pb::BATCH_KIND_UPDATE);
-    cases.push_back({"empty_batch", {hello, b}, grpc::StatusCode::INVALID_ARGUMENT, "at least one row"});
+    cases.push_back(
+        {"empty_batch", {hello, b}, grpc::StatusCode::INVALID_ARGUMENT, "at least one row"});
   }
   {
     pb::WorkerMessage b = GoodBatch(1, numel);
@@ -369,9 +391,12 @@ TEST_CASE("every kind of malformed message is refused with its reason and change
     p.mutable_progress()->set_compute_seconds(-1);
     cases.push_back({"bad_progress", {hello, p}, grpc::StatusCode::INVALID_ARGUMENT, "negative"});
   }
-  cases.push_back({"second_hello", {hello, hello}, grpc::StatusCode::INVALID_ARGUMENT, "one Hello"});
-  cases.push_back({"unknown_message", {hello, pb::WorkerMessage()},
-                   grpc::StatusCode::INVALID_ARGUMENT, "unknown"});
+  cases.push_back(
+      {"second_hello", {hello, hello}, grpc::StatusCode::INVALID_ARGUMENT, "one Hello"});
+  cases.push_back({"unknown_message",
+                   {hello, pb::WorkerMessage()},
+                   grpc::StatusCode::INVALID_ARGUMENT,
+                   "unknown"});
 
   for (const Case& c : cases) {
     INFO("case " << c.reason);
@@ -423,8 +448,8 @@ TEST_CASE("the first worker's initial values are validated too", "[protocol]") {
 // --- a slow link ------------------------------------------------------------------
 
 TEST_CASE("on a slow link the window cuts sharply", "[protocol][slow]") {
-  auto rogd = RogdProcess::Start({"--sync=rog", "--staleness=2", "--workers=2",
-                                  "--batch_bytes=4096"});
+  auto rogd =
+      RogdProcess::Start({"--sync=rog", "--staleness=2", "--workers=2", "--batch_bytes=4096"});
   REQUIRE(rogd.ok());
   RateProxy::Options link;
   link.rate_bytes_per_sec = 250e3;  // 2 Mbit/s
@@ -453,9 +478,8 @@ TEST_CASE("on a slow link the window cuts sharply", "[protocol][slow]") {
       if (s.window_seconds > 0) overshoot.push_back(s.overshoot_seconds);
       UNSCOPED_INFO(m->id << " iteration " << s.iteration << ": window " << s.window_seconds
                           << " s, transmit " << s.transmit_seconds << " s, overshoot "
-                          << s.overshoot_seconds << " s, up " << s.rows_up << " rows "
-                          << s.bytes_up << " B, kept " << s.rows_kept << ", goodput "
-                          << s.uplink_goodput);
+                          << s.overshoot_seconds << " s, up " << s.rows_up << " rows " << s.bytes_up
+                          << " B, kept " << s.rows_kept << ", goodput " << s.uplink_goodput);
       if (s.uplink_goodput > 0) goodputs.push_back(s.uplink_goodput);
     }
   }

@@ -65,7 +65,7 @@ std::string RogdBinary() {
 }
 
 absl::StatusOr<std::unique_ptr<RogdProcess>> RogdProcess::Start(std::vector<std::string> flags,
-                                                                 int port) {
+                                                                int port) {
   auto p = std::unique_ptr<RogdProcess>(new RogdProcess());
   const std::string dir = MakeTempDir("rogd");
   const std::string port_file = dir + "/port";

@@ -8,17 +8,13 @@
 namespace rog {
 
 Layout TestLayout() {
-  return *Layout::Create({{"conv.weight", {64, 32}},
-                          {"conv.bias", {32}},
-                          {"fc.weight", {16, 128}},
-                          {"scale", {}}});
+  return *Layout::Create(
+      {{"conv.weight", {64, 32}}, {"conv.bias", {32}}, {"fc.weight", {16, 128}}, {"scale", {}}});
 }
 
 Layout BigLayout() {
-  return *Layout::Create({{"conv.weight", {512, 256}},
-                          {"conv.bias", {256}},
-                          {"fc.weight", {64, 512}},
-                          {"scale", {}}});
+  return *Layout::Create(
+      {{"conv.weight", {512, 256}}, {"conv.bias", {256}}, {"fc.weight", {64, 512}}, {"scale", {}}});
 }
 
 std::vector<float> TestInitial(const Layout& layout) {
@@ -29,7 +25,8 @@ std::vector<float> TestInitial(const Layout& layout) {
 
 std::vector<float> TestUpdate(const Layout& layout, int marker, uint64_t k) {
   std::vector<float> u(layout.total_numel(), 0.0f);
-  uint64_t x = (static_cast<uint64_t>(marker) + 1) * 0x9E3779B97F4A7C15ull + k * 0xBF58476D1CE4E5B9ull;
+  uint64_t x =
+      (static_cast<uint64_t>(marker) + 1) * 0x9E3779B97F4A7C15ull + k * 0xBF58476D1CE4E5B9ull;
   for (const RowInfo& row : layout.rows()) {
     for (uint32_t j = 0; j < row.numel; ++j) {
       float v = 0;
@@ -77,7 +74,8 @@ Member& Team::Add(const std::string& id, int marker, WorkerOptions options, bool
 
 void Team::Train(Member& m, uint64_t until_clock, double compute_ms) {
   Join(m);
-  m.thread = std::thread([this, &m, until_clock, compute_ms] { Loop(&m, until_clock, compute_ms); });
+  m.thread =
+      std::thread([this, &m, until_clock, compute_ms] { Loop(&m, until_clock, compute_ms); });
 }
 
 void Team::Join(Member& m) {
@@ -180,7 +178,8 @@ std::string Team::CheckConservation(const std::vector<float>& global,
   }
   for (size_t j = 0; j < want.size(); ++j) {
     if (static_cast<double>(global[j]) != want[j]) {
-      return absl::StrCat("global[", j, "] = ", global[j], " but initial + all updates = ", want[j]);
+      return absl::StrCat("global[", j, "] = ", global[j],
+                          " but initial + all updates = ", want[j]);
     }
   }
   for (const auto& m : members_) {
@@ -188,8 +187,8 @@ std::string Team::CheckConservation(const std::vector<float>& global,
     const std::vector<float> replica = m->worker->Replica();
     for (size_t j = 0; j < replica.size(); ++j) {
       if (replica[j] != global[j]) {
-        return absl::StrCat(m->id, "'s replica[", j, "] = ", replica[j], " but global = ",
-                            global[j]);
+        return absl::StrCat(m->id, "'s replica[", j, "] = ", replica[j],
+                            " but global = ", global[j]);
       }
     }
   }

@@ -39,10 +39,10 @@ struct Member {
   std::vector<double> sum;  // every update this member applied
   std::vector<IterationStats> stats;
   std::thread thread;
-  std::string error;       // first error of its training loop
-  std::string violation;   // first staleness-bound violation seen
+  std::string error;      // first error of its training loop
+  std::string violation;  // first staleness-bound violation seen
   uint64_t starts_checked = 0;
-  uint64_t max_lag = 0;    // largest staleness seen at a start (c - held)
+  uint64_t max_lag = 0;  // largest staleness seen at a start (c - held)
 };
 
 class Team {
