@@ -1,0 +1,421 @@
+// rogd's checkpoint files (server/checkpoint.h): the round trip, the atomic
+// replace, and the refusal of every damaged or foreign file with an error
+// naming it.
+#include "server/checkpoint.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "common/layout.h"
+#include "proto/convert.h"
+
+namespace rog {
+namespace {
+
+// A fresh, empty directory for each test case, under $TEST_TMPDIR (or a
+// new folder under /tmp when run outside `bazel test`).
+std::string FreshDir(const std::string& name) {
+  static const std::string base = [] {
+    const char* t = std::getenv("TEST_TMPDIR");
+    if (t != nullptr) return std::string(t);
+    char tmpl[] = "/tmp/rog_checkpoint_test.XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    return std::string(tmpl);
+  }();
+  const std::string dir = base + "/" + name;
+  const std::string cmd = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  return dir;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in);
+  std::stringstream b;
+  b << in.rdbuf();
+  return b.str();
+}
+
+void WriteBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  REQUIRE(out);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  REQUIRE(out);
+}
+
+std::vector<std::string> Listing(const std::string& dir) {
+  std::vector<std::string> names;
+  const std::string cmd = "ls -A '" + dir + "'";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char line[4096];
+  while (std::fgets(line, sizeof line, p) != nullptr) {
+    std::string s(line);
+    if (!s.empty() && s.back() == '\n') s.pop_back();
+    names.push_back(s);
+  }
+  ::pclose(p);
+  return names;
+}
+
+bool MessageHas(const absl::Status& s, const std::string& text) {
+  return std::string(s.message()).find(text) != std::string::npos;
+}
+
+uint64_t LittleEndianU64(const std::string& bytes, size_t at) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<unsigned char>(bytes[at + i])} << (8 * i);
+  return v;
+}
+
+// A checkpoint with every field set, two workers (one evicted).
+pb::Checkpoint Sample(float scale = 1.0f) {
+  auto layout = Layout::Create({{"w", {2, 3}}, {"b", {2}}}, 4);
+  REQUIRE(layout.ok());
+  pb::Checkpoint c;
+  c.set_unix_time(1700000000.5);
+  *c.mutable_layout() = LayoutToProto(*layout);
+  c.set_sync(pb::SYNC_ROG);
+  c.set_staleness(3);
+  c.set_codec(pb::CODEC_INT8);
+  std::vector<float> global = {1, 2, 3, 4, 5, 6, 7, 8};
+  for (float& g : global) g *= scale;
+  c.set_global(FloatsToBytes(global));
+  c.set_workers(2);
+  for (uint64_t v : {5, 4, 6, 4, 5, 7}) c.add_versions(v);
+  c.set_team_ready(true);
+  pb::CheckpointWorker* a = c.add_worker();
+  a->set_worker_id("worker-a");
+  a->set_resume_token(0x0123456789abcdefULL);
+  a->set_index(0);
+  a->set_clock(6);
+  a->set_last_applied_uplink_seq(42);
+  a->set_pending(FloatsToBytes(std::vector<float>{0, 0, 0, 1, 1, 1, 2, 2}));
+  for (uint64_t v : {5, 4, 6, 4, 5, 7}) a->add_copy_versions(v);
+  a->set_sdk_version("0.1.0");
+  pb::CheckpointWorker* b = c.add_worker();
+  b->set_worker_id("worker-b");
+  b->set_resume_token(7);
+  b->set_index(1);
+  b->set_clock(4);
+  b->set_evicted(true);
+  for (uint64_t v : {5, 4, 6, 4, 5, 7}) b->add_copy_versions(v);
+  return c;
+}
+
+// Writes Sample() to dir/ckpt and returns the path.
+std::string WriteSample(const std::string& dir) {
+  const std::string path = dir + "/ckpt";
+  auto written = WriteCheckpoint(path, Sample());
+  REQUIRE(written.ok());
+  return path;
+}
+
+void CheckRefused(const std::string& path, absl::StatusCode code, const std::string& why) {
+  auto read = ReadCheckpoint(path);
+  REQUIRE_FALSE(read.ok());
+  INFO(read.status().ToString());
+  CHECK(read.status().code() == code);
+  CHECK(MessageHas(read.status(), path));
+  CHECK(MessageHas(read.status(), why));
+}
+
+TEST_CASE("a checkpoint reads back exactly as written", "[checkpoint]") {
+  const std::string dir = FreshDir("round_trip");
+  const std::string path = dir + "/ckpt";
+  const pb::Checkpoint c = Sample();
+  auto written = WriteCheckpoint(path, c);
+  REQUIRE(written.ok());
+
+  // The documented layout: magic, length, payload, FNV-1a of the payload.
+  const std::string file = ReadBytes(path);
+  const std::string payload = c.SerializeAsString();
+  CHECK(*written == file.size());
+  CHECK(file.size() == 8 + 8 + payload.size() + 8);
+  CHECK(file.substr(0, 8) == "ROGCKPT1");
+  CHECK(LittleEndianU64(file, 8) == payload.size());
+  CHECK(file.substr(16, payload.size()) == payload);
+  CHECK(LittleEndianU64(file, 16 + payload.size()) == Fnv1a64(payload));
+  // Only the owner may read a model.
+  struct stat st;
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+
+  auto read = ReadCheckpoint(path);
+  REQUIRE(read.ok());
+  CHECK(read->SerializeAsString() == payload);
+  CHECK(read->unix_time() == 1700000000.5);
+  CHECK(read->sync() == pb::SYNC_ROG);
+  CHECK(read->staleness() == 3);
+  CHECK(read->codec() == pb::CODEC_INT8);
+  CHECK(read->workers() == 2);
+  CHECK(read->versions_size() == 6);
+  CHECK(read->versions(5) == 7);
+  CHECK(read->team_ready());
+  auto layout = LayoutFromProto(read->layout());
+  REQUIRE(layout.ok());
+  CHECK(layout->num_rows() == 3);
+  std::vector<float> global;
+  REQUIRE(BytesToFloats(read->global(), &global));
+  CHECK(global == std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8});
+  REQUIRE(read->worker_size() == 2);
+  CHECK(read->worker(0).worker_id() == "worker-a");
+  CHECK(read->worker(0).resume_token() == 0x0123456789abcdefULL);
+  CHECK(read->worker(0).last_applied_uplink_seq() == 42);
+  CHECK(read->worker(0).sdk_version() == "0.1.0");
+  CHECK(read->worker(1).evicted());
+  CHECK(read->worker(1).pending().empty());
+  CHECK(read->worker(1).copy_versions_size() == 6);
+
+  CHECK(Listing(dir) == std::vector<std::string>{"ckpt"});
+}
+
+TEST_CASE("an empty checkpoint message round-trips", "[checkpoint]") {
+  const std::string dir = FreshDir("empty");
+  const std::string path = dir + "/ckpt";
+  auto written = WriteCheckpoint(path, pb::Checkpoint());
+  REQUIRE(written.ok());
+  CHECK(*written == 24);
+  auto read = ReadCheckpoint(path);
+  REQUIRE(read.ok());
+  CHECK(read->SerializeAsString().empty());
+}
+
+TEST_CASE("a relative path is written and read in the working directory", "[checkpoint]") {
+  const std::string dir = FreshDir("relative");
+  char cwd[4096];
+  REQUIRE(::getcwd(cwd, sizeof cwd) != nullptr);
+  REQUIRE(::chdir(dir.c_str()) == 0);
+  auto written = WriteCheckpoint("ckpt", Sample());
+  auto read = ReadCheckpoint("ckpt");
+  REQUIRE(::chdir(cwd) == 0);
+  REQUIRE(written.ok());
+  REQUIRE(read.ok());
+  CHECK(read->SerializeAsString() == Sample().SerializeAsString());
+  CHECK(Listing(dir) == std::vector<std::string>{"ckpt"});
+}
+
+TEST_CASE("a second write replaces the first atomically and leaves no temporary", "[checkpoint]") {
+  const std::string dir = FreshDir("replace");
+  const std::string path = dir + "/ckpt";
+  REQUIRE(WriteCheckpoint(path, Sample(1.0f)).ok());
+  struct stat before;
+  REQUIRE(::stat(path.c_str(), &before) == 0);
+
+  pb::Checkpoint second = Sample(10.0f);
+  second.set_staleness(9);
+  second.mutable_worker()->RemoveLast();
+  auto written = WriteCheckpoint(path, second);
+  REQUIRE(written.ok());
+  CHECK(*written == ReadBytes(path).size());
+
+  auto read = ReadCheckpoint(path);
+  REQUIRE(read.ok());
+  CHECK(read->staleness() == 9);
+  CHECK(read->worker_size() == 1);
+  std::vector<float> global;
+  REQUIRE(BytesToFloats(read->global(), &global));
+  CHECK(global == std::vector<float>{10, 20, 30, 40, 50, 60, 70, 80});
+  CHECK(Listing(dir) == std::vector<std::string>{"ckpt"});
+  // Replaced by rename: a new file, not the old one rewritten in place (a
+  // reader holding the old file keeps a complete checkpoint).
+  struct stat after;
+  REQUIRE(::stat(path.c_str(), &after) == 0);
+  CHECK(after.st_ino != before.st_ino);
+}
+
+TEST_CASE("a temporary left by a crashed write is overwritten and removed", "[checkpoint]") {
+  const std::string dir = FreshDir("stale_tmp");
+  const std::string path = dir + "/ckpt";
+  WriteBytes(path + ".tmp", std::string(100000, 'x'));
+  REQUIRE(WriteCheckpoint(path, Sample()).ok());
+  CHECK(Listing(dir) == std::vector<std::string>{"ckpt"});
+  auto read = ReadCheckpoint(path);
+  REQUIRE(read.ok());
+  CHECK(read->SerializeAsString() == Sample().SerializeAsString());
+}
+
+TEST_CASE("a write that fails keeps the previous checkpoint", "[checkpoint]") {
+  const std::string dir = FreshDir("failed_write");
+  const std::string path = WriteSample(dir);
+  const std::string good = ReadBytes(path);
+  // The temporary's name is taken by a directory: the write cannot start.
+  REQUIRE(::mkdir((path + ".tmp").c_str(), 0700) == 0);
+  auto written = WriteCheckpoint(path, Sample(10.0f));
+  REQUIRE_FALSE(written.ok());
+  INFO(written.status().ToString());
+  CHECK(written.status().code() == absl::StatusCode::kInternal);
+  CHECK(MessageHas(written.status(), path));
+  CHECK(ReadBytes(path) == good);
+  CHECK(ReadCheckpoint(path).ok());
+}
+
+TEST_CASE("writing over a directory fails and leaves no temporary", "[checkpoint]") {
+  const std::string dir = FreshDir("onto_dir");
+  const std::string path = dir + "/ckpt";
+  REQUIRE(::mkdir(path.c_str(), 0700) == 0);
+  auto written = WriteCheckpoint(path, Sample());
+  REQUIRE_FALSE(written.ok());
+  INFO(written.status().ToString());
+  CHECK(written.status().code() == absl::StatusCode::kInternal);
+  CHECK(MessageHas(written.status(), path));
+  CHECK(Listing(dir) == std::vector<std::string>{"ckpt"});
+}
+
+TEST_CASE("writing into a folder that does not exist fails naming the file", "[checkpoint]") {
+  const std::string dir = FreshDir("no_dir");
+  for (const std::string& path : {dir + "/missing/ckpt", dir + "/a/b/c/ckpt"}) {
+    CAPTURE(path);
+    auto written = WriteCheckpoint(path, Sample());
+    REQUIRE_FALSE(written.ok());
+    INFO(written.status().ToString());
+    CHECK(written.status().code() == absl::StatusCode::kInternal);
+    CHECK(MessageHas(written.status(), path));
+    CHECK(MessageHas(written.status(), "No such file or directory"));
+  }
+  // A folder that is a regular file.
+  WriteBytes(dir + "/file", "x");
+  const std::string path = dir + "/file/ckpt";
+  auto written = WriteCheckpoint(path, Sample());
+  REQUIRE_FALSE(written.ok());
+  CHECK(written.status().code() == absl::StatusCode::kInternal);
+  CHECK(MessageHas(written.status(), path));
+  CHECK(MessageHas(written.status(), "Not a directory"));
+  CHECK(Listing(dir) == std::vector<std::string>{"file"});
+}
+
+TEST_CASE("writing into a folder that is not writable fails naming the file", "[checkpoint]") {
+  const std::string dir = FreshDir("read_only");
+  const std::string ro = dir + "/ro";
+  REQUIRE(::mkdir(ro.c_str(), 0500) == 0);
+  std::string path = ro + "/ckpt";
+  // root (CAP_DAC_OVERRIDE) writes through the mode bits: then use sysfs,
+  // which refuses new files to everyone.
+  const bool mode_bits_hold = ::access(ro.c_str(), W_OK) != 0;
+  if (!mode_bits_hold) {
+    WARN("mode bits do not stop this user (root?): writing under /sys instead");
+    path = "/sys/rog_checkpoint_test_ckpt";
+    REQUIRE_FALSE(Exists(path));
+  }
+  auto written = WriteCheckpoint(path, Sample());
+  REQUIRE_FALSE(written.ok());
+  INFO(written.status().ToString());
+  CHECK(written.status().code() == absl::StatusCode::kInternal);
+  CHECK(MessageHas(written.status(), path));
+  CHECK_FALSE(Exists(path));
+  CHECK_FALSE(Exists(path + ".tmp"));
+  ::chmod(ro.c_str(), 0700);
+}
+
+TEST_CASE("a missing checkpoint is NotFound naming the file", "[checkpoint]") {
+  const std::string dir = FreshDir("missing");
+  const std::string path = dir + "/nothing-here";
+  CheckRefused(path, absl::StatusCode::kNotFound, "No such file or directory");
+  CheckRefused(dir + "/no/such/folder/ckpt", absl::StatusCode::kNotFound, "cannot open");
+}
+
+TEST_CASE("a foreign file is refused: wrong magic", "[checkpoint]") {
+  const std::string dir = FreshDir("magic");
+  const std::string path = WriteSample(dir);
+  std::string file = ReadBytes(path);
+  file[7] = '2';  // "ROGCKPT2"
+  WriteBytes(path, file);
+  CheckRefused(path, absl::StatusCode::kDataLoss, "bad magic");
+
+  WriteBytes(path, "{\"not\": \"a checkpoint at all, but long enough\"}");
+  CheckRefused(path, absl::StatusCode::kDataLoss, "not a rogd checkpoint");
+  WriteBytes(path, "");
+  CheckRefused(path, absl::StatusCode::kDataLoss, "too short");
+  WriteBytes(path, "ROGCKPT1");
+  CheckRefused(path, absl::StatusCode::kDataLoss, "too short");
+}
+
+TEST_CASE("a truncated file is refused", "[checkpoint]") {
+  const std::string dir = FreshDir("truncated");
+  const std::string path = WriteSample(dir);
+  const std::string file = ReadBytes(path);
+  const size_t payload = file.size() - 24;
+  REQUIRE(file.size() > 100);
+  // Cut anywhere from the checksum back into the header.
+  for (size_t keep : {file.size() - 1, file.size() - 8, file.size() - 9, size_t{100}, size_t{24}}) {
+    CAPTURE(keep);
+    WriteBytes(path, file.substr(0, keep));
+    CheckRefused(path, absl::StatusCode::kDataLoss, "truncated");
+    CheckRefused(path, absl::StatusCode::kDataLoss,
+                 "header says " + std::to_string(payload) + " payload bytes");
+  }
+  for (size_t keep : {size_t{23}, size_t{16}, size_t{3}}) {
+    CAPTURE(keep);
+    WriteBytes(path, file.substr(0, keep));
+    CheckRefused(path, absl::StatusCode::kDataLoss, "too short");
+  }
+}
+
+TEST_CASE("a flipped byte anywhere after the magic is refused", "[checkpoint]") {
+  const std::string dir = FreshDir("flipped");
+  const std::string path = WriteSample(dir);
+  const std::string file = ReadBytes(path);
+  // Every byte of the payload and of the checksum: a checksum mismatch.
+  for (size_t at = 16; at < file.size(); ++at) {
+    CAPTURE(at);
+    std::string bad = file;
+    bad[at] = static_cast<char>(bad[at] ^ 0x01);
+    WriteBytes(path, bad);
+    CheckRefused(path, absl::StatusCode::kDataLoss, "checksum mismatch");
+  }
+  // A byte of the length: the length no longer fits the file.
+  std::string bad = file;
+  bad[8] = static_cast<char>(bad[8] ^ 0x01);
+  WriteBytes(path, bad);
+  CheckRefused(path, absl::StatusCode::kDataLoss, "payload bytes");
+}
+
+TEST_CASE("trailing bytes after the checksum are refused", "[checkpoint]") {
+  const std::string dir = FreshDir("trailing");
+  const std::string path = WriteSample(dir);
+  const std::string file = ReadBytes(path);
+  for (const std::string& extra :
+       {std::string(1, '\0'), std::string("\n"), std::string(8, 'x'), file}) {
+    CAPTURE(extra.size());
+    WriteBytes(path, file + extra);
+    CheckRefused(path, absl::StatusCode::kDataLoss, "unusable");
+  }
+}
+
+TEST_CASE("a well-framed payload that is not a checkpoint is refused", "[checkpoint]") {
+  const std::string dir = FreshDir("unparsable");
+  const std::string path = dir + "/ckpt";
+  // Correct magic, length and checksum around bytes that are no protobuf.
+  const std::string payload = "\xff\xff\xff\xff";
+  std::string file = "ROGCKPT1";
+  for (int i = 0; i < 8; ++i) file.push_back(static_cast<char>(payload.size() >> (8 * i)));
+  file += payload;
+  const uint64_t sum = Fnv1a64(payload);
+  for (int i = 0; i < 8; ++i) file.push_back(static_cast<char>(sum >> (8 * i)));
+  WriteBytes(path, file);
+  CheckRefused(path, absl::StatusCode::kDataLoss, "does not parse");
+}
+
+TEST_CASE("a directory is not a checkpoint", "[checkpoint]") {
+  const std::string dir = FreshDir("dir_as_file");
+  auto read = ReadCheckpoint(dir);
+  REQUIRE_FALSE(read.ok());
+  INFO(read.status().ToString());
+  CHECK(MessageHas(read.status(), dir));
+}
+
+}  // namespace
+}  // namespace rog
