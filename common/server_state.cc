@@ -116,8 +116,7 @@ absl::StatusOr<std::unique_ptr<ServerState>> ServerState::Restore(Layout layout,
   const size_t n = parts.versions.num_workers();
   if (parts.global.size() != layout.total_numel()) {
     return absl::InvalidArgumentError(absl::StrCat("global model has ", parts.global.size(),
-                                                   " values, the layout ",
-                                                   layout.total_numel()));
+                                                   " values, the layout ", layout.total_numel()));
   }
   if (parts.versions.num_rows() != rows) {
     return absl::InvalidArgumentError("version storage does not match the layout's rows");
@@ -130,11 +129,22 @@ absl::StatusOr<std::unique_ptr<ServerState>> ServerState::Restore(Layout layout,
       return absl::InvalidArgumentError(absl::StrCat("worker ", w, "'s copy has the wrong size"));
     }
     if (parts.copies[w].num_rows() != rows || parts.copies[w].num_workers() != n) {
-      return absl::InvalidArgumentError(absl::StrCat("worker ", w, "'s versions have the wrong shape"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("worker ", w, "'s versions have the wrong shape"));
+    }
+    // A copy never holds more of a worker than the global rows do (the
+    // downlink subtracts one from the other).
+    for (RowId row = 0; row < rows; ++row) {
+      for (size_t q = 0; q < n; ++q) {
+        if (parts.copies[w].Get(row, q) > parts.versions.Get(row, q)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "worker ", w, "'s copy of row ", row, " is ahead of the global rows for worker ", q));
+        }
+      }
     }
   }
-  auto state = std::unique_ptr<ServerState>(
-      new ServerState(std::move(layout), std::move(parts.global), 0));
+  auto state =
+      std::unique_ptr<ServerState>(new ServerState(std::move(layout), std::move(parts.global), 0));
   state->versions_ = std::move(parts.versions);
   state->pending_ = std::move(parts.pending);
   state->copy_versions_ = std::move(parts.copies);

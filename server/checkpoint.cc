@@ -105,8 +105,9 @@ absl::StatusOr<pb::Checkpoint> ReadCheckpoint(const std::string& path) {
   }
   const uint64_t length = GetU64(file.data() + kMagicSize);
   if (length != file.size() - kMagicSize - 16) {
-    return corrupt(absl::StrCat("truncated: header says ", length, " payload bytes, file has ",
-                                file.size() - kMagicSize - 16));
+    const uint64_t have = file.size() - kMagicSize - 16;
+    return corrupt(absl::StrCat(have < length ? "truncated" : "trailing bytes", ": header says ",
+                                length, " payload bytes, file has ", have));
   }
   const absl::string_view payload(file.data() + kMagicSize + 8, length);
   if (Fnv1a64(payload) != GetU64(file.data() + kMagicSize + 8 + length)) {

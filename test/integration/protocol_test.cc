@@ -118,6 +118,10 @@ TEST_CASE("streams broken mid-batch resume exactly once in both directions", "[p
   Member& b = team.Add("b", 1, small);
   team.Train(a, 60, 2);
   team.Train(b, 60, 2);
+  // Breaks start once both hold a resume token: a stream cut before its
+  // first welcome makes a new incarnation, which rejoins at the team's clock
+  // (tested below) and would confuse the marker count.
+  REQUIRE(WaitFor(30, [&] { return a.worker->clock() >= 2 && b.worker->clock() >= 2; }));
   std::mt19937 rng(7);
   int breaks = 0;
   while (a.worker->clock() < 50 && breaks < 20) {
