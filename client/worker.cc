@@ -19,6 +19,7 @@
 #include "common/row_index.h"
 #include "common/selection.h"
 #include "common/staleness.h"
+#include "common/worker_id.h"
 #include "common/worker_state.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/convert.h"
@@ -44,14 +45,6 @@ std::chrono::steady_clock::time_point At(double t) {
   return std::chrono::steady_clock::time_point(
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           std::chrono::duration<double>(t)));
-}
-
-bool ValidWorkerId(const std::string& id) {
-  if (id.empty() || id.size() > 64) return false;
-  return std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-           c == '_' || c == '-';
-  });
 }
 
 // Codes that retrying cannot fix.

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/codec.h"
 #include "common/row_index.h"
+#include "common/worker_id.h"
 #include "proto/convert.h"
 #include "spdlog/spdlog.h"
 
@@ -119,16 +120,6 @@ class StreamOutbox final : public Outbox {
   std::string end_reason_;
   std::thread writer_;  // last: starts once the rest is constructed
 };
-
-bool ValidWorkerId(const std::string& id) {
-  if (id.empty() || id.size() > 64) return false;
-  for (char c : id) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
 
 bool ValidSeconds(double v) { return std::isfinite(v) && v >= 0; }
 

@@ -7,9 +7,11 @@
 // sequential per stream. The reading thread validates and decodes each
 // message (the costly part) in parallel with other streams, then hands it to
 // the engine's single writer; the writer thread drains the stream's outbox,
-// so a slow link never blocks the engine. The callback API would save the
-// two threads per stream; at our team sizes that does not matter, and it was
-// not measured.
+// so a slow link never blocks the engine. Measured cost (16 linreg example
+// workers against one rogd, 2-core machine): 43 threads instead of 11 with
+// one worker, peak RSS 22.1 MB instead of 18.4 MB, i.e. about 0.25 MB per
+// stream. The callback API would save those threads; it was not built to
+// compare, since at team sizes this cost does not matter.
 #ifndef ROG_SERVER_SERVICE_H_
 #define ROG_SERVER_SERVICE_H_
 
