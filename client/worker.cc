@@ -98,6 +98,8 @@ struct Worker::Impl {
   uint64_t session = 0;                    // counts streams
   double hold_until = 0;                   // Disconnect(hold)
   uint64_t reconnects = 0;
+  uint64_t sessions_at_last_warning = 0;
+  double last_warning = 0;
   uint64_t token = 0;
 
   // --- protocol (guarded by mu) -----------------------------------------------
@@ -601,6 +603,17 @@ struct Worker::Impl {
         return;
       }
       last_error = status.ok() ? "stream ended" : status.error_message();
+      // Say so when rogd stays out of reach: at the first failure, then every
+      // 10 s (a worker waiting silently looks hung).
+      const double now = Now();
+      if (session == sessions_at_last_warning && now - last_warning >= 10) {
+        spdlog::warn("worker {}: cannot reach rogd at {}: {}; retrying", opt.worker_id, opt.server,
+                     last_error);
+        last_warning = now;
+      } else if (session != sessions_at_last_warning) {
+        sessions_at_last_warning = session;
+        last_warning = 0;
+      }
       if (Now() - started > 10) backoff = opt.backoff_initial;
       std::uniform_real_distribution<double> jitter(0.5, 1.0);
       const double wait = backoff * jitter(rng);
@@ -617,7 +630,8 @@ struct Worker::Impl {
             std::chrono::system_clock::now() +
             std::chrono::milliseconds(static_cast<int>(std::max(0.1, opt.backoff_max) * 1000)))) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                          absl::StrCat("cannot connect to ", opt.server));
+                          absl::StrCat("no connection within ", std::max(0.1, opt.backoff_max),
+                                       " s (is rogd running there?)"));
     }
     grpc::ClientContext ctx;
     pb::WorkerMessage hello;

@@ -135,6 +135,9 @@ int main(int argc, char** argv) {
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&trainer);
   builder.RegisterService(&admin);
+  // gRPC sets SO_REUSEPORT by default: a second rogd on the same port would
+  // start and split the workers between two servers. Fail instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
   // Workers ping every second to find dead links (BUILDING.md): allow it.

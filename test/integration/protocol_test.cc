@@ -434,6 +434,30 @@ TEST_CASE("every kind of malformed message is refused with its reason and change
   CHECK(a.worker->Replica() == *after);
 }
 
+TEST_CASE("a worker whose layout differs stops with rogd's reason instead of retrying",
+          "[protocol]") {
+  auto rogd = RogdProcess::Start({"--workers=1"});
+  REQUIRE(rogd.ok());
+  Team team((*rogd)->address(), 4);
+  Member& a = team.Add("a", 0);
+  team.Train(a, 2, 0);
+  team.JoinAll();
+  RequireClean(team);
+  const Layout other = *Layout::Create({{"other", {3, 3}}});
+  WorkerOptions options;
+  options.server = (*rogd)->address();
+  options.worker_id = "z";
+  auto z = Worker::Start(options, other, std::vector<float>(9, 0.0f));
+  REQUIRE(z.ok());
+  std::vector<float> params(9);
+  const absl::Status s = (*z)->BeginIteration(absl::MakeSpan(params), 20);
+  INFO(s.ToString());
+  CHECK(s.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(s.message().find("same tensors") != absl::string_view::npos);
+  // Every later call says the same.
+  CHECK((*z)->EndIteration(params).status().code() == absl::StatusCode::kFailedPrecondition);
+}
+
 TEST_CASE("the first worker's initial values are validated too", "[protocol]") {
   auto rogd = RogdProcess::Start({"--workers=1"});
   REQUIRE(rogd.ok());
