@@ -55,6 +55,11 @@ class TorchWorker {
   // and streams it (see Worker::EndIteration).
   absl::StatusOr<IterationStats> EndStep();
 
+  // Loads the worker's replica into the module's parameters, e.g. after
+  // worker().Sync() to evaluate the team's model. Not between BeginStep and
+  // EndStep.
+  void LoadReplica() { Load(worker_->Replica()); }
+
   Worker& worker() { return *worker_; }
 
  private:

@@ -1,0 +1,281 @@
+// A robot of the team in the paper's environment-adaptation task: a small
+// CNN first trained on clean Fashion-MNIST images (a short local
+// pretraining, cached on disk), then adapted by the team to degraded images
+// (fog-like blur plus noise, deterministic per seed), each robot on its own
+// shard, synchronising through rogd with the LibTorch adapter. It prints how
+// accuracy on degraded test images recovers over time.
+//
+// Output, one line each (for tools/run.sh to parse):
+//   progress id=ID t=SECONDS iter=N acc=FRACTION stall=SHARE
+//   final id=ID t=SECONDS iter=N acc=FRACTION stall=SHARE stalls=N up_mb=X down_mb=Y
+#include <torch/torch.h>
+#include <zlib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "client/torch_adapter.h"
+
+ABSL_FLAG(std::string, server, "127.0.0.1:7070", "rogd's address, host:port");
+ABSL_FLAG(std::string, id, "", "this robot's worker id (required unless --pretrain_only)");
+ABSL_FLAG(int, shard, 0, "this robot's shard of the training data (0-based)");
+ABSL_FLAG(int, shards, 4, "number of shards (robots in the team)");
+ABSL_FLAG(bool, non_iid, false, "label-skewed shards instead of IID ones");
+ABSL_FLAG(uint64_t, seed, 1, "seed of the degradation, the shards and the batches");
+ABSL_FLAG(double, seconds, 120, "how long to adapt, seconds of wall time");
+ABSL_FLAG(double, eval_every, 10, "seconds between accuracy evaluations");
+ABSL_FLAG(int, eval_images, 2000, "degraded test images per evaluation");
+ABSL_FLAG(int, batch, 32, "examples per iteration");
+ABSL_FLAG(double, lr, 0.05, "SGD learning rate");
+ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
+          "folder of the Fashion-MNIST idx files (Debian's dataset-fashion-mnist)");
+ABSL_FLAG(std::string, cache_dir, "/tmp/rog-cache", "where the pretrained clean model is cached");
+ABSL_FLAG(int, pretrain_steps, 600, "clean-image SGD steps of the pretraining");
+ABSL_FLAG(bool, pretrain_only, false, "pretrain (or find the cached model) and exit");
+
+namespace {
+
+constexpr int kSide = 28;
+constexpr int kPixels = kSide * kSide;
+
+struct NetImpl : torch::nn::Module {
+  NetImpl() {
+    conv1 = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 8, 5)));
+    conv2 = register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 16, 5)));
+    fc1 = register_module("fc1", torch::nn::Linear(256, 64));
+    fc2 = register_module("fc2", torch::nn::Linear(64, 10));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = torch::max_pool2d(torch::relu(conv1->forward(x)), 2);
+    x = torch::max_pool2d(torch::relu(conv2->forward(x)), 2);
+    x = torch::relu(fc1->forward(x.view({-1, 256})));
+    return torch::log_softmax(fc2->forward(x), 1);
+  }
+  torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(Net);
+
+std::string ReadGz(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) return "";
+  std::string out;
+  char buf[1 << 16];
+  int n;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, n);
+  gzclose(f);
+  return out;
+}
+
+uint32_t BigEndian(const std::string& s, size_t at) {
+  return (uint32_t(uint8_t(s[at])) << 24) | (uint32_t(uint8_t(s[at + 1])) << 16) |
+         (uint32_t(uint8_t(s[at + 2])) << 8) | uint32_t(uint8_t(s[at + 3]));
+}
+
+struct Data {
+  torch::Tensor images;  // N x 1 x 28 x 28, [0, 1]
+  torch::Tensor labels;  // N, int64
+};
+
+// Reads an idx image file and its label file; exits with a message on error.
+Data Load(const std::string& dir, const std::string& prefix) {
+  const std::string ipath = dir + "/" + prefix + "-images-idx3-ubyte.gz";
+  const std::string lpath = dir + "/" + prefix + "-labels-idx1-ubyte.gz";
+  const std::string img = ReadGz(ipath), lab = ReadGz(lpath);
+  if (img.size() < 16 || BigEndian(img, 0) != 2051 || lab.size() < 8 || BigEndian(lab, 0) != 2049) {
+    std::fprintf(stderr,
+                 "fmnist_worker: cannot read %s and %s (install Debian's dataset-fashion-mnist, "
+                 "or pass --data_dir)\n",
+                 ipath.c_str(), lpath.c_str());
+    std::exit(2);
+  }
+  const int64_t n = BigEndian(img, 4);
+  if (img.size() != 16 + size_t(n) * kPixels || lab.size() != 8 + size_t(n)) {
+    std::fprintf(stderr, "fmnist_worker: %s is truncated\n", ipath.c_str());
+    std::exit(2);
+  }
+  Data d;
+  d.images =
+      torch::from_blob(const_cast<char*>(img.data() + 16), {n, 1, kSide, kSide}, torch::kUInt8)
+          .to(torch::kFloat32)
+          .div(255);
+  d.labels =
+      torch::from_blob(const_cast<char*>(lab.data() + 8), {n}, torch::kUInt8).to(torch::kInt64);
+  return d;
+}
+
+// Fog-like degradation: a 5x5 blur, a grey veil and Gaussian noise, the same
+// for a given seed on every robot.
+torch::Tensor Degrade(const torch::Tensor& images, uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  auto blurred = torch::avg_pool2d(images, 5, 1, 2, /*ceil_mode=*/false,
+                                   /*count_include_pad=*/false);
+  auto gen = at::detail::createCPUGenerator(seed * 7919 + 17);
+  auto noise = at::normal(0.0, 0.2, images.sizes(), gen);
+  return (0.55 * blurred + 0.35 + noise).clamp(0, 1);
+}
+
+double Accuracy(Net& net, const torch::Tensor& images, const torch::Tensor& labels) {
+  torch::NoGradGuard no_grad;
+  net->eval();
+  int64_t correct = 0;
+  for (int64_t at = 0; at < images.size(0); at += 500) {
+    const int64_t n = std::min<int64_t>(500, images.size(0) - at);
+    auto out = net->forward(images.narrow(0, at, n));
+    correct += out.argmax(1).eq(labels.narrow(0, at, n)).sum().item<int64_t>();
+  }
+  net->train();
+  return static_cast<double>(correct) / images.size(0);
+}
+
+// The clean model every robot starts from: pretrained once and cached.
+void Pretrained(Net& net, const Data& train, const Data& test) {
+  const std::string dir = absl::GetFlag(FLAGS_cache_dir);
+  const std::string path = absl::StrCat(dir, "/fmnist-clean-", absl::GetFlag(FLAGS_pretrain_steps),
+                                        "-seed", absl::GetFlag(FLAGS_seed), ".pt");
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    torch::load(net, path);
+    return;
+  }
+  torch::manual_seed(absl::GetFlag(FLAGS_seed));
+  torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  std::mt19937_64 rng(absl::GetFlag(FLAGS_seed));
+  std::uniform_int_distribution<int64_t> pick(0, train.images.size(0) - 1);
+  for (int step = 0; step < absl::GetFlag(FLAGS_pretrain_steps); ++step) {
+    std::vector<int64_t> idx(64);
+    for (auto& i : idx) i = pick(rng);
+    auto sel = torch::tensor(idx);
+    opt.zero_grad();
+    auto loss = torch::nll_loss(net->forward(train.images.index_select(0, sel)),
+                                train.labels.index_select(0, sel));
+    loss.backward();
+    opt.step();
+  }
+  std::filesystem::create_directories(dir, ec);
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  torch::save(net, tmp);
+  std::filesystem::rename(tmp, path, ec);
+  const auto clean = test.images.narrow(0, 0, 2000);
+  std::printf("pretrained clean model: %s (clean test accuracy %.3f)\n", path.c_str(),
+              Accuracy(net, clean, test.labels.narrow(0, 0, 2000)));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "A ROG robot adapting a Fashion-MNIST CNN to degraded images with its team.\n"
+      "Usage: fmnist_worker --id=NAME --shard=K --shards=N [--server=HOST:PORT] [--seconds=S]");
+  absl::ParseCommandLine(argc, argv);
+  torch::set_num_threads(1);
+  const std::string id = absl::GetFlag(FLAGS_id);
+  const int shard = absl::GetFlag(FLAGS_shard), shards = absl::GetFlag(FLAGS_shards);
+  if (!absl::GetFlag(FLAGS_pretrain_only) && id.empty()) {
+    std::fprintf(stderr, "fmnist_worker: --id is required (e.g. --id=robot1)\n");
+    return 2;
+  }
+  if (shards < 1 || shard < 0 || shard >= shards) {
+    std::fprintf(stderr, "fmnist_worker: need 0 <= --shard < --shards\n");
+    return 2;
+  }
+  const std::string dir = absl::GetFlag(FLAGS_data_dir);
+  const Data train = Load(dir, "train"), test = Load(dir, "t10k");
+  Net net;
+  Pretrained(net, train, test);
+  const uint64_t seed = absl::GetFlag(FLAGS_seed);
+  const int eval_n = std::min<int64_t>(absl::GetFlag(FLAGS_eval_images), test.images.size(0));
+  const auto test_images = Degrade(test.images.narrow(0, 0, eval_n), seed + 1000);
+  const auto test_labels = test.labels.narrow(0, 0, eval_n);
+  if (absl::GetFlag(FLAGS_pretrain_only)) {
+    std::printf("degraded test accuracy of the clean model: %.3f\n",
+                Accuracy(net, test_images, test_labels));
+    return 0;
+  }
+
+  // This robot's shard of the degraded training images.
+  std::vector<int64_t> mine;
+  const int64_t n = train.images.size(0);
+  if (absl::GetFlag(FLAGS_non_iid)) {
+    auto order = std::get<1>(train.labels.sort(/*stable=*/true, 0, false));
+    const int64_t from = n * shard / shards, to = n * (shard + 1) / shards;
+    for (int64_t i = from; i < to; ++i) mine.push_back(order[i].item<int64_t>());
+  } else {
+    for (int64_t i = shard; i < n; i += shards) mine.push_back(i);
+  }
+  const auto sel = torch::tensor(mine);
+  const auto images = Degrade(train.images.index_select(0, sel), seed + shard);
+  const auto labels = train.labels.index_select(0, sel);
+
+  rog::WorkerOptions options;
+  options.server = absl::GetFlag(FLAGS_server);
+  options.worker_id = id;
+  auto rog = rog::TorchWorker::Start(*net, options);
+  if (!rog.ok()) {
+    std::fprintf(stderr, "fmnist_worker: %s\n", std::string(rog.status().message()).c_str());
+    return 2;
+  }
+  torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(absl::GetFlag(FLAGS_lr)));
+  std::mt19937_64 rng(seed * 131 + shard);
+  std::uniform_int_distribution<int64_t> pick(0, images.size(0) - 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  double stall = 0, next_eval = 0, acc = 0;
+  uint64_t stalls = 0, up = 0, down = 0, iter = 0;
+  const int batch = absl::GetFlag(FLAGS_batch);
+  while (elapsed() < absl::GetFlag(FLAGS_seconds)) {
+    if (elapsed() >= next_eval) {
+      acc = Accuracy(net, test_images, test_labels);
+      std::printf("progress id=%s t=%.1f iter=%lu acc=%.4f stall=%.3f\n", id.c_str(), elapsed(),
+                  static_cast<unsigned long>(iter), acc, stall / std::max(elapsed(), 1e-9));
+      std::fflush(stdout);
+      next_eval += absl::GetFlag(FLAGS_eval_every);
+    }
+    absl::Status s = (*rog)->BeginStep(120);
+    if (!s.ok()) {
+      std::fprintf(stderr, "fmnist_worker %s: %s\n", id.c_str(), std::string(s.message()).c_str());
+      return 1;
+    }
+    std::vector<int64_t> idx(batch);
+    for (auto& i : idx) i = pick(rng);
+    auto b = torch::tensor(idx);
+    opt.zero_grad();
+    auto loss = torch::nll_loss(net->forward(images.index_select(0, b)), labels.index_select(0, b));
+    loss.backward();
+    opt.step();
+    absl::StatusOr<rog::IterationStats> st = (*rog)->EndStep();
+    if (!st.ok()) {
+      std::fprintf(stderr, "fmnist_worker %s: %s\n", id.c_str(),
+                   std::string(st.status().message()).c_str());
+      return 1;
+    }
+    iter = st->iteration;
+    stall += st->stall_seconds;
+    stalls += st->stalled;
+    up += st->bytes_up;
+    down += st->bytes_down;
+  }
+  // Push everything, take what the team pushed, evaluate that, leave.
+  absl::Status s = (*rog)->worker().Sync(60);
+  if (s.ok()) (*rog)->LoadReplica();
+  if (s.ok()) s = (*rog)->worker().Close(30);
+  if (!s.ok())
+    std::fprintf(stderr, "fmnist_worker %s: close: %s\n", id.c_str(),
+                 std::string(s.message()).c_str());
+  acc = Accuracy(net, test_images, test_labels);
+  std::printf(
+      "final id=%s t=%.1f iter=%lu acc=%.4f stall=%.3f stalls=%lu up_mb=%.2f down_mb=%.2f\n",
+      id.c_str(), elapsed(), static_cast<unsigned long>(iter), acc,
+      stall / std::max(elapsed(), 1e-9), static_cast<unsigned long>(stalls), up / 1e6, down / 1e6);
+  return 0;
+}
