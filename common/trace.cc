@@ -79,6 +79,13 @@ double Trace::MbitAt(double t) const {
   return mbit_[SegmentAt(std::fmod(std::max(0.0, t), period_))];
 }
 
+double Trace::NextChange(double t) const {
+  t = std::max(0.0, t);
+  const double base = t - std::fmod(t, period_);
+  const double end = base + SegmentEnd(SegmentAt(t - base));
+  return end > t ? end : std::nextafter(t, INFINITY);
+}
+
 double Trace::BytesBetween(double t0, double t1, double scale) const {
   if (t1 <= t0) return 0;
   double bytes = 0;

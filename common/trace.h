@@ -36,6 +36,9 @@ class Trace {
   // When `bytes` sent back to back from `start` have crossed the link at
   // `scale` × the trace. REQUIRES: scale > 0, bytes >= 0.
   double TransferEnd(double start, double bytes, double scale) const;
+  // When the sample in force at time t (t >= 0; looped) ends and the next
+  // one starts: always > t. For replaying the trace sample by sample.
+  double NextChange(double t) const;
 
  private:
   Trace() = default;

@@ -23,6 +23,17 @@ TEST_CASE("traces parse the shared format and loop", "[trace]") {
   CHECK(t->mean_mbit() == Approx(8.0));
 }
 
+TEST_CASE("the next sample starts where the file says, looped", "[trace]") {
+  auto t = Trace::Parse("0\t8\n1\t16\n2\t0\n", "t");  // period 3
+  REQUIRE(t.ok());
+  CHECK(t->NextChange(0) == Approx(1.0));
+  CHECK(t->NextChange(0.5) == Approx(1.0));
+  CHECK(t->NextChange(1.0) == Approx(2.0));
+  CHECK(t->NextChange(2.5) == Approx(3.0));
+  CHECK(t->NextChange(3.2) == Approx(4.0));  // second period
+  CHECK(Trace::Constant(5).NextChange(0.25) == Approx(1.0));
+}
+
 TEST_CASE("bad trace text is refused with the line and the reason", "[trace]") {
   auto msg = [](const char* text) {
     auto t = Trace::Parse(text, "f.tsv");

@@ -1,4 +1,4 @@
-#include "test/util/rate_proxy.h"
+#include "tools/rate_proxy.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

@@ -1,4 +1,4 @@
-#include "test/util/rate_proxy.h"
+#include "tools/rate_proxy.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -471,6 +471,10 @@ absl::StatusOr<std::unique_ptr<RateProxy>> RateProxy::Start(const std::string& u
   if (!(options.delay_seconds >= 0) || options.queue_bytes == 0) {
     return absl::InvalidArgumentError("delay must be >= 0 and queue_bytes > 0");
   }
+  if (options.listen_port < 0 || options.listen_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("listen_port must be 0..65535, not ", options.listen_port));
+  }
   state->options = options;
   for (int d = 0; d < 2; ++d) state->rate[d] = options.rate_bytes_per_sec;
 
@@ -489,7 +493,12 @@ absl::StatusOr<std::unique_ptr<RateProxy>> RateProxy::Start(const std::string& u
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
+  addr.sin_port = htons(options.listen_port);
+  if (options.listen_port != 0) {
+    // A fixed port can be taken again while old connections sit in TIME_WAIT.
+    int one = 1;
+    setsockopt(state->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  }
   if (bind(state->listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0) {
     return fail("bind");
   }
