@@ -1,41 +1,143 @@
 #!/usr/bin/env bash
-# The main job of ROG.
+# The main job of ROG: a team of four robots adapts a Fashion-MNIST model to
+# degraded images over real WiFi. It starts rogd and four LibTorch workers on
+# loopback, each behind a link that replays one of
+# ../shared/traces/outdoors-fast-wN.tsv (a user-space relay), shows progress
+# while it runs and ends with a summary table.
 #
-# Today it runs the deterministic simulator (//tools:sim) on the real robot
-# bandwidth traces in ../shared/traces and compares BSP, SSP and ROG on the
-# same workload. The real training job (rogd, four LibTorch workers and a
-# link emulator) replaces it when the SDK lands; see README.md.
-#
-# Usage: tools/run.sh [--quick] [any //tools:sim flag, e.g. --staleness=3]
-set -euo pipefail
+# Usage: tools/run.sh [--sync=bsp|ssp|rog] [--staleness=S] [--minutes=N]
+#                     [--quick] [--scale=X] [--traces=DIR] [--non_iid] [--seed=N]
+#   --sync      synchronisation policy (default rog)
+#   --staleness the bound S for ssp and rog (default 4)
+#   --minutes   how long the team adapts (default 4.5, about 5 with startup)
+#   --quick     adapt for 60 s (the whole run within 2 minutes once built)
+#   --scale     multiply every trace's bandwidth (default 1)
+#   --traces    folder with outdoors-fast-w1..4.tsv (default ../shared/traces)
+#   --non_iid   label-skewed shards instead of IID ones
+#   --seed      seed of the data degradation, shards and batches (default 1)
+# Ctrl-C stops everything; no process is left behind. Logs stay in the
+# folder printed at the start.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 
-args=()
-seconds=300
+sync=rog staleness=4 seconds=270 scale=1 traces=../shared/traces non_iid=() seed=1
 for a in "$@"; do
   case "$a" in
+    --sync=*) sync="${a#*=}" ;;
+    --staleness=*) staleness="${a#*=}" ;;
+    --minutes=*) seconds=$(awk -v m="${a#*=}" 'BEGIN { printf "%d", m * 60 }') ;;
     --quick) seconds=60 ;;
-    -h|--help)
-      sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
-      echo
-      echo "Simulator flags (bazel run //tools:sim -- --help for all):"
-      echo "  --sync=bsp,ssp,rog --staleness=4 --workers=4 --seconds=300 --seed=1"
-      echo "  --traces=../shared/traces --trace_filter=fast --trace_scale=1 --codec=fp32"
-      exit 0 ;;
-    *) args+=("$a") ;;
+    --scale=*) scale="${a#*=}" ;;
+    --traces=*) traces="${a#*=}" ;;
+    --non_iid) non_iid=(--non_iid) ;;
+    --seed=*) seed="${a#*=}" ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run: unknown argument '$a' (see tools/run.sh --help)" >&2; exit 2 ;;
   esac
 done
+case "$sync" in bsp|ssp|rog) ;; *) echo "run: --sync must be bsp, ssp or rog" >&2; exit 2 ;; esac
+[ "$seconds" -ge 10 ] 2>/dev/null || { echo "run: --minutes must be at least 0.2" >&2; exit 2; }
+for w in 1 2 3 4; do
+  if [ ! -f "$traces/outdoors-fast-w$w.tsv" ]; then
+    echo "run: $traces/outdoors-fast-w$w.tsv not found; ROG expects the shared folder beside" >&2
+    echo "run: the repository, or pass --traces=DIR holding outdoors-fast-w1..4.tsv" >&2
+    exit 2
+  fi
+done
 
-traces="../shared/traces"
-if [ ! -d "$traces" ]; then
-  echo "run: $traces not found; ROG expects the shared folder beside the repository" >&2
-  echo "run: pass --traces=DIR with *.tsv bandwidth traces instead" >&2
+tools/setup.sh || exit 1
+echo "run: building rogd, trace_relay and fmnist_worker (first time: a few minutes)"
+targets=(//server:rogd //tools:trace_relay //client/examples:fmnist_worker)
+if ! bazel build --color=no --curses=no -c opt "${targets[@]}" >/tmp/rog-run-build.log 2>&1; then
+  tail -20 /tmp/rog-run-build.log >&2
+  echo "run: build failed (full log: /tmp/rog-run-build.log)" >&2
+  exit 1
 fi
+bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/rog"
+work="$(mktemp -d /tmp/rog-run.XXXXXX)"
+echo "run: logs in $work"
 
-tools/setup.sh
-echo "run: building //tools:sim"
-bazel build --color=no --curses=no -c opt //tools:sim 2>&1 | grep -E "^(ERROR|FAIL)" || true
-bin="$(bazel info -c opt bazel-bin 2>/dev/null)/tools/sim"
-[ -x "$bin" ] || { echo "run: build failed; run 'bazel build //tools:sim' to see why" >&2; exit 1; }
-echo "run: simulating ${seconds} s of training under BSP, SSP and ROG"
-exec "$bin" --seconds="$seconds" --traces="$traces" ${args[@]+"${args[@]}"}
+pids=()
+cleanup() {
+  trap - INT TERM EXIT
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  sleep 0.5
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  wait 2>/dev/null
+}
+trap 'echo; echo "run: stopping"; cleanup; exit 130' INT TERM
+trap cleanup EXIT
+
+# Wait for a port file, or fail naming the process's log.
+port_of() {
+  local file=$1 log=$2
+  for _ in $(seq 1 200); do
+    [ -s "$file" ] && { cat "$file"; return 0; }
+    sleep 0.05
+  done
+  echo "run: no port in $file; see $log" >&2
+  tail -5 "$log" >&2
+  return 1
+}
+
+"$bin/client/examples/fmnist_worker" --pretrain_only --cache_dir="$cache" --seed="$seed" \
+  > "$work/pretrain.log" 2>&1 || { cat "$work/pretrain.log" >&2; exit 1; }
+sed 's/^/run: /' "$work/pretrain.log"
+
+"$bin/server/rogd" --listen=127.0.0.1:0 --port_file="$work/rogd.port" --sync="$sync" \
+  --staleness="$staleness" --workers=4 --lease=60s --checkpoint_dir="$work" \
+  > "$work/rogd.log" 2>&1 &
+pids+=($!)
+rogd_port=$(port_of "$work/rogd.port" "$work/rogd.log") || exit 1
+
+for w in 1 2 3 4; do
+  "$bin/tools/trace_relay" --upstream="127.0.0.1:$rogd_port" --listen_port_file="$work/relay$w.port" \
+    --trace="$traces/outdoors-fast-w$w.tsv" --scale="$scale" > "$work/relay$w.log" 2>&1 &
+  pids+=($!)
+done
+workers=()
+for w in 1 2 3 4; do
+  port=$(port_of "$work/relay$w.port" "$work/relay$w.log") || exit 1
+  "$bin/client/examples/fmnist_worker" --server="127.0.0.1:$port" --id="robot$w" \
+    --shard=$((w - 1)) --shards=4 --seconds="$seconds" --eval_every=10 --seed="$seed" \
+    --cache_dir="$cache" "${non_iid[@]}" > "$work/robot$w.log" 2>&1 &
+  pids+=($!)
+  workers+=($!)
+done
+
+echo "run: sync=$sync S=$staleness, 4 robots on outdoors-fast-w1..4 (scale $scale), adapting for $seconds s"
+start=$(date +%s)
+running=4
+while [ "$running" -gt 0 ]; do
+  sleep 5
+  running=0
+  for p in "${workers[@]}"; do kill -0 "$p" 2>/dev/null && running=$((running + 1)); done
+  line="$(printf '%4ds' $(( $(date +%s) - start )))"
+  for w in 1 2 3 4; do
+    last=$(grep -E '^progress' "$work/robot$w.log" | tail -1)
+    it=$(sed -nE 's/.* iter=([0-9]+).*/\1/p' <<<"$last")
+    acc=$(sed -nE 's/.* acc=([0-9.]+).*/\1/p' <<<"$last")
+    st=$(sed -nE 's/.* stall=([0-9.]+).*/\1/p' <<<"$last")
+    line+="$(printf ' | robot%d it %5s acc %5s stall %5s' "$w" "${it:--}" "${acc:--}" "${st:--}")"
+  done
+  echo "$line"
+done
+
+failed=0
+for i in 0 1 2 3; do
+  wait "${workers[$i]}" || { failed=1; echo "run: robot$((i + 1)) failed; see $work/robot$((i + 1)).log" >&2; tail -3 "$work/robot$((i + 1)).log" >&2; }
+done
+echo
+echo "Summary: sync=$sync S=$staleness, $seconds s of adaptation, traces outdoors-fast-w1..4 × $scale"
+printf '%-8s %10s %7s %10s %11s %7s %8s %8s\n' robot iterations it/s "accuracy" "stall share" stalls "MB up" "MB down"
+for w in 1 2 3 4; do
+  f=$(grep -E '^final' "$work/robot$w.log" | tail -1)
+  [ -n "$f" ] || { printf '%-8s %s\n' "robot$w" "(died: see $work/robot$w.log)"; failed=1; continue; }
+  val() { sed -nE "s/.* $1=([0-9.]+).*/\\1/p" <<<"$f"; }
+  printf '%-8s %10s %7.2f %10s %11s %7s %8s %8s\n' "robot$w" "$(val iter)" \
+    "$(awk -v i="$(val iter)" -v t="$(val t)" 'BEGIN { printf "%.2f", i / t }')" \
+    "$(val acc)" "$(val stall)" "$(val stalls)" "$(val up_mb)" "$(val down_mb)"
+done
+echo "(accuracy: on degraded test images after the final sync; clean model before adapting: $(sed -nE 's/.*clean model: ([0-9.]+)/\1/p' "$work/pretrain.log"))"
+exit "$failed"

@@ -2,8 +2,10 @@
 # Runs every test of ROG on this machine: installs what is missing
 # (tools/setup.sh), then `bazel test //...`, then prints a closing line
 # `N passed, M failed` that counts Catch2 test cases across all test
-# binaries. A test binary that crashed, timed out or failed to build counts
-# as one failed case. Exits non-zero when anything failed.
+# binaries, plus one case for the main job (`tools/run.sh --quick`, skipped
+# with ROG_SKIP_RUN=1 or when target patterns are given). A test binary that
+# crashed, timed out or failed to build counts as one failed case. Exits
+# non-zero when anything failed.
 # Extra arguments go to `bazel test`: flags (e.g. --config=asan) and target
 # patterns (default //...).
 set -uo pipefail
@@ -62,6 +64,24 @@ while read -r target status; do
   fi
 done < <(sed -nE 's#^(//[^ ]+) +(\(cached\) +)?(PASSED|FAILED|TIMEOUT|NO STATUS|FLAKY|FAILED TO BUILD|INCOMPLETE).*#\1 \3#p' "$out" |
          sed -E 's/ NO STATUS$/ NO_STATUS/; s/ FAILED TO BUILD$/ FAILED_TO_BUILD/')
+
+# The main job end to end, counted as one test case: its summary table must
+# be there and every robot must have finished. Skipped when only some
+# targets were asked for.
+if [ "$has_pattern" -eq 0 ] && [ "${ROG_SKIP_RUN:-0}" != 1 ]; then
+  echo "test: tools/run.sh --quick"
+  runlog="$(mktemp)"
+  if tools/run.sh --quick >"$runlog" 2>&1 && grep -q '^Summary:' "$runlog" &&
+      [ "$(grep -cE '^robot[1-4] +[0-9]+ ' "$runlog")" -eq 4 ]; then
+    passed=$((passed + 1))
+    sed -n '/^Summary:/,$p' "$runlog"
+  else
+    failed=$((failed + 1))
+    echo "test: tools/run.sh --quick failed; its output:" >&2
+    tail -30 "$runlog" >&2
+  fi
+  rm -f "$runlog"
+fi
 
 if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
   echo "test: bazel test exited with $rc" >&2
