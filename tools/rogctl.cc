@@ -7,7 +7,9 @@
 // --checkpoint_dir). See README.md, section "rogctl", for the JSON schemas.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <set>
@@ -32,6 +34,8 @@ ABSL_FLAG(absl::Duration, timeout, absl::Seconds(5), "deadline of each call to r
 ABSL_FLAG(std::string, tensor, "", "staleness: only rows of this tensor");
 ABSL_FLAG(std::string, worker, "", "staleness: only this worker's copies");
 ABSL_FLAG(uint32_t, top, 0, "staleness: only the N stalest rows (0: all)");
+ABSL_FLAG(absl::Duration, watch, absl::ZeroDuration(),
+          "status, workers, staleness: refresh every DURATION (e.g. 2s) until Ctrl-C");
 ABSL_FLAG(std::string, staleness, "", "mta: the bound S, a range A..B or a list A,B,C");
 
 namespace {
@@ -56,14 +60,15 @@ flags:
   --server=HOST:PORT  rogd's address (default 127.0.0.1:7070)
   --json              JSON instead of tables (schemas: README.md, section "rogctl")
   --timeout=DURATION  deadline of each call, e.g. 5s, 500ms (default 5s)
+  --watch=DURATION    status, workers, staleness: refresh every DURATION (e.g. 2s) until Ctrl-C
 
 exit codes: 0 ok, 1 other error, 2 usage or unknown tensor/worker, 3 rogd unreachable,
             4 not ready (no model yet, rogd without --checkpoint_dir)
 )";
 
 const std::set<std::string>& KnownFlags() {
-  static const auto* const known = new std::set<std::string>{"server", "json", "timeout",  "tensor",
-                                                             "worker", "top",  "staleness"};
+  static const auto* const known = new std::set<std::string>{
+      "server", "json", "timeout", "tensor", "worker", "top", "staleness", "watch"};
   return *known;
 }
 
@@ -123,6 +128,11 @@ int ParseArgs(int argc, char** argv, std::vector<std::string>* positional) {
         return UsageError(absl::StrCat("flag --", name, " needs a value: --", name, "=VALUE"));
       }
     }
+    // `--watch 2` means seconds, as in the issue's `--watch SECONDS`.
+    if (flag->IsOfType<absl::Duration>() && !value.empty() &&
+        value.find_first_not_of("0123456789.") == std::string::npos) {
+      value += "s";
+    }
     std::string error;
     if (!flag->ParseFrom(value, &error)) {
       return UsageError(
@@ -141,19 +151,29 @@ void SetDeadline(grpc::ClientContext* ctx) {
   ctx->set_deadline(absl::ToChronoTime(absl::Now() + absl::GetFlag(FLAGS_timeout)));
 }
 
-int Fail(const grpc::Status& s, const std::string& command) {
+// What one command produced: its exit code, stdout text and stderr text.
+struct Output {
+  int code = kExitOk;
+  std::string out;
+  std::string err;
+};
+
+Output Fail(const grpc::Status& s, const std::string& command) {
   const rog::ctl::Failure f = rog::ctl::DescribeFailure(
       static_cast<int>(s.error_code()), s.error_message(), absl::GetFlag(FLAGS_server), command);
-  std::fprintf(stderr, "%s\n", f.message.c_str());
-  return f.exit_code;
+  return {f.exit_code, "", f.message + "\n"};
 }
 
-int Print(const std::string& text) {
-  std::fputs(text.c_str(), stdout);
-  return kExitOk;
+Output Print(const std::string& text) { return {kExitOk, text, ""}; }
+
+int Emit(const Output& o) {
+  std::fputs(o.out.c_str(), stdout);
+  std::fputs(o.err.c_str(), stderr);
+  std::fflush(stdout);
+  return o.code;
 }
 
-int RunStatus() {
+Output RunStatus() {
   grpc::ClientContext ctx;
   SetDeadline(&ctx);
   rog::pb::StatusReply reply;
@@ -164,7 +184,7 @@ int RunStatus() {
                                          : rog::ctl::StatusTable(reply, now));
 }
 
-int RunWorkers() {
+Output RunWorkers() {
   grpc::ClientContext ctx;
   SetDeadline(&ctx);
   rog::pb::WorkersReply reply;
@@ -174,7 +194,7 @@ int RunWorkers() {
                                          : rog::ctl::WorkersTable(reply));
 }
 
-int RunStaleness() {
+Output RunStaleness() {
   grpc::ClientContext ctx;
   SetDeadline(&ctx);
   rog::pb::StalenessRequest request;
@@ -190,7 +210,7 @@ int RunStaleness() {
                                         /*color=*/isatty(1) == 1));
 }
 
-int RunCheckpoint() {
+Output RunCheckpoint() {
   grpc::ClientContext ctx;
   SetDeadline(&ctx);
   rog::pb::CheckpointReply reply;
@@ -200,13 +220,45 @@ int RunCheckpoint() {
                                          : rog::ctl::CheckpointTable(reply));
 }
 
-int RunMta() {
+Output RunMta() {
   const std::string spec = absl::GetFlag(FLAGS_staleness);
-  if (spec.empty()) return UsageError("mta needs --staleness=S (e.g. 4, 2..8 or 1,2,4)");
+  if (spec.empty()) return {UsageError("mta needs --staleness=S (e.g. 4, 2..8 or 1,2,4)")};
   absl::StatusOr<std::vector<uint32_t>> bounds = rog::ctl::ParseStalenessList(spec);
-  if (!bounds.ok()) return UsageError(std::string(bounds.status().message()));
+  if (!bounds.ok()) return {UsageError(std::string(bounds.status().message()))};
   return Print(absl::GetFlag(FLAGS_json) ? rog::ctl::MtaJson(*bounds)
                                          : rog::ctl::MtaTable(*bounds));
+}
+
+volatile std::sig_atomic_t g_stop = 0;
+
+void OnSignal(int) { g_stop = 1; }
+
+// Runs `run` every `every` until SIGINT or SIGTERM (then exit 0). On a
+// terminal each refresh redraws the screen; otherwise snapshots follow each
+// other (with --json: one object per line). Failures are shown and retried,
+// except usage errors, which end the watch.
+int Watch(Output (*run)(), const std::string& command, absl::Duration every) {
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  const bool tty = isatty(1) == 1;
+  const bool json = absl::GetFlag(FLAGS_json);
+  while (!g_stop) {
+    const Output o = run();
+    if (o.code == kExitUsage) return Emit(o);
+    const std::string when = absl::FormatTime("%H:%M:%S", absl::Now(), absl::LocalTimeZone());
+    if (tty && !json) {
+      std::fputs("\x1b[H\x1b[2J", stdout);
+      std::printf("rogctl %s every %s at %s (Ctrl-C stops)\n\n", command.c_str(),
+                  absl::FormatDuration(every).c_str(), when.c_str());
+    } else if (!json) {
+      std::printf("--- %s\n", when.c_str());
+    }
+    Emit(o);
+    for (absl::Time until = absl::Now() + every; !g_stop && absl::Now() < until;) {
+      absl::SleepFor(std::min(absl::Milliseconds(50), until - absl::Now()));
+    }
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -229,11 +281,20 @@ int main(int argc, char** argv) {
   if (!absl::GetFlag(FLAGS_staleness).empty() && command != "mta") {
     return UsageError("--staleness belongs to `rogctl mta`; rogd's own S is in `rogctl status`");
   }
-  if (command == "status") return RunStatus();
-  if (command == "workers") return RunWorkers();
-  if (command == "staleness") return RunStaleness();
-  if (command == "checkpoint") return RunCheckpoint();
-  if (command == "mta") return RunMta();
+  Output (*run)() = nullptr;
+  if (command == "status") run = RunStatus;
+  if (command == "workers") run = RunWorkers;
+  if (command == "staleness") run = RunStaleness;
+  if (command == "checkpoint") run = RunCheckpoint;
+  if (command == "mta") run = RunMta;
+  const absl::Duration watch = absl::GetFlag(FLAGS_watch);
+  if (run != nullptr && watch > absl::ZeroDuration()) {
+    if (run == RunCheckpoint || run == RunMta) {
+      return UsageError("--watch refreshes status, workers or staleness");
+    }
+    return Watch(run, command, watch);
+  }
+  if (run != nullptr) return Emit(run());
   return UsageError(absl::StrCat("unknown command '", command,
                                  "'; use one of: status, workers, staleness, checkpoint, mta"));
 }

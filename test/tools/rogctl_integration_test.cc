@@ -41,11 +41,12 @@ struct Run {
 
 std::string Quote(const std::string& s) { return "'" + s + "'"; }
 
-// Runs rogctl with `args`, killed after 30 s at most.
-Run Rogctl(const std::vector<std::string>& args) {
+// Runs rogctl with `args`, killed after 30 s at most; `timeout_args`
+// replace timeout's own (e.g. to send SIGINT to a --watch sooner).
+Run Rogctl(const std::vector<std::string>& args, const std::string& timeout_args = "-k 5 30") {
   static int counter = 0;
   const std::string err_path = absl::StrCat(MakeTempDir("rogctl"), "/stderr", counter++);
-  std::string cmd = "timeout -k 5 30 " + Quote(RogctlBinary());
+  std::string cmd = "timeout " + timeout_args + " " + Quote(RogctlBinary());
   for (const std::string& a : args) cmd += " " + Quote(a);
   cmd += " 2>" + Quote(err_path);
   Run run;
@@ -209,6 +210,22 @@ TEST_CASE("rogctl reports a rogd training a team, as tables and JSON", "[rogctl]
   SHOW(unknown_worker);
   CHECK(unknown_worker.code == 2);
   CHECK(absl::StrContains(unknown_worker.err, "ghost"));
+
+  // --watch refreshes until SIGINT, then exits 0; piped, snapshots follow
+  // each other, with --json one object per line.
+  Run watch = Rogctl({server, "--watch=0.2s", "status"}, "--preserve-status -s INT -k 5 2");
+  SHOW(watch);
+  CHECK(watch.code == 0);
+  CHECK(Count(watch.out, "--- ") >= 3);
+  CHECK(Count(watch.out, "\nsync             rog S=2") >= 3);
+  Run watch_json =
+      Rogctl({server, "--watch", "0.2", "--json", "workers"}, "--preserve-status -s INT -k 5 2");
+  SHOW(watch_json);
+  CHECK(watch_json.code == 0);
+  const std::vector<std::string> snapshots = Lines(watch_json.out);
+  CHECK(snapshots.size() >= 3);
+  for (const std::string& line : snapshots) CHECK(absl::StartsWith(line, "{\"workers\":[{"));
+  CHECK(Rogctl({server, "--watch=1s", "checkpoint"}).code == 2);
 
   Run checkpoint = Rogctl({server, "checkpoint"});
   SHOW(checkpoint);
