@@ -471,8 +471,13 @@ std::string MtaJson(const std::vector<uint32_t>& bounds) {
 Failure DescribeFailure(int code, absl::string_view message, absl::string_view server,
                         absl::string_view command) {
   switch (static_cast<absl::StatusCode>(code)) {
-    case absl::StatusCode::kUnavailable:
     case absl::StatusCode::kDeadlineExceeded:
+      return {kExitUnreachable,
+              absl::StrCat("rogd at ", server,
+                           " did not answer in time: is it running and reachable from here? "
+                           "raise --timeout on a slow link, or pass --server=HOST:PORT (",
+                           message, ")")};
+    case absl::StatusCode::kUnavailable:
       return {kExitUnreachable,
               absl::StrCat("cannot reach rogd at ", server,
                            ": is it running? start it with `rogd "

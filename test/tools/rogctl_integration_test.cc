@@ -252,6 +252,23 @@ TEST_CASE("rogctl's error paths exit with their codes and say what to do", "[rog
       CHECK(absl::StrContains(run.err, "--server"));
     }
   }
+  SECTION("a port that accepts but never answers: exit 3 after --timeout") {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+    REQUIRE(listen(fd, 8) == 0);  // the kernel accepts; nobody speaks HTTP/2
+    socklen_t len = sizeof(a);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    const std::string address = absl::StrCat("127.0.0.1:", ntohs(a.sin_port));
+    Run run = Rogctl({"--server=" + address, "--timeout=1s", "status"});
+    close(fd);
+    SHOW(run);
+    CHECK(run.code == 3);
+    CHECK(absl::StrContains(run.err, "rogd at " + address));
+    CHECK(absl::StrContains(run.err, "--timeout"));
+  }
   SECTION("checkpoint without --checkpoint_dir: rogd's reason, exit 4") {
     auto rogd = RogdProcess::Start({"--workers=1"});
     REQUIRE(rogd.ok());

@@ -245,7 +245,10 @@ TEST_CASE("gRPC failures map to exit codes and say what to do", "[rogctl]") {
   CHECK(f.exit_code == kExitUnreachable);
   CHECK(absl::StrContains(f.message, "cannot reach rogd at 127.0.0.1:1: is it running?"));
   CHECK(absl::StrContains(f.message, "--server"));
-  CHECK(DescribeFailure(4, "deadline", "h:1", "status").exit_code == kExitUnreachable);
+  f = DescribeFailure(4, "Deadline Exceeded", "h:1", "status");
+  CHECK(f.exit_code == kExitUnreachable);
+  CHECK(absl::StrContains(f.message, "rogd at h:1 did not answer in time"));
+  CHECK(absl::StrContains(f.message, "--timeout"));
 
   f = DescribeFailure(9, "no model yet: it arrives with the first worker's hello", "h:1",
                       "staleness");
