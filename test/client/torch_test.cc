@@ -3,9 +3,12 @@
 // refused with rogd's reason.
 #include <thread>
 
-#include "catch2/catch.hpp"
 #include "client/torch_adapter.h"
 #include "test/integration/rogd_harness.h"
+
+// LibTorch's glog headers define CHECK; Catch2's must win, so it comes last.
+#undef CHECK
+#include "catch2/catch.hpp"
 
 namespace rog {
 namespace {
