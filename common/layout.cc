@@ -135,4 +135,34 @@ std::string Layout::RowName(RowId id) const {
   return absl::StrCat(t.name, "[", r.index_in_tensor, "]");
 }
 
+namespace {
+
+std::string Describe(const TensorSpec& t) {
+  return absl::StrCat("'", t.name, "' [", absl::StrJoin(t.shape, ", "), "]");
+}
+
+}  // namespace
+
+std::string DescribeLayoutDifference(const Layout& theirs, const Layout& ours,
+                                     absl::string_view theirs_name,
+                                     absl::string_view ours_name) {
+  if (theirs.fingerprint() == ours.fingerprint()) return "";
+  const auto& a = theirs.tensors();
+  const auto& b = ours.tensors();
+  for (size_t t = 0; t < a.size() && t < b.size(); ++t) {
+    if (a[t].name != b[t].name || a[t].shape != b[t].shape) {
+      return absl::StrCat("tensor ", t, " is ", Describe(a[t]), " in ", theirs_name, " but ",
+                          Describe(b[t]), " in ", ours_name);
+    }
+  }
+  if (a.size() != b.size()) {
+    const bool more = a.size() > b.size();
+    return absl::StrCat(theirs_name, " has ", a.size(), " tensors and ", ours_name, " ", b.size(),
+                        "; the first extra one is ", Describe(more ? a[b.size()] : b[a.size()]),
+                        " in ", more ? theirs_name : ours_name);
+  }
+  return absl::StrCat("the tensors match but min_split_numel is ", theirs.min_split_numel(),
+                      " in ", theirs_name, " and ", ours.min_split_numel(), " in ", ours_name);
+}
+
 }  // namespace rog

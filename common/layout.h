@@ -80,11 +80,18 @@ class Layout {
   uint64_t fingerprint_ = 0;
 };
 
-// Whether a tensor of this shape is split into rows (DESIGN.md "Rows").
 // 64-bit FNV-1a of `bytes` (the hash behind Layout::fingerprint), also used
 // as the checksum of checkpoint files.
 uint64_t Fnv1a64(absl::string_view bytes);
 
+// The first way `theirs` differs from `ours`, for error messages, e.g.
+// "tensor 3 is 'fc1.weight' [16, 256] here but 'fc1.weight' [64, 256] in
+// theirs"; empty when the fingerprints are equal.
+std::string DescribeLayoutDifference(const Layout& theirs, const Layout& ours,
+                                     absl::string_view theirs_name,
+                                     absl::string_view ours_name);
+
+// Whether a tensor of this shape is split into rows (DESIGN.md "Rows").
 bool IsSplit(const std::vector<int64_t>& shape, uint64_t min_split_numel);
 
 }  // namespace rog

@@ -568,11 +568,12 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
     if (parsed->fingerprint() != layout->fingerprint()) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "worker '%s' registers a model layout (fingerprint %016x, %d tensors, %d rows) that "
-          "differs from the model rogd holds (fingerprint %016x, %d tensors, %d rows): every "
+          "differs from the model rogd holds (fingerprint %016x, %d tensors, %d rows): %s. Every "
           "worker must register the same tensors with the same shapes in the same order "
           "(see `rogctl status` for the server's layout)",
           hello.worker_id(), parsed->fingerprint(), parsed->tensors().size(), parsed->num_rows(),
-          layout->fingerprint(), layout->tensors().size(), layout->num_rows()));
+          layout->fingerprint(), layout->tensors().size(), layout->num_rows(),
+          DescribeLayoutDifference(*parsed, *layout, "the worker's model", "rogd's")));
     }
     const uint64_t team_min = MinAttachedClock(r);
     const bool alone = team_min == std::numeric_limits<uint64_t>::max();

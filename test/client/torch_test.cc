@@ -159,6 +159,8 @@ TEST_CASE("a module with another layout is refused with rogd's reason", "[torch]
   INFO(s.ToString());
   CHECK(s.code() == absl::StatusCode::kFailedPrecondition);
   CHECK(s.message().find("same tensors") != absl::string_view::npos);
+  CHECK(s.message().find("tensor 0 is 'fc1.weight' [16, 64] in the worker's model but "
+                         "'fc1.weight' [32, 64] in rogd's") != absl::string_view::npos);
 }
 
 }  // namespace

@@ -97,5 +97,25 @@ TEST_CASE("FindTensor finds by name and explains a miss", "[layout]") {
   CHECK(std::string(miss.status().message()).find("fc.weight") != std::string::npos);
 }
 
+TEST_CASE("DescribeLayoutDifference names the first differing tensor", "[layout]") {
+  auto ours = Layout::Create({{"conv.weight", {8, 1, 5, 5}}, {"fc.weight", {64, 256}}});
+  auto shape = Layout::Create({{"conv.weight", {8, 1, 5, 5}}, {"fc.weight", {16, 256}}});
+  auto extra = Layout::Create(
+      {{"conv.weight", {8, 1, 5, 5}}, {"fc.weight", {64, 256}}, {"fc.bias", {64}}});
+  auto split = Layout::Create({{"conv.weight", {8, 1, 5, 5}}, {"fc.weight", {64, 256}}}, 1);
+  REQUIRE((ours.ok() && shape.ok() && extra.ok() && split.ok()));
+  CHECK(DescribeLayoutDifference(*ours, *ours, "a", "b").empty());
+  CHECK(DescribeLayoutDifference(*shape, *ours, "the worker's", "rogd's") ==
+        "tensor 1 is 'fc.weight' [16, 256] in the worker's but 'fc.weight' [64, 256] in rogd's");
+  CHECK(DescribeLayoutDifference(*extra, *ours, "the worker's", "rogd's") ==
+        "the worker's has 3 tensors and rogd's 2; the first extra one is 'fc.bias' [64] in "
+        "the worker's");
+  CHECK(DescribeLayoutDifference(*ours, *extra, "the worker's", "rogd's") ==
+        "the worker's has 2 tensors and rogd's 3; the first extra one is 'fc.bias' [64] in "
+        "rogd's");
+  CHECK(DescribeLayoutDifference(*split, *ours, "x", "y").find("min_split_numel is 1 in x") !=
+        std::string::npos);
+}
+
 }  // namespace
 }  // namespace rog
