@@ -7,6 +7,7 @@
 #
 # Usage: tools/run.sh [--sync=bsp|ssp|rog] [--staleness=S] [--minutes=N]
 #                     [--quick] [--scale=X] [--traces=DIR] [--non_iid] [--seed=N]
+#                     [--lr=X]
 #   --sync      synchronisation policy (default rog)
 #   --staleness the bound S for ssp and rog (default 4)
 #   --minutes   how long the team adapts (default 4.5, about 5 with startup)
@@ -15,12 +16,13 @@
 #   --traces    folder with outdoors-fast-w1..4.tsv (default ../shared/traces)
 #   --non_iid   label-skewed shards instead of IID ones
 #   --seed      seed of the data degradation, shards and batches (default 1)
+#   --lr        SGD learning rate of every robot (default 0.02)
 # Ctrl-C stops everything; no process is left behind. Logs stay in the
 # folder printed at the start.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-sync=rog staleness=4 seconds=270 scale=1 traces=../shared/traces non_iid=() seed=1
+sync=rog staleness=4 seconds=270 scale=1 traces=../shared/traces non_iid=() seed=1 lr=0.02
 for a in "$@"; do
   case "$a" in
     --sync=*) sync="${a#*=}" ;;
@@ -31,7 +33,8 @@ for a in "$@"; do
     --traces=*) traces="${a#*=}" ;;
     --non_iid) non_iid=(--non_iid) ;;
     --seed=*) seed="${a#*=}" ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --lr=*) lr="${a#*=}" ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run: unknown argument '$a' (see tools/run.sh --help)" >&2; exit 2 ;;
   esac
 done
@@ -90,6 +93,8 @@ sed 's/^/run: /' "$work/pretrain.log"
   > "$work/rogd.log" 2>&1 &
 pids+=($!)
 rogd_port=$(port_of "$work/rogd.port" "$work/rogd.log") || exit 1
+echo "run: rogd on 127.0.0.1:$rogd_port; look inside from another shell with"
+echo "run:   bazel run //tools:rogctl -- --server=127.0.0.1:$rogd_port status|workers|staleness"
 
 for w in 1 2 3 4; do
   "$bin/tools/trace_relay" --upstream="127.0.0.1:$rogd_port" --listen_port_file="$work/relay$w.port" \
@@ -100,13 +105,14 @@ workers=()
 for w in 1 2 3 4; do
   port=$(port_of "$work/relay$w.port" "$work/relay$w.log") || exit 1
   "$bin/client/examples/fmnist_worker" --server="127.0.0.1:$port" --id="robot$w" \
-    --shard=$((w - 1)) --shards=4 --seconds="$seconds" --eval_every=10 --seed="$seed" \
+    --shard=$((w - 1)) --shards=4 --seconds="$seconds" --eval_every=10 --seed="$seed" --lr="$lr" \
     --cache_dir="$cache" "${non_iid[@]}" > "$work/robot$w.log" 2>&1 &
   pids+=($!)
   workers+=($!)
 done
 
-echo "run: sync=$sync S=$staleness, 4 robots on outdoors-fast-w1..4 (scale $scale), adapting for $seconds s"
+echo "run: sync=$sync S=$staleness lr=$lr, 4 robots on outdoors-fast-w1..4 (scale $scale), adapting for $seconds s"
+echo "run: every 5 s: elapsed | per robot rN: iterations, degraded-test accuracy (every 10 s), stall share"
 start=$(date +%s)
 running=4
 while [ "$running" -gt 0 ]; do
@@ -119,7 +125,8 @@ while [ "$running" -gt 0 ]; do
     it=$(sed -nE 's/.* iter=([0-9]+).*/\1/p' <<<"$last")
     acc=$(sed -nE 's/.* acc=([0-9.]+).*/\1/p' <<<"$last")
     st=$(sed -nE 's/.* stall=([0-9.]+).*/\1/p' <<<"$last")
-    line+="$(printf ' | robot%d it %5s acc %5s stall %5s' "$w" "${it:--}" "${acc:--}" "${st:--}")"
+    st=$(awk -v s="${st:-}" 'BEGIN { if (s == "") print "-"; else printf "%d%%", s * 100 }')
+    line+="$(printf ' | r%d %5s it  acc %6s  stall %4s' "$w" "${it:--}" "${acc:--}" "$st")"
   done
   echo "$line"
 done
@@ -129,7 +136,7 @@ for i in 0 1 2 3; do
   wait "${workers[$i]}" || { failed=1; echo "run: robot$((i + 1)) failed; see $work/robot$((i + 1)).log" >&2; tail -3 "$work/robot$((i + 1)).log" >&2; }
 done
 echo
-echo "Summary: sync=$sync S=$staleness, $seconds s of adaptation, traces outdoors-fast-w1..4 × $scale"
+echo "Summary: sync=$sync S=$staleness lr=$lr, $seconds s of adaptation, traces outdoors-fast-w1..4 × $scale"
 printf '%-8s %10s %7s %10s %11s %7s %8s %8s\n' robot iterations it/s "accuracy" "stall share" stalls "MB up" "MB down"
 for w in 1 2 3 4; do
   f=$(grep -E '^final' "$work/robot$w.log" | tail -1)
@@ -139,5 +146,5 @@ for w in 1 2 3 4; do
     "$(awk -v i="$(val iter)" -v t="$(val t)" 'BEGIN { printf "%.2f", i / t }')" \
     "$(val acc)" "$(val stall)" "$(val stalls)" "$(val up_mb)" "$(val down_mb)"
 done
-echo "(accuracy: on degraded test images after the final sync; clean model before adapting: $(sed -nE 's/.*clean model: ([0-9.]+)/\1/p' "$work/pretrain.log"))"
+echo "(accuracy: on degraded test images, each robot after its own final sync; clean model before adapting: $(sed -nE 's/.*clean model: ([0-9.]+)/\1/p' "$work/pretrain.log"))"
 exit "$failed"

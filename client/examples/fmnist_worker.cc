@@ -32,9 +32,11 @@ ABSL_FLAG(bool, non_iid, false, "label-skewed shards instead of IID ones");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the degradation, the shards and the batches");
 ABSL_FLAG(double, seconds, 120, "how long to adapt, seconds of wall time");
 ABSL_FLAG(double, eval_every, 10, "seconds between accuracy evaluations");
+ABSL_FLAG(double, progress_every, 2,
+          "seconds between progress lines (accuracy is the latest evaluation)");
 ABSL_FLAG(int, eval_images, 2000, "degraded test images per evaluation");
 ABSL_FLAG(int, batch, 32, "examples per iteration");
-ABSL_FLAG(double, lr, 0.05, "SGD learning rate");
+ABSL_FLAG(double, lr, 0.02, "SGD learning rate");
 ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
           "folder of the Fashion-MNIST idx files (Debian's dataset-fashion-mnist)");
 ABSL_FLAG(std::string, cache_dir, "/tmp/rog-cache", "where the pretrained clean model is cached");
@@ -230,16 +232,20 @@ int main(int argc, char** argv) {
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
-  double stall = 0, next_eval = 0, acc = 0;
+  double stall = 0, next_eval = 0, next_progress = 0, acc = 0;
   uint64_t stalls = 0, up = 0, down = 0, iter = 0;
   const int batch = absl::GetFlag(FLAGS_batch);
   while (elapsed() < absl::GetFlag(FLAGS_seconds)) {
     if (elapsed() >= next_eval) {
       acc = Accuracy(net, test_images, test_labels);
+      next_eval += absl::GetFlag(FLAGS_eval_every);
+      next_progress = 0;  // print the fresh accuracy now
+    }
+    if (elapsed() >= next_progress) {
       std::printf("progress id=%s t=%.1f iter=%lu acc=%.4f stall=%.3f\n", id.c_str(), elapsed(),
                   static_cast<unsigned long>(iter), acc, stall / std::max(elapsed(), 1e-9));
       std::fflush(stdout);
-      next_eval += absl::GetFlag(FLAGS_eval_every);
+      next_progress = elapsed() + absl::GetFlag(FLAGS_progress_every);
     }
     absl::Status s = (*rog)->BeginStep(120);
     if (!s.ok()) {
