@@ -111,7 +111,8 @@ for w in 1 2 3 4; do
   workers+=($!)
 done
 
-echo "run: sync=$sync S=$staleness lr=$lr, 4 robots on outdoors-fast-w1..4 (scale $scale), adapting for $seconds s"
+shards=IID; [ ${#non_iid[@]} -gt 0 ] && shards=label-skewed
+echo "run: sync=$sync S=$staleness lr=$lr seed=$seed, $shards shards, 4 robots on outdoors-fast-w1..4 (scale $scale), adapting for $seconds s"
 echo "run: every 5 s: elapsed | per robot rN: iterations, degraded-test accuracy (every 10 s), stall share"
 start=$(date +%s)
 running=4
@@ -136,7 +137,7 @@ for i in 0 1 2 3; do
   wait "${workers[$i]}" || { failed=1; echo "run: robot$((i + 1)) failed; see $work/robot$((i + 1)).log" >&2; tail -3 "$work/robot$((i + 1)).log" >&2; }
 done
 echo
-echo "Summary: sync=$sync S=$staleness lr=$lr, $seconds s of adaptation, traces outdoors-fast-w1..4 × $scale"
+echo "Summary: sync=$sync S=$staleness lr=$lr seed=$seed, $shards shards, $seconds s of adaptation, traces outdoors-fast-w1..4 × $scale"
 printf '%-8s %10s %7s %10s %11s %7s %8s %8s\n' robot iterations it/s "accuracy" "stall share" stalls "MB up" "MB down"
 for w in 1 2 3 4; do
   f=$(grep -E '^final' "$work/robot$w.log" | tail -1)
