@@ -59,7 +59,7 @@ using rog::ctl::kExitUsage;
 constexpr char kCommands[] = "status, workers, staleness, checkpoint, export, mta";
 
 constexpr char kUsage[] =
-    R"(rogctl: look at a running rogd.
+    R"(rogctl: look at a running rogd, export its model.
 
 usage: rogctl [--server=HOST:PORT] [--json] [--timeout=5s] COMMAND [flags]
 
