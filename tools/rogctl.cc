@@ -17,6 +17,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -380,20 +381,31 @@ Output RunHelper(const rog::pb::ExportChunk& model, const std::string& out,
   return {};
 }
 
+// A path the user typed, relative to where they typed it: under `bazel
+// run` the working directory is the runfiles tree, and Bazel says in
+// BUILD_WORKING_DIRECTORY where the user was.
+std::string UserPath(const std::string& path) {
+  const char* dir = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (path.empty() || path[0] == '/' || dir == nullptr || *dir == '\0') return path;
+  return absl::StrCat(dir, "/", path);
+}
+
 // Streams the global model from rogd and writes it as a LibTorch archive.
 Output RunExport() {
-  const std::string out = absl::GetFlag(FLAGS_out);
-  if (out.empty()) {
+  const std::string out_flag = absl::GetFlag(FLAGS_out);
+  if (out_flag.empty()) {
     return {UsageError("export needs --out=FILE, the file to write (e.g. --out=model.pt)")};
   }
+  const std::string out = UserPath(out_flag);
   if (const std::string problem = OutProblem(out); !problem.empty()) {
-    return ExportError(kExitUsage, absl::StrCat("cannot write --out=", out, ": ", problem));
+    return ExportError(kExitUsage, absl::StrCat("cannot write --out=", out_flag, ": ", problem));
   }
-  const std::string template_path = absl::GetFlag(FLAGS_template);
+  const std::string template_flag = absl::GetFlag(FLAGS_template);
+  const std::string template_path = UserPath(template_flag);
   if (!template_path.empty()) {
     const int fd = open(template_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      return ExportError(kExitUsage, absl::StrCat("cannot read --template=", template_path,
+      return ExportError(kExitUsage, absl::StrCat("cannot read --template=", template_flag,
                                                   ": cannot open it: ", std::strerror(errno)));
     }
     close(fd);
@@ -429,10 +441,10 @@ Output RunExport() {
       o.code != kExitOk) {
     return o;
   }
-  summary.out = out;
+  summary.out = out_flag;
   summary.tensors = model->layout.tensors().size();
   summary.elements = model->layout.total_numel();
-  summary.template_path = template_path;
+  summary.template_path = template_flag;
   return Print(absl::GetFlag(FLAGS_json) ? rog::ctl::ExportJson(summary)
                                          : rog::ctl::ExportTable(summary));
 }

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -345,6 +346,16 @@ TEST_CASE("rogctl export's error paths exit with their codes and say what to do"
       CHECK(run.err == absl::StrCat("rogctl export: cannot write --out=", out, ": ", why, "\n"));
     }
     CHECK(FilesIn(dir) == 1);
+  }
+  SECTION("under `bazel run`, relative paths are the user's") {
+    setenv("BUILD_WORKING_DIRECTORY", dir.c_str(), 1);
+    RogctlRun run = Rogctl({absl::StrCat("--server=127.0.0.1:", FreePort()), "export",
+                            "--out=sub/model.pt", "--template=robot.pt"});
+    unsetenv("BUILD_WORKING_DIRECTORY");
+    SHOW(run);
+    CHECK(run.code == 2);
+    CHECK(run.err == "rogctl export: cannot write --out=sub/model.pt: folder " + dir +
+                         "/sub does not exist\n");
   }
   SECTION("no rogd at --server: exit 3") {
     const std::string address = absl::StrCat("127.0.0.1:", FreePort());
