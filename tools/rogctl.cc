@@ -3,15 +3,24 @@
 //   rogctl [--server=HOST:PORT] [--json] [--timeout=5s] COMMAND [flags]
 //
 // Exit codes: 0 ok, 1 other error, 2 usage (unknown command, flag, tensor
-// or worker), 3 rogd unreachable, 4 not ready (no model yet, no
-// --checkpoint_dir). See README.md, section "rogctl", for the JSON schemas.
+// or worker; an --out it cannot write), 3 rogd unreachable, 4 not ready (no
+// model yet, no --checkpoint_dir). See README.md, section "rogctl", for the
+// JSON schemas.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,6 +34,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
+#include "proto/convert.h"
 #include "rog.grpc.pb.h"
 #include "tools/rogctl_lib.h"
 
@@ -37,14 +47,20 @@ ABSL_FLAG(uint32_t, top, 0, "staleness: only the N stalest rows (0: all)");
 ABSL_FLAG(absl::Duration, watch, absl::ZeroDuration(),
           "status, workers, staleness: refresh every DURATION (e.g. 2s) until Ctrl-C");
 ABSL_FLAG(std::string, staleness, "", "mta: the bound S, a range A..B or a list A,B,C");
+ABSL_FLAG(std::string, out, "", "export: the file to write, e.g. model.pt");
+ABSL_FLAG(std::string, template, "",
+          "export: a torch::save of the module whose buffers and structure to keep");
 
 namespace {
 
+using rog::ctl::kExitError;
 using rog::ctl::kExitOk;
 using rog::ctl::kExitUsage;
 
+constexpr char kCommands[] = "status, workers, staleness, checkpoint, export, mta";
+
 constexpr char kUsage[] =
-    R"(rogctl: look at a running rogd.
+    R"(rogctl: look at a running rogd, export its model.
 
 usage: rogctl [--server=HOST:PORT] [--json] [--timeout=5s] COMMAND [flags]
 
@@ -54,6 +70,8 @@ commands:
   staleness   per row: how far each worker's copy is behind, oldest unpushed update, heat map
               [--tensor=NAME] [--worker=ID] [--top=N]
   checkpoint  write a checkpoint now (rogd needs --checkpoint_dir)
+  export      write the global model to --out=FILE for torch::load(module, FILE)
+              [--template=FILE: a torch::save of the module, for its buffers and structure]
   mta         the minimum transmission amount for --staleness=S (or A..B, or A,B,C); no rogd needed
 
 flags:
@@ -62,13 +80,14 @@ flags:
   --timeout=DURATION  deadline of each call, e.g. 5s, 500ms (default 5s)
   --watch=DURATION    status, workers, staleness: refresh every DURATION (e.g. 2s) until Ctrl-C
 
-exit codes: 0 ok, 1 other error, 2 usage or unknown tensor/worker, 3 rogd unreachable,
-            4 not ready (no model yet, rogd without --checkpoint_dir)
+exit codes: 0 ok, 1 other error, 2 usage, unknown tensor/worker, --out not writable,
+            3 rogd unreachable, 4 not ready (no model yet, rogd without --checkpoint_dir)
 )";
 
 const std::set<std::string>& KnownFlags() {
-  static const auto* const known = new std::set<std::string>{
-      "server", "json", "timeout", "tensor", "worker", "top", "staleness", "watch"};
+  static const auto* const known =
+      new std::set<std::string>{"server", "json",      "timeout", "tensor", "worker",
+                                "top",    "staleness", "watch",   "out",    "template"};
   return *known;
 }
 
@@ -229,6 +248,207 @@ Output RunMta() {
                                          : rog::ctl::MtaTable(*bounds));
 }
 
+// The folder `path` lives in.
+std::string DirName(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+// Why `out` cannot be written, or "" if it looks writable: checked before
+// asking rogd, so that a typo costs no transfer.
+std::string OutProblem(const std::string& out) {
+  struct stat st;
+  if (stat(out.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      return absl::StrCat("it is a folder; name a file in it, e.g. --out=", out,
+                          absl::EndsWith(out, "/") ? "" : "/", "model.pt");
+    }
+    if (!S_ISREG(st.st_mode)) return "it exists and is not a regular file";
+  }
+  const std::string dir = DirName(out);
+  if (stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) return absl::StrCat("folder ", dir, " does not exist");
+    return absl::StrCat("cannot look at folder ", dir, " (", std::strerror(errno), ")");
+  }
+  if (!S_ISDIR(st.st_mode)) return absl::StrCat(dir, " is not a folder");
+  if (access(dir.c_str(), W_OK) != 0) {
+    return absl::StrCat("no permission to write in ", dir, " (", std::strerror(errno), ")");
+  }
+  return "";
+}
+
+Output ExportError(int code, absl::string_view message) {
+  return {code, "", absl::StrCat("rogctl export: ", message, "\n")};
+}
+
+// argv[0], for finding rogctl_torch.
+std::string g_argv0;
+
+// rogctl_torch, `export`'s LibTorch helper (tools/rogctl_torch.cc): beside
+// this binary (bazel-bin/tools, or wherever both are installed), or beside
+// the path it was started by (a symlink, Bazel's runfiles).
+std::string HelperPath() {
+  std::vector<std::string> candidates;
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) candidates.push_back(DirName(std::string(self, n)) + "/rogctl_torch");
+  if (g_argv0.find('/') != std::string::npos) {
+    candidates.push_back(DirName(g_argv0) + "/rogctl_torch");
+  }
+  for (const std::string& c : candidates) {
+    if (access(c.c_str(), X_OK) == 0) return c;
+  }
+  return candidates.empty() ? "rogctl_torch" : candidates.front();
+}
+
+// Runs rogctl_torch on `model` (one chunk holding every row): it writes
+// `out` (and reads `template_path` if not empty). Its messages go straight
+// to stderr; its exit code becomes rogctl's.
+Output RunHelper(const rog::pb::ExportChunk& model, const std::string& out,
+                 const std::string& template_path, uint64_t* bytes, uint64_t* buffers) {
+  const std::string helper = HelperPath();
+  if (access(helper.c_str(), X_OK) != 0) {
+    return ExportError(
+        kExitError,
+        absl::StrCat("its LibTorch helper ", helper, " is missing (", std::strerror(errno),
+                     "); `bazel build //tools:rogctl` builds it beside rogctl, and "
+                     "an installed rogctl needs rogctl_torch in the same folder"));
+  }
+  int in[2], from[2];
+  if (pipe2(in, O_CLOEXEC) != 0) return ExportError(kExitError, "pipe failed");
+  if (pipe2(from, O_CLOEXEC) != 0) {
+    close(in[0]);
+    close(in[1]);
+    return ExportError(kExitError, "pipe failed");
+  }
+  std::vector<std::string> args = {helper, out};
+  if (!template_path.empty()) args.push_back(template_path);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, from[1], 1);
+  pid_t pid = -1;
+  const int spawned = posix_spawn(&pid, helper.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(in[0]);
+  close(from[1]);
+  if (spawned != 0) {
+    close(in[1]);
+    close(from[0]);
+    return ExportError(kExitError,
+                       absl::StrCat("cannot run ", helper, ": ", std::strerror(spawned)));
+  }
+  // The helper reads all of its input before it writes anything, so writing
+  // everything first and then reading cannot deadlock. If it dies early,
+  // the write fails with EPIPE instead of killing rogctl.
+  std::signal(SIGPIPE, SIG_IGN);
+  const std::string data = model.SerializeAsString();
+  for (size_t done = 0; done < data.size();) {
+    const ssize_t n = write(in[1], data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  close(in[1]);
+  std::string reply;
+  char buf[256];
+  for (;;) {
+    const ssize_t n = read(from[0], buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    reply.append(buf, static_cast<size_t>(n));
+  }
+  close(from[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    return ExportError(kExitError, absl::StrCat(helper, " died of signal ", WTERMSIG(status),
+                                                "; nothing was written to ", out));
+  }
+  if (WEXITSTATUS(status) != 0) return {WEXITSTATUS(status), "", ""};  // it said why
+  unsigned long long b = 0, f = 0;
+  if (std::sscanf(reply.c_str(), "bytes %llu buffers %llu", &b, &f) != 2) {
+    return ExportError(kExitError, absl::StrCat(helper, " answered '", reply, "'"));
+  }
+  *bytes = b;
+  *buffers = f;
+  return {};
+}
+
+// A path the user typed, relative to where they typed it: under `bazel
+// run` the working directory is the runfiles tree, and Bazel says in
+// BUILD_WORKING_DIRECTORY where the user was.
+std::string UserPath(const std::string& path) {
+  const char* dir = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (path.empty() || path[0] == '/' || dir == nullptr || *dir == '\0') return path;
+  return absl::StrCat(dir, "/", path);
+}
+
+// Streams the global model from rogd and writes it as a LibTorch archive.
+Output RunExport() {
+  const std::string out_flag = absl::GetFlag(FLAGS_out);
+  if (out_flag.empty()) {
+    return {UsageError("export needs --out=FILE, the file to write (e.g. --out=model.pt)")};
+  }
+  const std::string out = UserPath(out_flag);
+  if (const std::string problem = OutProblem(out); !problem.empty()) {
+    return ExportError(kExitUsage, absl::StrCat("cannot write --out=", out_flag, ": ", problem));
+  }
+  const std::string template_flag = absl::GetFlag(FLAGS_template);
+  const std::string template_path = UserPath(template_flag);
+  if (!template_path.empty()) {
+    const int fd = open(template_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return ExportError(kExitUsage, absl::StrCat("cannot read --template=", template_flag,
+                                                  ": cannot open it: ", std::strerror(errno)));
+    }
+    close(fd);
+  }
+
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  std::unique_ptr<grpc::ClientReader<rog::pb::ExportChunk>> reader =
+      Stub()->Export(&ctx, rog::pb::ExportRequest());
+  rog::ctl::ExportAssembler assembler;
+  rog::pb::ExportChunk chunk;
+  absl::Status malformed;
+  while (reader->Read(&chunk)) {
+    malformed = assembler.Add(chunk);
+    if (!malformed.ok()) {
+      ctx.TryCancel();
+      break;
+    }
+  }
+  const grpc::Status s = reader->Finish();
+  if (!malformed.ok()) return ExportError(kExitError, malformed.message());
+  if (!s.ok()) return Fail(s, "export");
+  absl::StatusOr<rog::ctl::ExportedModel> model = assembler.Finish();
+  if (!model.ok()) return ExportError(kExitError, model.status().message());
+
+  rog::pb::ExportChunk whole;
+  *whole.mutable_layout() = rog::LayoutToProto(model->layout);
+  whole.set_first_row(0);
+  whole.set_rows(static_cast<uint32_t>(model->layout.num_rows()));
+  whole.set_values(rog::FloatsToBytes(model->values));
+  rog::ctl::ExportSummary summary;
+  if (Output o = RunHelper(whole, out, template_path, &summary.bytes, &summary.buffers);
+      o.code != kExitOk) {
+    return o;
+  }
+  summary.out = out_flag;
+  summary.tensors = model->layout.tensors().size();
+  summary.elements = model->layout.total_numel();
+  summary.template_path = template_flag;
+  return Print(absl::GetFlag(FLAGS_json) ? rog::ctl::ExportJson(summary)
+                                         : rog::ctl::ExportTable(summary));
+}
+
 volatile std::sig_atomic_t g_stop = 0;
 
 void OnSignal(int) { g_stop = 1; }
@@ -264,10 +484,11 @@ int Watch(Output (*run)(), const std::string& command, absl::Duration every) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  g_argv0 = argv[0];
   std::vector<std::string> positional;
   if (int code = ParseArgs(argc, argv, &positional); code >= 0) return code;
   if (positional.empty()) {
-    return UsageError("no command given; use one of: status, workers, staleness, checkpoint, mta");
+    return UsageError(absl::StrCat("no command given; use one of: ", kCommands));
   }
   if (positional.size() > 1) {
     return UsageError(absl::StrCat("one command at a time; got: ", absl::StrJoin(positional, " ")));
@@ -281,20 +502,24 @@ int main(int argc, char** argv) {
   if (!absl::GetFlag(FLAGS_staleness).empty() && command != "mta") {
     return UsageError("--staleness belongs to `rogctl mta`; rogd's own S is in `rogctl status`");
   }
+  if ((!absl::GetFlag(FLAGS_out).empty() || !absl::GetFlag(FLAGS_template).empty()) &&
+      command != "export") {
+    return UsageError("--out and --template belong to `rogctl export`");
+  }
   Output (*run)() = nullptr;
   if (command == "status") run = RunStatus;
   if (command == "workers") run = RunWorkers;
   if (command == "staleness") run = RunStaleness;
   if (command == "checkpoint") run = RunCheckpoint;
+  if (command == "export") run = RunExport;
   if (command == "mta") run = RunMta;
   const absl::Duration watch = absl::GetFlag(FLAGS_watch);
   if (run != nullptr && watch > absl::ZeroDuration()) {
-    if (run == RunCheckpoint || run == RunMta) {
+    if (run == RunCheckpoint || run == RunExport || run == RunMta) {
       return UsageError("--watch refreshes status, workers or staleness");
     }
     return Watch(run, command, watch);
   }
   if (run != nullptr) return Emit(run());
-  return UsageError(absl::StrCat("unknown command '", command,
-                                 "'; use one of: status, workers, staleness, checkpoint, mta"));
+  return UsageError(absl::StrCat("unknown command '", command, "'; use one of: ", kCommands));
 }

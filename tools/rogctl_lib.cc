@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -12,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/mta.h"
+#include "proto/convert.h"
 
 namespace rog {
 namespace ctl {
@@ -423,6 +425,107 @@ std::string CheckpointTable(const pb::CheckpointReply& c) {
 
 std::string CheckpointJson(const pb::CheckpointReply& c) {
   return Obj().Str("path", c.path()).Int("bytes", c.bytes()).Num("seconds", c.seconds()).Done() +
+         "\n";
+}
+
+absl::Status ExportAssembler::Add(const pb::ExportChunk& chunk) {
+  const auto bad = [](auto&&... what) {
+    return absl::DataLossError(
+        absl::StrCat("rogd sent a malformed export (", what...,
+                     "); is rogd the same version as rogctl? `rogctl status` shows its version"));
+  };
+  if (!layout_) {
+    if (!chunk.has_layout()) return bad("its first chunk has no layout");
+    absl::StatusOr<Layout> layout = LayoutFromProto(chunk.layout());
+    if (!layout.ok()) return bad("its layout is invalid: ", layout.status().message());
+    layout_ = *std::move(layout);
+    values_.reserve(layout_->total_numel());
+  } else if (chunk.has_layout()) {
+    return bad("a chunk after the first carries a layout");
+  }
+  const size_t num_rows = layout_->num_rows();
+  if (chunk.first_row() != next_row_) {
+    return bad("a chunk starts at row ", chunk.first_row(), " where row ", next_row_, " was due");
+  }
+  if (chunk.rows() > num_rows - next_row_) {
+    return bad("rows ", chunk.first_row(), "+", chunk.rows(), " beyond the layout's ", num_rows);
+  }
+  uint64_t numel = 0;
+  for (RowId r = next_row_; r < next_row_ + chunk.rows(); ++r) numel += layout_->row(r).numel;
+  std::vector<float> part;
+  if (chunk.values().size() != numel * 4 || !BytesToFloats(chunk.values(), &part)) {
+    return bad("rows ", chunk.first_row(), "+", chunk.rows(), " carry ", chunk.values().size(),
+               " bytes instead of ", numel * 4);
+  }
+  values_.insert(values_.end(), part.begin(), part.end());
+  next_row_ += chunk.rows();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ExportedModel> ExportAssembler::Finish() {
+  if (!layout_) {
+    return absl::DataLossError("rogd ended the export without sending the model");
+  }
+  if (next_row_ != layout_->num_rows()) {
+    return absl::DataLossError(absl::StrCat("rogd ended the export after ", next_row_, " of ",
+                                            layout_->num_rows(), " rows"));
+  }
+  return ExportedModel{*std::move(layout_), std::move(values_)};
+}
+
+absl::Status CheckArchiveNames(const Layout& layout) {
+  // Every proper prefix of a name ("block", "block.0") is a submodule.
+  std::map<std::string, std::string> submodules;  // prefix -> a tensor under it
+  for (const TensorSpec& t : layout.tensors()) {
+    size_t start = 0;
+    for (;;) {
+      const size_t dot = t.name.find('.', start);
+      const size_t end = dot == std::string::npos ? t.name.size() : dot;
+      if (end == start) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tensor '", t.name,
+            "' has no place in a LibTorch module archive: its name has an empty part between "
+            "dots (LibTorch names parameters like \"block.0.weight\")"));
+      }
+      if (dot == std::string::npos) break;
+      submodules.emplace(t.name.substr(0, dot), t.name);
+      start = dot + 1;
+    }
+  }
+  for (const TensorSpec& t : layout.tensors()) {
+    const auto it = submodules.find(t.name);
+    if (it != submodules.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", t.name, "' has no place in a LibTorch module archive: '", t.name,
+                       "' is also the submodule holding tensor '", it->second, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string ExportTable(const ExportSummary& e) {
+  std::string out = absl::StrCat("model exported: ", e.out, " (", e.tensors,
+                                 e.tensors == 1 ? " tensor, " : " tensors, ", e.elements,
+                                 " values, ", HumanBytes(e.bytes), ")\n");
+  if (!e.template_path.empty()) {
+    absl::StrAppend(&out, "from template ", e.template_path, ": ", e.buffers,
+                    e.buffers == 1 ? " buffer" : " buffers",
+                    " and the module structure, kept as they are\n");
+  }
+  absl::StrAppend(&out, "load it with torch::load(module, \"", e.out,
+                  "\") into the module the robots train\n");
+  return out;
+}
+
+std::string ExportJson(const ExportSummary& e) {
+  return Obj()
+             .Str("out", e.out)
+             .Int("tensors", e.tensors)
+             .Int("elements", e.elements)
+             .Int("bytes", e.bytes)
+             .Raw("template", e.template_path.empty() ? "null" : JsonString(e.template_path))
+             .Int("buffers", e.buffers)
+             .Done() +
          "\n";
 }
 

@@ -6,11 +6,13 @@
 #define ROG_TOOLS_ROGCTL_LIB_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/layout.h"
 #include "rog.pb.h"
 
 namespace rog {
@@ -21,7 +23,7 @@ namespace ctl {
 // Exit codes of rogctl.
 constexpr int kExitOk = 0;
 constexpr int kExitError = 1;        // anything else rogd refused
-constexpr int kExitUsage = 2;        // bad command, flag, tensor or worker
+constexpr int kExitUsage = 2;        // bad command, flag, tensor, worker or file
 constexpr int kExitUnreachable = 3;  // no rogd at --server
 constexpr int kExitNotReady = 4;     // no model yet, no --checkpoint_dir
 
@@ -68,6 +70,46 @@ std::string StalenessJson(const pb::StalenessReply& r);
 
 std::string CheckpointTable(const pb::CheckpointReply& c);
 std::string CheckpointJson(const pb::CheckpointReply& c);
+
+// `rogctl export`: the model as rogd streams it (Admin.Export), checked
+// chunk by chunk: the first carries the layout, then consecutive rows of
+// fp32 values whose sizes match the layout. Errors are DataLoss saying what
+// was wrong (rogd and rogctl of different versions, or a broken rogd).
+struct ExportedModel {
+  Layout layout;
+  std::vector<float> values;  // the global model, in row order
+};
+
+class ExportAssembler {
+ public:
+  absl::Status Add(const pb::ExportChunk& chunk);
+  // Every row arrived: the model. Call once.
+  absl::StatusOr<ExportedModel> Finish();
+
+ private:
+  std::optional<Layout> layout_;
+  std::vector<float> values_;
+  RowId next_row_ = 0;
+};
+
+// Whether each tensor name has a place in a LibTorch module archive, where
+// "block.0.weight" is parameter "weight" of submodule "0" of submodule
+// "block": parts separated by dots, none empty, and no tensor named like a
+// submodule of another ("fc" next to "fc.weight"). InvalidArgument naming
+// the first tensor that has none.
+absl::Status CheckArchiveNames(const Layout& layout);
+
+// What `rogctl export` wrote.
+struct ExportSummary {
+  std::string out;            // --out as given
+  uint64_t tensors = 0;       // parameters written
+  uint64_t elements = 0;      // their float32 values
+  uint64_t bytes = 0;         // size of the file
+  std::string template_path;  // --template, or empty
+  uint64_t buffers = 0;       // buffers kept from the template
+};
+std::string ExportTable(const ExportSummary& e);
+std::string ExportJson(const ExportSummary& e);
 
 // "4", "2..8" or "1,2,4" -> the staleness bounds to show.
 absl::StatusOr<std::vector<uint32_t>> ParseStalenessList(absl::string_view spec);

@@ -303,7 +303,7 @@ TEST_CASE("rogctl's error paths exit with their codes and say what to do", "[rog
   SECTION("usage errors: exit 2 and what to use") {
     Run none = Rogctl({});
     CHECK(none.code == 2);
-    CHECK(absl::StrContains(none.err, "status, workers, staleness, checkpoint, mta"));
+    CHECK(absl::StrContains(none.err, "status, workers, staleness, checkpoint, export, mta"));
     Run bogus = Rogctl({"frobnicate"});
     CHECK(bogus.code == 2);
     CHECK(absl::StrContains(bogus.err, "unknown command 'frobnicate'"));
@@ -318,7 +318,7 @@ TEST_CASE("rogctl's error paths exit with their codes and say what to do", "[rog
     CHECK(misplaced.code == 2);
     Run help = Rogctl({"--help"});
     CHECK(help.code == 0);
-    for (const char* command : {"status", "workers", "staleness", "checkpoint", "mta"}) {
+    for (const char* command : {"status", "workers", "staleness", "checkpoint", "export", "mta"}) {
       INFO(command);
       CHECK(absl::StrContains(help.out, absl::StrCat("\n  ", command, " ")));
     }

@@ -1,7 +1,10 @@
 // rogctl's tables, JSON and error mapping on hand-made admin replies.
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "catch2/catch.hpp"
+#include "proto/convert.h"
 #include "tools/rogctl_lib.h"
 
 namespace rog {
@@ -217,6 +220,123 @@ TEST_CASE("checkpoint output", "[rogctl]") {
   c.set_seconds(0.0125);
   CHECK(CheckpointTable(c) == "checkpoint written: /tmp/x/rogd.ckpt (2.0 KiB in 0.013s)\n");
   CHECK(CheckpointJson(c) == "{\"path\":\"/tmp/x/rogd.ckpt\",\"bytes\":2048,\"seconds\":0.0125}\n");
+}
+
+// A layout of two tensors: "fc.weight" [40, 32] (1280 elements: 40 rows)
+// and "fc.bias" [40] (one row).
+Layout ExportLayout() { return *Layout::Create({{"fc.weight", {40, 32}}, {"fc.bias", {40}}}); }
+
+// Export chunks of `layout` with value i at element i, `rows_per_chunk`
+// rows each, as rogd streams them.
+std::vector<pb::ExportChunk> ExportChunks(const Layout& layout, uint32_t rows_per_chunk) {
+  std::vector<pb::ExportChunk> chunks;
+  for (RowId r = 0; r < layout.num_rows(); r += rows_per_chunk) {
+    pb::ExportChunk c;
+    if (r == 0) *c.mutable_layout() = LayoutToProto(layout);
+    const RowId end = std::min<RowId>(r + rows_per_chunk, layout.num_rows());
+    c.set_first_row(r);
+    c.set_rows(end - r);
+    std::vector<float> v;
+    for (RowId i = r; i < end; ++i) {
+      for (uint32_t j = 0; j < layout.row(i).numel; ++j) v.push_back(layout.row(i).offset + j);
+    }
+    c.set_values(FloatsToBytes(v));
+    chunks.push_back(c);
+  }
+  return chunks;
+}
+
+TEST_CASE("export chunks assemble into the model in row order", "[rogctl]") {
+  const Layout layout = ExportLayout();
+  ExportAssembler a;
+  for (const pb::ExportChunk& c : ExportChunks(layout, 7)) REQUIRE(a.Add(c).ok());
+  absl::StatusOr<ExportedModel> m = a.Finish();
+  REQUIRE(m.ok());
+  CHECK(m->layout.fingerprint() == layout.fingerprint());
+  REQUIRE(m->values.size() == 1320);
+  for (size_t i = 0; i < m->values.size(); ++i) REQUIRE(m->values[i] == i);
+}
+
+TEST_CASE("a malformed export is refused with what was wrong", "[rogctl]") {
+  const Layout layout = ExportLayout();
+  const std::vector<pb::ExportChunk> good = ExportChunks(layout, 10);  // 5 chunks
+  const auto feed = [](std::vector<pb::ExportChunk> chunks) -> absl::Status {
+    ExportAssembler a;
+    for (const pb::ExportChunk& c : chunks) {
+      if (absl::Status s = a.Add(c); !s.ok()) return s;
+    }
+    return a.Finish().status();
+  };
+  const auto says = [](const absl::Status& s, absl::string_view what) {
+    INFO(s.ToString());
+    CHECK(s.code() == absl::StatusCode::kDataLoss);
+    CHECK(absl::StrContains(s.message(), what));
+  };
+  says(feed({}), "without sending the model");
+  std::vector<pb::ExportChunk> chunks = good;
+  chunks[0].clear_layout();
+  says(feed(chunks), "first chunk has no layout");
+  chunks = good;
+  *chunks[1].mutable_layout() = chunks[0].layout();
+  says(feed(chunks), "after the first carries a layout");
+  chunks = good;
+  chunks.erase(chunks.begin() + 1);
+  says(feed(chunks), "starts at row 20 where row 10 was due");
+  chunks = good;
+  chunks.pop_back();
+  says(feed(chunks), "after 40 of 41 rows");
+  chunks = good;
+  chunks[2].mutable_values()->pop_back();
+  says(feed(chunks), "bytes instead of 1280");
+  chunks = good;
+  chunks[4].set_rows(5);
+  says(feed(chunks), "beyond the layout's 41");
+  chunks = good;
+  chunks[0].mutable_layout()->mutable_tensors(0)->clear_name();
+  says(feed(chunks), "layout is invalid");
+  CHECK(absl::StrContains(feed(chunks).message(), "rogctl status"));
+}
+
+TEST_CASE("tensor names must have a place in a LibTorch archive", "[rogctl]") {
+  const auto check = [](std::vector<std::string> names) {
+    std::vector<TensorSpec> specs;
+    for (const std::string& n : names) specs.push_back({n, {2}});
+    return CheckArchiveNames(*Layout::Create(specs));
+  };
+  CHECK(check({"fc1.weight", "fc1.bias", "block.0.weight", "scale"}).ok());
+  absl::Status s = check({"fc.weight", "fc"});
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(s.message() ==
+        "tensor 'fc' has no place in a LibTorch module archive: 'fc' is also the submodule "
+        "holding tensor 'fc.weight'");
+  CHECK(!check({"a.b.c", "a.b"}).ok());
+  CHECK(check({"a.b.c", "a.bc"}).ok());
+  for (const char* bad : {"fc..weight", ".weight", "fc."}) {
+    INFO(bad);
+    s = check({bad});
+    CHECK(absl::StrContains(s.message(), "empty part between dots"));
+  }
+}
+
+TEST_CASE("export output", "[rogctl]") {
+  ExportSummary e;
+  e.out = "/tmp/m\"odel.pt";
+  e.tensors = 4;
+  e.elements = 2410;
+  e.bytes = 12345;
+  CHECK(ExportTable(e) ==
+        "model exported: /tmp/m\"odel.pt (4 tensors, 2410 values, 12.1 KiB)\n"
+        "load it with torch::load(module, \"/tmp/m\"odel.pt\") into the module the robots "
+        "train\n");
+  CHECK(ExportJson(e) ==
+        "{\"out\":\"/tmp/m\\\"odel.pt\",\"tensors\":4,\"elements\":2410,\"bytes\":12345,"
+        "\"template\":null,\"buffers\":0}\n");
+  e.template_path = "robot1.pt";
+  e.buffers = 1;
+  CHECK(absl::StrContains(ExportTable(e),
+                          "\nfrom template robot1.pt: 1 buffer and the module structure, kept as "
+                          "they are\n"));
+  CHECK(absl::StrContains(ExportJson(e), "\"template\":\"robot1.pt\",\"buffers\":1}"));
 }
 
 TEST_CASE("mta matches the paper for S = 2..8", "[rogctl]") {
