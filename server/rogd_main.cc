@@ -19,6 +19,7 @@
 #include "grpcpp/grpcpp.h"
 #include "server/engine.h"
 #include "server/service.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:7070",
@@ -64,6 +65,8 @@ int main(int argc, char** argv) {
       "Usage: rogd [--flagfile=FILE] [--listen=HOST:PORT] [--sync=bsp|ssp|rog] ...\n"
       "Flags are listed under rogd_main.cc below.");
   absl::ParseCommandLine(argc, argv);
+  // Logs go to stderr (systemd's journal takes both; stdout stays free).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("rogd"));
 
   const std::string level = absl::GetFlag(FLAGS_log_level);
   if (level == "debug") {
