@@ -698,6 +698,18 @@ absl::StatusOr<Layout> SyntheticLayout(const std::string& name) {
         {"fc2.bias", {10}},
     });
   }
+  if (name == "fmnist") {
+    return Layout::Create({
+        {"conv1.weight", {8, 1, 5, 5}},
+        {"conv1.bias", {8}},
+        {"conv2.weight", {16, 8, 5, 5}},
+        {"conv2.bias", {16}},
+        {"fc1.weight", {64, 256}},
+        {"fc1.bias", {64}},
+        {"fc2.weight", {10, 64}},
+        {"fc2.bias", {10}},
+    });
+  }
   if (name == "tiny") {
     return Layout::Create(
         {
@@ -711,7 +723,7 @@ absl::StatusOr<Layout> SyntheticLayout(const std::string& name) {
         64);
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown synthetic model '", name, "'; use cnn or tiny"));
+      absl::StrCat("unknown synthetic model '", name, "'; use cnn, fmnist or tiny"));
 }
 
 }  // namespace rog

@@ -119,7 +119,9 @@ struct SimReport {
 absl::StatusOr<SimReport> RunSimulation(const SimConfig& config, const Layout& layout);
 
 // A model layout like a small CNN for 28×28 images (about 1.7 MB in fp32,
-// 207 rows of uneven size): "cnn". "tiny": 6 tensors, a few KB, for tests.
+// 207 rows of uneven size): "cnn". The main job's CNN
+// (client/examples/fmnist_worker.cc, 82 KB): "fmnist". "tiny": 6 tensors, a
+// few KB, for tests.
 absl::StatusOr<Layout> SyntheticLayout(const std::string& name);
 
 }  // namespace rog

@@ -38,7 +38,7 @@ ABSL_FLAG(uint64_t, seed, 1, "Random seed (compute jitter, updates, initial valu
 ABSL_FLAG(double, compute_seconds, 1.0, "Mean compute time per iteration, seconds");
 ABSL_FLAG(double, compute_jitter, 0.1, "Compute time jitter, ± fraction (uniform)");
 ABSL_FLAG(std::string, codec, "fp32", "Row codec: fp32, bf16, int8, sign");
-ABSL_FLAG(std::string, model, "cnn", "Synthetic model layout: cnn (1.7 MB) or tiny");
+ABSL_FLAG(std::string, model, "cnn", "Synthetic model layout: cnn (1.7 MB), fmnist (the main job's CNN, 82 KB) or tiny");
 ABSL_FLAG(uint32_t, batch_bytes, 16384, "Payload bytes per row batch");
 ABSL_FLAG(bool, laggard_mta_only, true,
           "ROG: the worker at the slowest clock sends only mandatory rows and its MTA share");

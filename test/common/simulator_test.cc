@@ -163,5 +163,14 @@ TEST_CASE("invalid simulator settings are refused", "[simulator]") {
   CHECK_FALSE(SyntheticLayout("resnet").ok());
 }
 
+TEST_CASE("the fmnist layout is the main job's CNN", "[simulator]") {
+  auto l = SyntheticLayout("fmnist");
+  REQUIRE(l.ok());
+  // fmnist_worker's Net: the same parameters the LibTorch adapter registers.
+  CHECK(l->tensors().size() == 8);
+  CHECK(l->total_numel() == 20522);
+  CHECK(l->tensors()[4].name == "fc1.weight");
+}
+
 }  // namespace
 }  // namespace rog
