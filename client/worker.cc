@@ -352,6 +352,7 @@ struct Worker::Impl {
     current.rows_down += rows->size();
     const uint64_t bytes = b.ByteSizeLong();
     current.bytes_down += bytes;
+    current.payload_down += b.payload().size();
     down_ack_seq = b.seq();
     down_ack_bytes += bytes;
     ack_due = true;
@@ -505,6 +506,7 @@ struct Worker::Impl {
     if (transmitting) {
       current.rows_up += sent.rows.size();
       current.bytes_up += sent.bytes;
+      current.payload_up += b->payload().size();
     }
     inflight_bytes += sent.bytes;
     goodput.OnSend(Now(), sent.bytes);
@@ -801,6 +803,7 @@ absl::Status Worker::BeginIteration(absl::Span<float> params, double timeout_sec
   IterationStats fresh;
   fresh.rows_down = m.current.rows_down;
   fresh.bytes_down = m.current.bytes_down;
+  fresh.payload_down = m.current.payload_down;
   m.current = fresh;
   m.current.stalled = waited;
   m.current.stall_seconds = waited ? now - t0 : 0;

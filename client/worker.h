@@ -75,17 +75,20 @@ struct WorkerOptions {
 
 // What one iteration cost and moved.
 struct IterationStats {
-  uint64_t iteration = 0;        // the clock after this iteration
-  double stall_seconds = 0;      // BeginIteration blocked (policy, reconnect)
-  bool stalled = false;          // BeginIteration had to wait
-  double compute_seconds = 0;    // BeginIteration's return to EndIteration
-  double transmit_seconds = 0;   // inside EndIteration
-  double window_seconds = 0;     // the uplink window used; 0 = none
-  double overshoot_seconds = 0;  // window end to the last acknowledged byte
+  uint64_t iteration = 0;                  // the clock after this iteration
+  double stall_seconds = 0;                // BeginIteration blocked (policy, reconnect)
+  bool stalled = false;                    // BeginIteration had to wait
+  double compute_seconds = 0;              // BeginIteration's return to EndIteration
+  double transmit_seconds = 0;             // inside EndIteration
+  double window_seconds = 0;               // the uplink window used; 0 = none
+  double overshoot_seconds = 0;            // window end to the last acknowledged byte
   uint64_t rows_up = 0, bytes_up = 0;      // uplink batches of this iteration
   uint64_t rows_down = 0, bytes_down = 0;  // downlink since the last stats
-  double uplink_goodput = 0;               // bytes/s, from rogd's acks
-  uint64_t rows_kept = 0;  // rows left with unpushed updates (cut by the window)
+  // Of bytes_up / bytes_down, the encoded row values; the rest is the index
+  // (row ids, counts, version lags) and the batch header.
+  uint64_t payload_up = 0, payload_down = 0;
+  double uplink_goodput = 0;  // bytes/s, from rogd's acks
+  uint64_t rows_kept = 0;     // rows left with unpushed updates (cut by the window)
   bool disconnected = false;  // the stream broke during the transmission
 };
 

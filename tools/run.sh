@@ -7,7 +7,7 @@
 #
 # Usage: tools/run.sh [--sync=bsp|ssp|rog] [--staleness=S] [--minutes=N]
 #                     [--quick] [--scale=X] [--traces=DIR] [--non_iid] [--seed=N]
-#                     [--lr=X]
+#                     [--lr=X] [--logs=DIR]
 #   --sync      synchronisation policy (default rog)
 #   --staleness the bound S for ssp and rog (default 4)
 #   --minutes   how long the team adapts (default 4.5, about 5 with startup)
@@ -17,12 +17,14 @@
 #   --non_iid   label-skewed shards instead of IID ones
 #   --seed      seed of the data degradation, shards and batches (default 1)
 #   --lr        SGD learning rate of every robot (default 0.02)
+#   --logs      keep logs and the robots' CSV records in DIR (default: a new
+#               folder under /tmp)
 # Ctrl-C stops everything; no process is left behind. Logs stay in the
 # folder printed at the start.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-sync=rog staleness=4 seconds=270 scale=1 traces=../shared/traces non_iid=() seed=1 lr=0.02
+sync=rog staleness=4 seconds=270 scale=1 traces=../shared/traces non_iid=() seed=1 lr=0.02 logs=
 for a in "$@"; do
   case "$a" in
     --sync=*) sync="${a#*=}" ;;
@@ -34,7 +36,8 @@ for a in "$@"; do
     --non_iid) non_iid=(--non_iid) ;;
     --seed=*) seed="${a#*=}" ;;
     --lr=*) lr="${a#*=}" ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --logs=*) logs="${a#*=}" ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run: unknown argument '$a' (see tools/run.sh --help)" >&2; exit 2 ;;
   esac
 done
@@ -58,7 +61,12 @@ if ! bazel build --color=no --curses=no -c opt "${targets[@]}" >/tmp/rog-run-bui
 fi
 bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/rog"
-work="$(mktemp -d /tmp/rog-run.XXXXXX)"
+if [ -n "$logs" ]; then
+  mkdir -p "$logs" || { echo "run: cannot create --logs=$logs" >&2; exit 2; }
+  work="$(cd "$logs" && pwd)"
+else
+  work="$(mktemp -d /tmp/rog-run.XXXXXX)"
+fi
 echo "run: logs in $work"
 
 pids=()
@@ -106,7 +114,7 @@ for w in 1 2 3 4; do
   port=$(port_of "$work/relay$w.port" "$work/relay$w.log") || exit 1
   "$bin/client/examples/fmnist_worker" --server="127.0.0.1:$port" --id="robot$w" \
     --shard=$((w - 1)) --shards=4 --seconds="$seconds" --eval_every=10 --seed="$seed" --lr="$lr" \
-    --cache_dir="$cache" "${non_iid[@]}" > "$work/robot$w.log" 2>&1 &
+    --cache_dir="$cache" --csv_dir="$work" "${non_iid[@]}" > "$work/robot$w.log" 2>&1 &
   pids+=($!)
   workers+=($!)
 done

@@ -237,12 +237,14 @@ int main(int argc, char** argv) {
     return Fail(absl::StrCat("cannot start on ", listen, ": ", proxy.status().message()));
   }
   const auto start = std::chrono::steady_clock::now();
-  std::fprintf(stderr,
-               "trace_relay: 127.0.0.1:%d -> %s, trace %s (%zu samples, period %.3f s, mean "
-               "%.3f Mbit/s) x %g, delay %s, queue %llu bytes\n",
-               (*proxy)->port(), upstream.c_str(), trace_path.c_str(), trace->samples(),
-               trace->period(), trace->mean_mbit(), scale, absl::FormatDuration(delay).c_str(),
-               static_cast<unsigned long long>(queue_bytes));
+  std::fprintf(
+      stderr,
+      "trace_relay: 127.0.0.1:%d -> %s, trace %s (%zu samples, period %.3f s, mean "
+      "%.3f Mbit/s) x %g, delay %s, queue %llu bytes, trace time 0 at unix %.6f\n",
+      (*proxy)->port(), upstream.c_str(), trace_path.c_str(), trace->samples(), trace->period(),
+      trace->mean_mbit(), scale, absl::FormatDuration(delay).c_str(),
+      static_cast<unsigned long long>(queue_bytes),
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   const std::string port_file = flags["listen_port_file"];
   if (!port_file.empty()) {
     const std::string tmp = port_file + ".tmp";

@@ -8,6 +8,8 @@
 // Output, one line each (for tools/run.sh to parse):
 //   progress id=ID t=SECONDS iter=N acc=FRACTION stall=SHARE
 //   final id=ID t=SECONDS iter=N acc=FRACTION stall=SHARE stalls=N up_mb=X down_mb=Y
+// With --csv_dir, also ID.iters.csv and ID.acc.csv (columns in their header
+// lines; unix_s is wall-clock time, to line up with the links' traces).
 #include <torch/torch.h>
 #include <zlib.h>
 
@@ -21,6 +23,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "client/torch_adapter.h"
 
@@ -42,6 +45,9 @@ ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
 ABSL_FLAG(std::string, cache_dir, "/tmp/rog-cache", "where the pretrained clean model is cached");
 ABSL_FLAG(int, pretrain_steps, 600, "clean-image SGD steps of the pretraining");
 ABSL_FLAG(bool, pretrain_only, false, "pretrain (or find the cached model) and exit");
+ABSL_FLAG(std::string, csv_dir, "",
+          "if set, write ID.iters.csv (one row per iteration) and ID.acc.csv (one row per "
+          "evaluation) there, for tools/bench.sh");
 
 namespace {
 
@@ -171,6 +177,58 @@ void Pretrained(Net& net, const Data& train, const Data& test) {
               Accuracy(net, clean, test.labels.narrow(0, 0, 2000)));
 }
 
+double UnixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The per-iteration and per-evaluation records tools/bench.sh reads. Rows
+// are flushed as written, so a robot that dies leaves what it did.
+class CsvFiles {
+ public:
+  absl::Status Open(const std::string& dir, const std::string& id) {
+    const std::string iters = absl::StrCat(dir, "/", id, ".iters.csv");
+    const std::string accs = absl::StrCat(dir, "/", id, ".acc.csv");
+    iters_ = std::fopen(iters.c_str(), "w");
+    acc_ = std::fopen(accs.c_str(), "w");
+    if (iters_ == nullptr || acc_ == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot write ", iters, " or ", accs, ": does --csv_dir exist?"));
+    }
+    std::fprintf(iters_,
+                 "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,overshoot_s,"
+                 "rows_up,bytes_up,payload_up,rows_down,bytes_down,payload_down,disconnected\n");
+    std::fprintf(acc_, "unix_s,elapsed_s,iteration,accuracy\n");
+    std::fflush(iters_);
+    std::fflush(acc_);
+    return absl::OkStatus();
+  }
+  ~CsvFiles() {
+    if (iters_ != nullptr) std::fclose(iters_);
+    if (acc_ != nullptr) std::fclose(acc_);
+  }
+  void Iteration(const rog::IterationStats& s) {
+    if (iters_ == nullptr) return;
+    std::fprintf(iters_, "%.6f,%lu,%.6f,%d,%.6f,%.6f,%.6f,%.6f,%lu,%lu,%lu,%lu,%lu,%lu,%d\n",
+                 UnixSeconds(), static_cast<unsigned long>(s.iteration), s.stall_seconds,
+                 s.stalled ? 1 : 0, s.compute_seconds, s.transmit_seconds, s.window_seconds,
+                 s.overshoot_seconds, static_cast<unsigned long>(s.rows_up),
+                 static_cast<unsigned long>(s.bytes_up), static_cast<unsigned long>(s.payload_up),
+                 static_cast<unsigned long>(s.rows_down), static_cast<unsigned long>(s.bytes_down),
+                 static_cast<unsigned long>(s.payload_down), s.disconnected ? 1 : 0);
+    std::fflush(iters_);
+  }
+  void Accuracy(double elapsed, uint64_t iteration, double accuracy) {
+    if (acc_ == nullptr) return;
+    std::fprintf(acc_, "%.6f,%.3f,%lu,%.4f\n", UnixSeconds(), elapsed,
+                 static_cast<unsigned long>(iteration), accuracy);
+    std::fflush(acc_);
+  }
+
+ private:
+  std::FILE* iters_ = nullptr;
+  std::FILE* acc_ = nullptr;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -233,11 +291,20 @@ int main(int argc, char** argv) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   double stall = 0, next_eval = 0, next_progress = 0, acc = 0;
+  CsvFiles csv;
+  if (!absl::GetFlag(FLAGS_csv_dir).empty()) {
+    absl::Status s = csv.Open(absl::GetFlag(FLAGS_csv_dir), id);
+    if (!s.ok()) {
+      std::fprintf(stderr, "fmnist_worker: %s\n", std::string(s.message()).c_str());
+      return 2;
+    }
+  }
   uint64_t stalls = 0, up = 0, down = 0, iter = 0;
   const int batch = absl::GetFlag(FLAGS_batch);
   while (elapsed() < absl::GetFlag(FLAGS_seconds)) {
     if (elapsed() >= next_eval) {
       acc = Accuracy(net, test_images, test_labels);
+      csv.Accuracy(elapsed(), iter, acc);
       next_eval += absl::GetFlag(FLAGS_eval_every);
       next_progress = 0;  // print the fresh accuracy now
     }
@@ -266,6 +333,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     iter = st->iteration;
+    csv.Iteration(*st);
     stall += st->stall_seconds;
     stalls += st->stalled;
     up += st->bytes_up;
@@ -279,6 +347,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fmnist_worker %s: close: %s\n", id.c_str(),
                  std::string(s.message()).c_str());
   acc = Accuracy(net, test_images, test_labels);
+  csv.Accuracy(elapsed(), iter, acc);
   std::printf(
       "final id=%s t=%.1f iter=%lu acc=%.4f stall=%.3f stalls=%lu up_mb=%.2f down_mb=%.2f\n",
       id.c_str(), elapsed(), static_cast<unsigned long>(iter), acc,
