@@ -2,8 +2,9 @@
 # Runs every test of ROG on this machine: installs what is missing
 # (tools/setup.sh), then `bazel test //...`, then prints a closing line
 # `N passed, M failed` that counts Catch2 test cases across all test
-# binaries, plus one case for the main job (`tools/run.sh --quick`, skipped
-# with ROG_SKIP_RUN=1 or when target patterns are given). A test binary that
+# binaries, plus one case for the main job (`tools/run.sh --quick`) and one
+# for the benchmark (`tools/bench.sh --profile=tiny`), both skipped with
+# ROG_SKIP_RUN=1 or when target patterns are given. A test binary that
 # crashed, timed out or failed to build counts as one failed case. Exits
 # non-zero when anything failed.
 # Extra arguments go to `bazel test`: flags (e.g. --config=asan) and target
@@ -81,6 +82,27 @@ if [ "$has_pattern" -eq 0 ] && [ "${ROG_SKIP_RUN:-0}" != 1 ]; then
     tail -30 "$runlog" >&2
   fi
   rm -f "$runlog"
+
+  # The benchmark end to end on its tiny profile, one more case: summary.md
+  # with a row per policy, the ratios and the simulator, and the three plots.
+  echo "test: tools/bench.sh --profile=tiny"
+  benchdir="$(mktemp -d)"
+  benchlog="$benchdir.log"
+  if tools/bench.sh --profile=tiny --out="$benchdir/results" >"$benchlog" 2>&1 &&
+      grep -q 'ROG/BSP [0-9.]*×' "$benchdir/results/summary.md" &&
+      [ "$(grep -cE '^\| (BSP|SSP\(4\)|ROG\(4\)) \| [0-9.]+ ' "$benchdir/results/summary.md")" -eq 3 ] &&
+      grep -q 'invariants .*: hold' "$benchdir/results/summary.md" &&
+      [ -s "$benchdir/results/accuracy_time.png" ] &&
+      [ -s "$benchdir/results/accuracy_iterations.png" ] &&
+      [ -s "$benchdir/results/time_breakdown.png" ]; then
+    passed=$((passed + 1))
+    grep -E '^(Training throughput|\| )' "$benchdir/results/summary.md"
+  else
+    failed=$((failed + 1))
+    echo "test: tools/bench.sh --profile=tiny failed; its output:" >&2
+    tail -30 "$benchlog" >&2
+  fi
+  rm -rf "$benchdir" "$benchlog"
 fi
 
 if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then

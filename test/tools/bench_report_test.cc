@@ -1,0 +1,159 @@
+// tools/bench.sh's figures from hand-made records: every figure of
+// summary.md is checked against a value worked out by hand.
+#include <string>
+
+#include "catch2/catch.hpp"
+#include "common/trace.h"
+#include "tools/bench_report_lib.h"
+
+namespace rog {
+namespace {
+
+const char kIterHeader[] =
+    "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,overshoot_s,rows_up,"
+    "bytes_up,payload_up,rows_down,bytes_down,payload_down,disconnected\n";
+
+TEST_CASE("iteration and accuracy CSV files parse, and errors say where", "[bench]") {
+  auto it = ParseIterCsv(std::string(kIterHeader) +
+                             "100.5,1,0.25,1,0.1,0.15,0.1,0.02,3,1100,1000,2,550,500,0\n"
+                             "101,2,0,0,0.1,0.4,0,0,3,1100,1000,2,550,500,1\n"
+                             "101.2,3,0,0",  // cut short by a kill: ignored
+                         "r.csv");
+  REQUIRE(it.ok());
+  REQUIRE(it->size() == 2);
+  CHECK((*it)[0].unix_s == 100.5);
+  CHECK((*it)[0].stalled);
+  CHECK((*it)[0].overshoot_s == 0.02);
+  CHECK((*it)[1].disconnected);
+  CHECK((*it)[1].payload_down == 500);
+
+  auto bad = ParseIterCsv(
+      std::string(kIterHeader) + "1,x,0,0,0,0,0,0,0,0,0,0,0,0,0\n2,2,0,0,0,0,0,0,0,0,0,0,0,0,0\n",
+      "r.csv");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(std::string(bad.status().message()) == "r.csv line 2: 'x' is not a number");
+  auto header = ParseIterCsv("a,b\n1,2\n", "r.csv");
+  REQUIRE_FALSE(header.ok());
+  CHECK(std::string(header.status().message()).find("fmnist_worker --csv_dir") !=
+        std::string::npos);
+
+  auto acc = ParseAccCsv("unix_s,elapsed_s,iteration,accuracy\n10,0,0,0.17\n20,10,50,0.6\n", "a");
+  REQUIRE(acc.ok());
+  REQUIRE(acc->size() == 2);
+  CHECK((*acc)[1].iteration == 50);
+  CHECK((*acc)[1].accuracy == 0.6);
+}
+
+TEST_CASE("the relay's start time is read from its first log line", "[bench]") {
+  auto t = RelayStartUnix(
+      "trace_relay: 127.0.0.1:1 -> 127.0.0.1:2, trace t.tsv (3 samples, period 1.000 s, mean 1 "
+      "Mbit/s) x 1, delay 5ms, queue 16384 bytes, trace time 0 at unix 1700000000.250000\n");
+  REQUIRE(t.ok());
+  CHECK(*t == 1700000000.25);
+  CHECK_FALSE(RelayStartUnix("no such line").ok());
+}
+
+IterRecord Iter(double unix_s, double stall, double compute, double transmit, uint64_t up,
+                uint64_t payload_up, double window = 0, double overshoot = 0) {
+  IterRecord r;
+  r.unix_s = unix_s;
+  r.stall_s = stall;
+  r.stalled = stall > 0;
+  r.compute_s = compute;
+  r.transmit_s = transmit;
+  r.bytes_up = up;
+  r.payload_up = payload_up;
+  r.window_s = window;
+  r.overshoot_s = overshoot;
+  return r;
+}
+
+TEST_CASE("a robot's shares, bytes and link utilisation", "[bench]") {
+  RobotRun run;
+  run.id = "robot1";
+  // 8 Mbit/s = 1e6 bytes/s, constant; the relay started at unix 1000.
+  run.trace = Trace::Constant(8);
+  run.trace_start_unix = 1000;
+  // Starts at 1001: stall 1, compute 1, transmit 1 (ends 1004); then compute
+  // 1, transmit 2 (ends 1007).
+  run.iters = {Iter(1004, 1, 1, 1, 500000, 400000, 1, 0.01),
+               Iter(1007, 0, 1, 2, 1000000, 800000, 2, 0.03)};
+  run.acc = {{1001, 0, 0, 0.2}, {1007.5, 6.5, 2, 0.7}};
+  RobotFigures f = Summarise(run);
+  CHECK(f.iterations == 2);
+  CHECK(f.span_s == Approx(6));
+  CHECK(f.iterations_per_s == Approx(2.0 / 6));
+  CHECK(f.stall_s == 1);
+  CHECK(f.stalls == 1);
+  CHECK(f.transmit_s == 3);
+  CHECK(f.final_accuracy == 0.7);
+  // 1.5 MB sent in 3 s of a 1 MB/s link.
+  CHECK(f.transmit_bytes_up == 1500000);
+  CHECK(f.transmit_capacity_up == Approx(3e6));
+  CHECK(f.overshoots_s == std::vector<double>{0.01, 0.03});
+}
+
+TEST_CASE("the team curve, time to a target and quantiles", "[bench]") {
+  RobotRun a, b;
+  a.acc = {{0, 0, 0, 0.2}, {0, 10, 5, 0.6}, {0, 20, 10, 0.8}, {0, 25, 12, 0.9}};
+  b.acc = {{0, 1, 0, 0.2}, {0, 11, 5, 0.7}, {0, 25, 12, 0.95}};
+  // b has two evaluations before its final one, so the curve has two points.
+  auto curve = TeamAccuracy({a, b});
+  REQUIRE(curve.size() == 2);
+  CHECK(curve[0].first == Approx(0.5));
+  CHECK(curve[1].second == Approx(0.65));
+  CHECK(*TimeToAccuracy({{0, 0.2}, {10, 0.6}, {20, 0.8}}, 0.7) == Approx(15));
+  CHECK(*TimeToAccuracy({{0, 0.9}}, 0.7) == 0);
+  CHECK_FALSE(TimeToAccuracy({{0, 0.2}, {10, 0.6}}, 0.7).has_value());
+  std::vector<double> v;
+  for (int i = 1; i <= 100; ++i) v.push_back(i);
+  CHECK(*Quantile(v, 0.5) == 50);
+  CHECK(*Quantile(v, 0.99) == 99);
+  CHECK(*Quantile({3}, 0.99) == 3);
+  CHECK_FALSE(Quantile({}, 0.5).has_value());
+}
+
+TEST_CASE("summary.md states the ratios, every figure and the settings", "[bench]") {
+  auto robot = [](double stall, uint64_t payload, double acc) {
+    RobotRun r;
+    r.id = "robot1";
+    // 10 iterations of 1 s each: compute 0.5, transmit 0.5 - stall.
+    for (int i = 1; i <= 10; ++i) {
+      r.iters.push_back(Iter(i, stall, 0.5, 0.5 - stall, payload + 100, payload));
+    }
+    r.acc = {{0, 0, 0, 0.2}, {0, 5, 5, acc - 0.1}, {0, 10, 10, acc}};
+    return r;
+  };
+  PolicyFigures bsp = CombinePolicy("bsp", {robot(0.25, 1000, 0.70)});
+  PolicyFigures rog = CombinePolicy("rog", {robot(0.05, 1000, 0.72)});
+  // Same it/s here; make ROG twice as fast by halving its span.
+  for (auto& r : rog.robots) r.iterations_per_s *= 2;
+  rog.iterations_per_s *= 2;
+  CHECK(bsp.stall_share == Approx(0.25));
+  CHECK(bsp.stalls == 10);
+  CHECK(rog.index_overhead == Approx(0.1));
+  CHECK(bsp.final_accuracy == Approx(0.70));
+  BenchSettings s;
+  s.staleness = 4;
+  s.profile = "tiny";
+  s.command = "tools/bench.sh --profile=tiny";
+  s.cpu = "2 cores";
+  const std::string md = SummaryMarkdown({bsp, rog}, s, "sim says hello\n");
+  INFO(md);
+  CHECK(md.find("ROG/BSP 2.00×") != std::string::npos);
+  CHECK(md.find("ROG/SSP n/a") != std::string::npos);
+  CHECK(md.find("| BSP | 1.00 | 25.0% | 10 |") != std::string::npos);
+  CHECK(md.find("| ROG(4) | 2.00 | 5.0% | 10 |") != std::string::npos);
+  // Target: BSP's final accuracy 0.70, which ROG's curve (0.2, 0.62) never
+  // reaches before its final evaluation; BSP's (0.2, 0.6) neither.
+  CHECK(md.find("not reached") != std::string::npos);
+  CHECK(md.find("Stall occurrences under ROG: 0.0% fewer than BSP.") != std::string::npos);
+  CHECK(md.find("10.00%") != std::string::npos);  // index overhead
+  CHECK(md.find("`tools/bench.sh --profile=tiny`") != std::string::npos);
+  CHECK(md.find("sim says hello") != std::string::npos);
+  CHECK(Ratio(3, 0) == "n/a");
+  CHECK(Ratio(5.2, 2) == "2.60×");
+}
+
+}  // namespace
+}  // namespace rog

@@ -1,0 +1,219 @@
+// Turns one tools/bench.sh results folder into summary.md, CSV time series
+// and a gnuplot script (tools/bench.sh runs gnuplot on it).
+//
+// The folder holds one subfolder per policy (bsp, ssp, rog), each with
+// robotN.iters.csv and robotN.acc.csv (fmnist_worker --csv_dir) and
+// relayN.log (trace_relay's log, which says when it started replaying).
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/trace.h"
+#include "tools/bench_report_lib.h"
+
+ABSL_FLAG(std::string, results, "", "the results folder tools/bench.sh filled (required)");
+ABSL_FLAG(std::string, traces, "../shared/traces", "folder of the traces the links replayed");
+ABSL_FLAG(std::string, trace_prefix, "outdoors-fast-w",
+          "robotN's link replayed TRACES/<prefix>N.tsv");
+ABSL_FLAG(double, scale, 1, "the trace scale the links used");
+ABSL_FLAG(int, staleness, 4, "S of SSP and ROG");
+ABSL_FLAG(double, adapt_seconds, 0, "seconds of adaptation per policy");
+ABSL_FLAG(std::string, profile, "", "the bench.sh profile, for the settings list");
+ABSL_FLAG(std::string, command, "tools/bench.sh", "the command that made the results");
+ABSL_FLAG(std::string, cpu, "", "the CPU the run had, for the settings list");
+ABSL_FLAG(double, target, -1, "accuracy target; below 0: BSP's final accuracy");
+ABSL_FLAG(std::string, simulator, "", "a file with //tools:sim's output for the same settings");
+
+namespace fs = std::filesystem;
+
+namespace {
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "bench_report: %s\n", message.c_str());
+  return 1;
+}
+
+absl::StatusOr<std::string> Read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", p.string()));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+absl::Status Write(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", p.string()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<rog::RobotRun>> LoadPolicy(const fs::path& dir) {
+  std::vector<rog::RobotRun> runs;
+  for (int n = 1;; ++n) {
+    const std::string id = absl::StrCat("robot", n);
+    const fs::path iters = dir / (id + ".iters.csv");
+    if (!fs::exists(iters)) break;
+    rog::RobotRun run;
+    run.id = id;
+    auto it_text = Read(iters);
+    if (!it_text.ok()) return it_text.status();
+    auto it = rog::ParseIterCsv(*it_text, iters.string());
+    if (!it.ok()) return it.status();
+    run.iters = std::move(*it);
+    const fs::path accp = dir / (id + ".acc.csv");
+    auto acc_text = Read(accp);
+    if (!acc_text.ok()) return acc_text.status();
+    auto acc = rog::ParseAccCsv(*acc_text, accp.string());
+    if (!acc.ok()) return acc.status();
+    run.acc = std::move(*acc);
+    // The link: its trace and when the relay started replaying it.
+    auto log = Read(dir / absl::StrCat("relay", n, ".log"));
+    const fs::path trace_path = fs::path(absl::GetFlag(FLAGS_traces)) /
+                                absl::StrCat(absl::GetFlag(FLAGS_trace_prefix), n, ".tsv");
+    auto trace_text = Read(trace_path);
+    if (log.ok() && trace_text.ok()) {
+      auto start = rog::RelayStartUnix(*log);
+      auto trace = rog::Trace::Parse(*trace_text, trace_path.string());
+      if (!start.ok()) return start.status();
+      if (!trace.ok()) return trace.status();
+      run.trace = std::move(*trace);
+      run.trace_start_unix = *start;
+      run.trace_scale = absl::GetFlag(FLAGS_scale);
+    }
+    runs.push_back(std::move(run));
+  }
+  if (runs.empty()) {
+    return absl::NotFoundError(absl::StrCat("no robot1.iters.csv in ", dir.string()));
+  }
+  return runs;
+}
+
+// accuracy.csv (every evaluation of every robot), team_<policy>.dat (the
+// team curve against time and iterations) and breakdown.dat (seconds per
+// robot computing, transmitting, stalled, other).
+absl::Status WriteSeries(const fs::path& out, const std::vector<rog::PolicyFigures>& figures,
+                         const std::vector<std::vector<rog::RobotRun>>& runs) {
+  std::string all = "policy,robot,elapsed_s,iteration,accuracy,final\n";
+  for (size_t p = 0; p < runs.size(); ++p) {
+    std::string team = "# elapsed_s mean_iteration mean_accuracy\n";
+    const auto& rs = runs[p];
+    size_t n = figures[p].team_accuracy.size();
+    for (size_t k = 0; k < n; ++k) {
+      double it = 0;
+      for (const auto& r : rs) it += r.acc[k].iteration;
+      absl::StrAppend(&team, absl::StrFormat("%.3f %.1f %.4f\n", figures[p].team_accuracy[k].first,
+                                             it / rs.size(), figures[p].team_accuracy[k].second));
+    }
+    absl::Status s = Write(out / absl::StrCat("team_", figures[p].policy, ".dat"), team);
+    if (!s.ok()) return s;
+    for (const auto& r : rs) {
+      for (size_t k = 0; k < r.acc.size(); ++k) {
+        absl::StrAppend(&all, absl::StrFormat("%s,%s,%.3f,%d,%.4f,%d\n", figures[p].policy, r.id,
+                                              r.acc[k].elapsed_s, r.acc[k].iteration,
+                                              r.acc[k].accuracy, k + 1 == r.acc.size() ? 1 : 0));
+      }
+    }
+  }
+  absl::Status s = Write(out / "accuracy.csv", all);
+  if (!s.ok()) return s;
+  std::string bars = "# policy compute_s transmit_s stall_s other_s (mean per robot)\n";
+  for (const auto& f : figures) {
+    double c = 0, t = 0, st = 0, span = 0;
+    for (const auto& r : f.robots) {
+      c += r.compute_s;
+      t += r.transmit_s;
+      st += r.stall_s;
+      span += r.span_s;
+    }
+    const double n = std::max<size_t>(1, f.robots.size());
+    absl::StrAppend(&bars, absl::StrFormat("%s %.2f %.2f %.2f %.2f\n", f.policy, c / n, t / n,
+                                           st / n, std::max(0.0, span - c - t - st) / n));
+  }
+  return Write(out / "breakdown.dat", bars);
+}
+
+std::string GnuplotScript(const std::vector<rog::PolicyFigures>& figures) {
+  std::string plot_t, plot_i;
+  for (const auto& f : figures) {
+    const std::string sep = plot_t.empty() ? "" : ", ";
+    absl::StrAppend(&plot_t, sep, "'team_", f.policy, ".dat' using 1:3 with linespoints title '",
+                    f.policy, "'");
+    absl::StrAppend(&plot_i, sep, "'team_", f.policy, ".dat' using 2:3 with linespoints title '",
+                    f.policy, "'");
+  }
+  return absl::StrCat(
+      "# Made by //tools:bench_report; run with gnuplot in the results folder.\n",
+      "set terminal pngcairo size 900,540 noenhanced\n", "set grid\n", "set key bottom right\n",
+      "set ylabel 'accuracy on degraded test images (team mean)'\n",
+      "set output 'accuracy_time.png'\n", "set xlabel 'wall-clock time (s)'\n",
+      "set title 'Accuracy against wall-clock time'\n", "plot ", plot_t, "\n",
+      "set output 'accuracy_iterations.png'\n", "set xlabel 'iterations (team mean)'\n",
+      "set title 'Accuracy against iterations'\n", "plot ", plot_i, "\n",
+      "set output 'time_breakdown.png'\n", "set title 'Where each robot''s time went'\n",
+      "set ylabel 'seconds per robot'\n", "set xlabel ''\n", "set key outside right top\n",
+      "set style data histograms\n", "set style histogram rowstacked\n",
+      "set style fill solid 0.8 border -1\n", "set boxwidth 0.6\n",
+      "plot 'breakdown.dat' using 2:xtic(1) title 'compute', '' using 3 title 'transmit', "
+      "'' using 4 title 'stall', '' using 5 title 'other (evaluation)'\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Writes summary.md, accuracy.csv, team_<policy>.dat, breakdown.dat and plots.gp into a "
+      "tools/bench.sh results folder.\nUsage: bench_report --results=DIR [--traces=DIR] "
+      "[--scale=X] ...");
+  absl::ParseCommandLine(argc, argv);
+  const fs::path results = absl::GetFlag(FLAGS_results);
+  if (results.empty()) return Fail("--results is required (a tools/bench.sh results folder)");
+  std::vector<rog::PolicyFigures> figures;
+  std::vector<std::vector<rog::RobotRun>> runs;
+  for (const char* policy : {"bsp", "ssp", "rog"}) {
+    if (!fs::is_directory(results / policy)) continue;
+    auto r = LoadPolicy(results / policy);
+    if (!r.ok()) return Fail(std::string(r.status().message()));
+    figures.push_back(rog::CombinePolicy(policy, *r));
+    runs.push_back(std::move(*r));
+  }
+  if (figures.empty()) {
+    return Fail(absl::StrCat("no bsp/, ssp/ or rog/ folder in ", results.string()));
+  }
+  rog::BenchSettings settings;
+  settings.staleness = absl::GetFlag(FLAGS_staleness);
+  settings.trace_scale = absl::GetFlag(FLAGS_scale);
+  settings.traces =
+      absl::StrCat(absl::GetFlag(FLAGS_traces), "/", absl::GetFlag(FLAGS_trace_prefix), "{1..",
+                   runs[0].size(), "}.tsv");
+  settings.adapt_seconds = absl::GetFlag(FLAGS_adapt_seconds);
+  settings.robots = static_cast<int>(runs[0].size());
+  settings.cpu = absl::GetFlag(FLAGS_cpu);
+  settings.profile = absl::GetFlag(FLAGS_profile);
+  settings.command = absl::GetFlag(FLAGS_command);
+  if (absl::GetFlag(FLAGS_target) >= 0) settings.target = absl::GetFlag(FLAGS_target);
+  std::string sim;
+  if (!absl::GetFlag(FLAGS_simulator).empty()) {
+    auto s = Read(absl::GetFlag(FLAGS_simulator));
+    if (!s.ok()) return Fail(std::string(s.status().message()));
+    sim = *s;
+  }
+  for (absl::Status s :
+       {Write(results / "summary.md", rog::SummaryMarkdown(figures, settings, sim)),
+        WriteSeries(results, figures, runs), Write(results / "plots.gp", GnuplotScript(figures))}) {
+    if (!s.ok()) return Fail(std::string(s.message()));
+  }
+  std::printf(
+      "bench_report: wrote %s/summary.md, accuracy.csv, team_*.dat, breakdown.dat, plots.gp\n",
+      results.string().c_str());
+  return 0;
+}

@@ -1,0 +1,381 @@
+#include "tools/bench_report_lib.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace rog {
+namespace {
+
+// Splits `text` into data lines (the header checked and skipped), each into
+// exactly `columns` fields.
+absl::StatusOr<std::vector<std::vector<absl::string_view>>> CsvRows(absl::string_view text,
+                                                                    absl::string_view name,
+                                                                    absl::string_view header) {
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  if (lines.empty() || absl::StripTrailingAsciiWhitespace(lines[0]) != header) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": the first line must be the header '", header,
+                     "'; is this a file fmnist_worker --csv_dir wrote?"));
+  }
+  const size_t columns = std::count(header.begin(), header.end(), ',') + 1;
+  std::vector<std::vector<absl::string_view>> rows;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::vector<absl::string_view> f =
+        absl::StrSplit(absl::StripTrailingAsciiWhitespace(lines[i]), ',');
+    if (f.size() != columns) {
+      // A robot killed mid-write leaves a short last line: skip only that.
+      if (i + 1 == lines.size()) break;
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " line ", i + 1, ": ", f.size(), " fields, expected ", columns));
+    }
+    rows.push_back(std::move(f));
+  }
+  return rows;
+}
+
+template <typename T>
+absl::Status Field(absl::string_view s, absl::string_view name, size_t line, T* out) {
+  bool ok;
+  if constexpr (std::is_same_v<T, double>) {
+    ok = absl::SimpleAtod(s, out) && std::isfinite(*out);
+  } else {
+    ok = absl::SimpleAtoi(s, out);
+  }
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(name, " line ", line, ": '", s, "' is not a number"));
+}
+
+constexpr absl::string_view kIterHeader =
+    "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,overshoot_s,rows_up,"
+    "bytes_up,payload_up,rows_down,bytes_down,payload_down,disconnected";
+constexpr absl::string_view kAccHeader = "unix_s,elapsed_s,iteration,accuracy";
+
+}  // namespace
+
+absl::StatusOr<std::vector<IterRecord>> ParseIterCsv(absl::string_view text,
+                                                     absl::string_view name) {
+  auto rows = CsvRows(text, name, kIterHeader);
+  if (!rows.ok()) return rows.status();
+  std::vector<IterRecord> out;
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const auto& f = (*rows)[i];
+    IterRecord r;
+    int stalled = 0, disconnected = 0;
+    const size_t line = i + 2;
+    for (absl::Status s :
+         {Field(f[0], name, line, &r.unix_s), Field(f[1], name, line, &r.iteration),
+          Field(f[2], name, line, &r.stall_s), Field(f[3], name, line, &stalled),
+          Field(f[4], name, line, &r.compute_s), Field(f[5], name, line, &r.transmit_s),
+          Field(f[6], name, line, &r.window_s), Field(f[7], name, line, &r.overshoot_s),
+          Field(f[8], name, line, &r.rows_up), Field(f[9], name, line, &r.bytes_up),
+          Field(f[10], name, line, &r.payload_up), Field(f[11], name, line, &r.rows_down),
+          Field(f[12], name, line, &r.bytes_down), Field(f[13], name, line, &r.payload_down),
+          Field(f[14], name, line, &disconnected)}) {
+      if (!s.ok()) return s;
+    }
+    r.stalled = stalled != 0;
+    r.disconnected = disconnected != 0;
+    out.push_back(r);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<AccRecord>> ParseAccCsv(absl::string_view text, absl::string_view name) {
+  auto rows = CsvRows(text, name, kAccHeader);
+  if (!rows.ok()) return rows.status();
+  std::vector<AccRecord> out;
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const auto& f = (*rows)[i];
+    AccRecord r;
+    const size_t line = i + 2;
+    for (absl::Status s :
+         {Field(f[0], name, line, &r.unix_s), Field(f[1], name, line, &r.elapsed_s),
+          Field(f[2], name, line, &r.iteration), Field(f[3], name, line, &r.accuracy)}) {
+      if (!s.ok()) return s;
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+absl::StatusOr<double> RelayStartUnix(absl::string_view relay_log) {
+  constexpr absl::string_view kMark = "trace time 0 at unix ";
+  const size_t at = relay_log.find(kMark);
+  if (at == absl::string_view::npos) {
+    return absl::NotFoundError(absl::StrCat("no '", kMark, "' in the relay's log"));
+  }
+  absl::string_view rest = relay_log.substr(at + kMark.size());
+  rest = rest.substr(0, rest.find_first_of(" \n"));
+  double t;
+  if (!absl::SimpleAtod(rest, &t)) {
+    return absl::InvalidArgumentError(absl::StrCat("bad start time '", rest, "' in relay log"));
+  }
+  return t;
+}
+
+RobotFigures Summarise(const RobotRun& run) {
+  RobotFigures f;
+  f.id = run.id;
+  if (!run.acc.empty()) f.final_accuracy = run.acc.back().accuracy;
+  if (run.iters.empty()) return f;
+  const IterRecord& first = run.iters.front();
+  const double begin = first.unix_s - first.stall_s - first.compute_s - first.transmit_s;
+  f.span_s = std::max(1e-9, run.iters.back().unix_s - begin);
+  f.iterations = run.iters.size();
+  f.iterations_per_s = f.iterations / f.span_s;
+  for (const IterRecord& r : run.iters) {
+    f.compute_s += r.compute_s;
+    f.transmit_s += r.transmit_s;
+    f.stall_s += r.stall_s;
+    f.stalls += r.stalled ? 1 : 0;
+    f.disconnects += r.disconnected ? 1 : 0;
+    f.bytes_up += r.bytes_up;
+    f.bytes_down += r.bytes_down;
+    f.payload_up += r.payload_up;
+    f.payload_down += r.payload_down;
+    if (r.window_s > 0) f.overshoots_s.push_back(r.overshoot_s);
+    if (run.trace && r.transmit_s > 0) {
+      const double t1 = r.unix_s - run.trace_start_unix;
+      const double t0 = std::max(0.0, t1 - r.transmit_s);
+      if (t1 > t0) {
+        f.transmit_bytes_up += r.bytes_up;
+        f.transmit_capacity_up += run.trace->BytesBetween(t0, t1, run.trace_scale);
+      }
+    }
+  }
+  return f;
+}
+
+std::vector<std::pair<double, double>> TeamAccuracy(const std::vector<RobotRun>& runs) {
+  std::vector<std::pair<double, double>> curve;
+  if (runs.empty()) return curve;
+  size_t n = SIZE_MAX;
+  // The last evaluation follows the final sync: not part of the curve.
+  for (const RobotRun& r : runs) n = std::min(n, r.acc.empty() ? 0 : r.acc.size() - 1);
+  for (size_t k = 0; k < n; ++k) {
+    double t = 0, a = 0;
+    for (const RobotRun& r : runs) {
+      t += r.acc[k].elapsed_s;
+      a += r.acc[k].accuracy;
+    }
+    curve.emplace_back(t / runs.size(), a / runs.size());
+  }
+  return curve;
+}
+
+std::optional<double> TimeToAccuracy(const std::vector<std::pair<double, double>>& curve,
+                                     double target) {
+  for (size_t i = 0; i < curve.size(); ++i) {
+    if (curve[i].second < target) continue;
+    if (i == 0) return curve[0].first;
+    const auto [t0, a0] = curve[i - 1];
+    const auto [t1, a1] = curve[i];
+    return t0 + (t1 - t0) * (target - a0) / std::max(1e-12, a1 - a0);
+  }
+  return std::nullopt;
+}
+
+std::optional<double> Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  const double rank = std::ceil(std::clamp(q, 0.0, 1.0) * v.size());
+  const size_t i = rank < 1 ? 0 : static_cast<size_t>(rank) - 1;
+  return v[std::min(i, v.size() - 1)];
+}
+
+PolicyFigures CombinePolicy(const std::string& policy, const std::vector<RobotRun>& runs) {
+  PolicyFigures p;
+  p.policy = policy;
+  double span = 0, compute = 0, transmit = 0, stall = 0, acc = 0;
+  uint64_t bytes = 0, payload = 0;
+  double tx_bytes = 0, tx_capacity = 0;
+  int with_acc = 0;
+  std::vector<double> overshoots;
+  for (const RobotRun& r : runs) {
+    RobotFigures f = Summarise(r);
+    span += f.span_s;
+    compute += f.compute_s;
+    transmit += f.transmit_s;
+    stall += f.stall_s;
+    p.stalls += f.stalls;
+    p.iterations_per_s += f.iterations_per_s / runs.size();
+    p.mb_up += f.bytes_up / 1e6 / runs.size();
+    p.mb_down += f.bytes_down / 1e6 / runs.size();
+    bytes += f.bytes_up + f.bytes_down;
+    payload += f.payload_up + f.payload_down;
+    tx_bytes += f.transmit_bytes_up;
+    tx_capacity += f.transmit_capacity_up;
+    overshoots.insert(overshoots.end(), f.overshoots_s.begin(), f.overshoots_s.end());
+    if (f.final_accuracy >= 0) {
+      acc += f.final_accuracy;
+      ++with_acc;
+      p.final_accuracy_min = p.final_accuracy_min < 0
+                                 ? f.final_accuracy
+                                 : std::min(p.final_accuracy_min, f.final_accuracy);
+      p.final_accuracy_max = std::max(p.final_accuracy_max, f.final_accuracy);
+    }
+    p.robots.push_back(std::move(f));
+  }
+  if (span > 0) {
+    p.stall_share = stall / span;
+    p.compute_share = compute / span;
+    p.transmit_share = transmit / span;
+  }
+  if (with_acc > 0) p.final_accuracy = acc / with_acc;
+  if (payload > 0) p.index_overhead = static_cast<double>(bytes - payload) / payload;
+  if (tx_capacity > 0) p.link_utilisation = tx_bytes / tx_capacity;
+  p.overshoot_p50 = Quantile(overshoots, 0.5);
+  p.overshoot_p99 = Quantile(overshoots, 0.99);
+  p.team_accuracy = TeamAccuracy(runs);
+  return p;
+}
+
+std::string Ratio(double num, double den) {
+  if (!(den > 0)) return "n/a";
+  return absl::StrFormat("%.2f×", num / den);
+}
+
+namespace {
+
+const PolicyFigures* Find(const std::vector<PolicyFigures>& ps, absl::string_view name) {
+  for (const PolicyFigures& p : ps) {
+    if (p.policy == name) return &p;
+  }
+  return nullptr;
+}
+
+std::string Pct(double share) { return absl::StrFormat("%.1f%%", 100 * share); }
+
+std::string Ms(std::optional<double> s) { return s ? absl::StrFormat("%.0f ms", *s * 1000) : "–"; }
+
+std::string Label(const PolicyFigures& p, int staleness) {
+  if (p.policy == "bsp") return "BSP";
+  return absl::StrCat(p.policy == "ssp" ? "SSP" : "ROG", "(", staleness, ")");
+}
+
+}  // namespace
+
+std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
+                            const BenchSettings& settings, const std::string& simulator) {
+  std::string md = "# ROG benchmark: BSP, SSP and ROG on replayed robot WiFi traces\n\n";
+  const PolicyFigures* bsp = Find(policies, "bsp");
+  const PolicyFigures* ssp = Find(policies, "ssp");
+  const PolicyFigures* rog = Find(policies, "rog");
+  std::optional<double> target = settings.target;
+  if (!target && bsp != nullptr && bsp->final_accuracy >= 0) target = bsp->final_accuracy;
+
+  if (rog != nullptr) {
+    absl::StrAppend(&md, "Training throughput: **ROG/BSP ",
+                    bsp ? Ratio(rog->iterations_per_s, bsp->iterations_per_s) : "n/a",
+                    "**, **ROG/SSP ",
+                    ssp ? Ratio(rog->iterations_per_s, ssp->iterations_per_s) : "n/a",
+                    "** (iterations per second per robot).");
+    auto fewer = [&](const PolicyFigures* base, absl::string_view name) -> std::string {
+      if (base == nullptr || base->stalls == 0) return "";
+      const double d = 1.0 - static_cast<double>(rog->stalls) / base->stalls;
+      return absl::StrFormat("%.1f%% %s than %s", 100 * std::abs(d), d >= 0 ? "fewer" : "more",
+                             name);
+    };
+    std::string vs_bsp = fewer(bsp, "BSP"), vs_ssp = fewer(ssp, "SSP");
+    if (!vs_bsp.empty() || !vs_ssp.empty()) {
+      absl::StrAppend(&md, " Stall occurrences under ROG: ", vs_bsp,
+                      !vs_bsp.empty() && !vs_ssp.empty() ? ", " : "", vs_ssp, ".");
+    }
+    absl::StrAppend(&md, "\n\n");
+  }
+
+  absl::StrAppend(&md,
+                  "| | it/s per robot | stall share | stalls | compute share | transmit "
+                  "share | time to target | final accuracy | MB up / down per robot | index "
+                  "overhead | link utilisation | overshoot p50 / p99 |\n",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const PolicyFigures& p : policies) {
+    std::string ttt = "–";
+    if (target) {
+      auto t = TimeToAccuracy(p.team_accuracy, *target);
+      ttt = t ? absl::StrFormat("%.0f s", *t) : "not reached";
+    }
+    std::string acc = "–";
+    if (p.final_accuracy >= 0) {
+      acc = absl::StrFormat("%.4f (%.4f–%.4f)", p.final_accuracy, p.final_accuracy_min,
+                            p.final_accuracy_max);
+    }
+    absl::StrAppend(
+        &md, absl::StrFormat(
+                 "| %s | %.2f | %s | %d | %s | %s | %s | %s | %.1f / %.1f | %.2f%% | %s | "
+                 "%s / %s |\n",
+                 Label(p, settings.staleness), p.iterations_per_s, Pct(p.stall_share), p.stalls,
+                 Pct(p.compute_share), Pct(p.transmit_share), ttt, acc, p.mb_up, p.mb_down,
+                 100 * p.index_overhead, p.link_utilisation > 0 ? Pct(p.link_utilisation) : "–",
+                 Ms(p.overshoot_p50), Ms(p.overshoot_p99)));
+  }
+  absl::StrAppend(&md, "\nPer robot (iterations/s, stall share, final accuracy):\n\n");
+  for (const PolicyFigures& p : policies) {
+    absl::StrAppend(&md, "- ", Label(p, settings.staleness), ":");
+    for (const RobotFigures& r : p.robots) {
+      absl::StrAppend(
+          &md, absl::StrFormat(" %s %.2f it/s, %s, %.4f;", r.id, r.iterations_per_s,
+                               Pct(r.span_s > 0 ? r.stall_s / r.span_s : 0), r.final_accuracy));
+      if (r.disconnects > 0)
+        absl::StrAppend(&md, absl::StrFormat(" (%d disconnects)", r.disconnects));
+    }
+    md.back() = '\n';
+  }
+
+  absl::StrAppend(
+      &md, "\nHow to read it:\n\n",
+      "- *it/s per robot*: iterations over the span from a robot's first iteration start to "
+      "its last iteration end, averaged over robots. Shares split that span: compute (forward, "
+      "backward, optimizer step), transmit (inside EndStep: ROG holds the link for its window), "
+      "stall (BeginStep blocked by the staleness bound or a reconnect); the rest is evaluation.\n",
+      "- *time to target*: when the team's mean accuracy on degraded test images (the k-th "
+      "evaluation of every robot averaged) first reached ",
+      target ? absl::StrFormat("%.4f", *target) : std::string("the target"),
+      settings.target ? " (--target)" : " (BSP's final accuracy)",
+      "; *final accuracy*: mean (min–max) over robots after each robot's final sync.\n",
+      "- *index overhead*: row batch bytes that are not row values (row ids, counts, version "
+      "lags, batch header) over the row values, both directions; gRPC/HTTP/2/TCP framing not "
+      "included.\n",
+      "- *link utilisation*: uplink row batch bytes sent during transmissions over what the "
+      "trace let the link carry in those intervals.\n",
+      "- *overshoot*: from the end of ROG's window to the last acknowledged byte of that "
+      "iteration.\n");
+
+  absl::StrAppend(
+      &md, "\nSettings:\n\n",
+      absl::StrFormat("- %d robots, S=%d (SSP and ROG), codec %s, trace scale %g\n",
+                      settings.robots, settings.staleness, settings.codec, settings.trace_scale),
+      "- traces: ", settings.traces, "\n",
+      absl::StrFormat("- %.0f s of adaptation per policy, profile %s\n", settings.adapt_seconds,
+                      settings.profile));
+  for (const PolicyFigures& p : policies) {
+    double compute = 0;
+    uint64_t n = 0;
+    for (const RobotFigures& r : p.robots) {
+      compute += r.compute_s;
+      n += r.iterations;
+    }
+    if (n > 0) {
+      absl::StrAppend(&md, absl::StrFormat("- compute per iteration under %s: %.1f ms (mean)\n",
+                                           Label(p, settings.staleness), 1000 * compute / n));
+    }
+  }
+  absl::StrAppend(&md, "- CPU: ", settings.cpu, "\n", "- command: `", settings.command, "`\n");
+  if (!simulator.empty()) {
+    absl::StrAppend(&md,
+                    "\n## The simulator on the same settings\n\n"
+                    "`//tools:sim` with the same model layout, traces, scale, S and the "
+                    "measured mean compute time per iteration:\n\n```\n",
+                    simulator, simulator.back() == '\n' ? "" : "\n", "```\n");
+  }
+  return md;
+}
+
+}  // namespace rog

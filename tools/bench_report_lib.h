@@ -1,0 +1,135 @@
+// The figures of tools/bench.sh, from what the robots and links recorded:
+// each robot's per-iteration and per-evaluation CSV files
+// (client/examples/fmnist_worker.cc --csv_dir) and its link's trace with the
+// wall-clock time the relay started replaying it. Pure logic, no I/O:
+// tools/bench_report.cc reads the files and writes summary.md and the plots.
+#ifndef ROG_TOOLS_BENCH_REPORT_LIB_H_
+#define ROG_TOOLS_BENCH_REPORT_LIB_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/trace.h"
+
+namespace rog {
+
+// One row of ID.iters.csv: an iteration, stamped when EndStep returned.
+struct IterRecord {
+  double unix_s = 0;
+  uint64_t iteration = 0;
+  double stall_s = 0;
+  bool stalled = false;
+  double compute_s = 0, transmit_s = 0, window_s = 0, overshoot_s = 0;
+  uint64_t rows_up = 0, bytes_up = 0, payload_up = 0;
+  uint64_t rows_down = 0, bytes_down = 0, payload_down = 0;
+  bool disconnected = false;
+};
+
+// One row of ID.acc.csv: an evaluation on degraded test images; the last
+// row is the one after the robot's final sync.
+struct AccRecord {
+  double unix_s = 0, elapsed_s = 0;
+  uint64_t iteration = 0;
+  double accuracy = 0;
+};
+
+// Parse the CSV files, header line first. Errors name `name`, the line and
+// what is wrong.
+absl::StatusOr<std::vector<IterRecord>> ParseIterCsv(absl::string_view text,
+                                                     absl::string_view name);
+absl::StatusOr<std::vector<AccRecord>> ParseAccCsv(absl::string_view text, absl::string_view name);
+
+// The unix time at which a trace_relay started replaying its trace, from
+// the first line of its log ("trace time 0 at unix T").
+absl::StatusOr<double> RelayStartUnix(absl::string_view relay_log);
+
+// What one robot did in one run.
+struct RobotRun {
+  std::string id;
+  std::vector<IterRecord> iters;
+  std::vector<AccRecord> acc;
+  std::optional<Trace> trace;  // its link, replayed from trace_start_unix
+  double trace_start_unix = 0;
+  double trace_scale = 1;
+};
+
+struct RobotFigures {
+  std::string id;
+  uint64_t iterations = 0;
+  double span_s = 0;  // from the first iteration's start to the last one's end
+  double iterations_per_s = 0;
+  double compute_s = 0, transmit_s = 0, stall_s = 0;
+  uint64_t stalls = 0;
+  double final_accuracy = -1;  // -1: none recorded
+  uint64_t bytes_up = 0, bytes_down = 0, payload_up = 0, payload_down = 0;
+  // Uplink bytes sent during transmissions, and what the link could carry
+  // in those intervals (0 without a trace).
+  double transmit_bytes_up = 0, transmit_capacity_up = 0;
+  std::vector<double> overshoots_s;  // iterations with a window only
+  uint64_t disconnects = 0;
+};
+
+RobotFigures Summarise(const RobotRun& run);
+
+// The team's accuracy curve: the k-th evaluation of every robot averaged
+// (time: the mean of their elapsed_s), for k while every robot has one,
+// excluding the final (post-sync) evaluation.
+std::vector<std::pair<double, double>> TeamAccuracy(const std::vector<RobotRun>& runs);
+
+// When the curve first reaches `target` (linear in time between points),
+// or nullopt if it never does.
+std::optional<double> TimeToAccuracy(const std::vector<std::pair<double, double>>& curve,
+                                     double target);
+
+// The q-quantile (0..1, nearest rank) of `v`; nullopt when empty.
+std::optional<double> Quantile(std::vector<double> v, double q);
+
+struct PolicyFigures {
+  std::string policy;  // "bsp", "ssp", "rog"
+  std::vector<RobotFigures> robots;
+  std::vector<std::pair<double, double>> team_accuracy;
+  // Team means (per robot) and totals.
+  double iterations_per_s = 0;  // mean over robots
+  double stall_share = 0;       // stall time / span, over all robots
+  double compute_share = 0, transmit_share = 0;
+  uint64_t stalls = 0;         // over all robots
+  double final_accuracy = -1;  // mean over robots, -1 if none
+  double final_accuracy_min = -1, final_accuracy_max = -1;
+  double mb_up = 0, mb_down = 0;                       // mean per robot, 1e6 bytes
+  double index_overhead = 0;                           // (bytes - payload) / payload, both ways
+  double link_utilisation = 0;                         // uplink bytes / capacity while transmitting
+  std::optional<double> overshoot_p50, overshoot_p99;  // seconds
+};
+
+PolicyFigures CombinePolicy(const std::string& policy, const std::vector<RobotRun>& runs);
+
+struct BenchSettings {
+  int staleness = 4;
+  std::string codec = "fp32";
+  double trace_scale = 1;
+  std::string traces;        // folder and files
+  double adapt_seconds = 0;  // per policy
+  int robots = 4;
+  std::string cpu;  // e.g. "2 cores, 1 torch thread per robot"
+  std::string profile;
+  std::string command;
+  std::optional<double> target;  // accuracy target; default BSP's final
+};
+
+// summary.md: the table of every figure, the ROG/BSP and ROG/SSP ratios as
+// N.NN×, the settings. `simulator` is the simulator's output for the same
+// settings, quoted as is (empty: left out).
+std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
+                            const BenchSettings& settings, const std::string& simulator);
+
+// "2.60×", or "n/a" when the denominator is not positive.
+std::string Ratio(double num, double den);
+
+}  // namespace rog
+
+#endif  // ROG_TOOLS_BENCH_REPORT_LIB_H_
