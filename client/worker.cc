@@ -893,6 +893,8 @@ absl::StatusOr<IterationStats> Worker::EndIteration(absl::Span<const float> upda
   m.current.overshoot_seconds =
       m.deadline < kInf && m.phase_last_ack > 0 ? std::max(0.0, m.phase_last_ack - m.deadline) : 0;
   if (m.deadline < kInf) m.last_overshoot = m.current.overshoot_seconds;
+  // The last ack comes a round trip after the last byte entered the link.
+  m.current.busy_seconds = std::max(0.0, m.phase_last_ack - t0 - m.MinRtt());
   m.current.uplink_goodput = m.goodput.rate();
   for (RowId r = 0; r < m.layout.num_rows(); ++r) m.current.rows_kept += m.state.unpushed(r) > 0;
   IterationStats stats = m.current;

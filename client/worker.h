@@ -75,13 +75,18 @@ struct WorkerOptions {
 
 // What one iteration cost and moved.
 struct IterationStats {
-  uint64_t iteration = 0;                  // the clock after this iteration
-  double stall_seconds = 0;                // BeginIteration blocked (policy, reconnect)
-  bool stalled = false;                    // BeginIteration had to wait
-  double compute_seconds = 0;              // BeginIteration's return to EndIteration
-  double transmit_seconds = 0;             // inside EndIteration
-  double window_seconds = 0;               // the uplink window used; 0 = none
-  double overshoot_seconds = 0;            // window end to the last acknowledged byte
+  uint64_t iteration = 0;        // the clock after this iteration
+  double stall_seconds = 0;      // BeginIteration blocked (policy, reconnect)
+  bool stalled = false;          // BeginIteration had to wait
+  double compute_seconds = 0;    // BeginIteration's return to EndIteration
+  double transmit_seconds = 0;   // inside EndIteration
+  double window_seconds = 0;     // the uplink window used; 0 = none
+  double overshoot_seconds = 0;  // window end to the last acknowledged byte
+  // From EndIteration's start to the last acknowledgement of this
+  // iteration's batches, less the path's minimum round trip (0 if nothing
+  // was sent): how long the uplink carried this iteration's push, without
+  // ROG's paced wait for the rest of the window.
+  double busy_seconds = 0;
   uint64_t rows_up = 0, bytes_up = 0;      // uplink batches of this iteration
   uint64_t rows_down = 0, bytes_down = 0;  // downlink since the last stats
   // Of bytes_up / bytes_down, the encoded row values; the rest is the index

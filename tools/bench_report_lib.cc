@@ -54,7 +54,7 @@ absl::Status Field(absl::string_view s, absl::string_view name, size_t line, T* 
 
 constexpr absl::string_view kIterHeader =
     "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,overshoot_s,rows_up,"
-    "bytes_up,payload_up,rows_down,bytes_down,payload_down,disconnected";
+    "bytes_up,payload_up,rows_down,bytes_down,payload_down,disconnected,busy_s";
 constexpr absl::string_view kAccHeader = "unix_s,elapsed_s,iteration,accuracy";
 
 }  // namespace
@@ -77,7 +77,7 @@ absl::StatusOr<std::vector<IterRecord>> ParseIterCsv(absl::string_view text,
           Field(f[8], name, line, &r.rows_up), Field(f[9], name, line, &r.bytes_up),
           Field(f[10], name, line, &r.payload_up), Field(f[11], name, line, &r.rows_down),
           Field(f[12], name, line, &r.bytes_down), Field(f[13], name, line, &r.payload_down),
-          Field(f[14], name, line, &disconnected)}) {
+          Field(f[14], name, line, &disconnected), Field(f[15], name, line, &r.busy_s)}) {
       if (!s.ok()) return s;
     }
     r.stalled = stalled != 0;
@@ -141,9 +141,11 @@ RobotFigures Summarise(const RobotRun& run) {
     f.payload_up += r.payload_up;
     f.payload_down += r.payload_down;
     if (r.window_s > 0) f.overshoots_s.push_back(r.overshoot_s);
-    if (run.trace && r.transmit_s > 0) {
-      const double t1 = r.unix_s - run.trace_start_unix;
-      const double t0 = std::max(0.0, t1 - r.transmit_s);
+    if (run.trace && r.busy_s > 0) {
+      // EndStep returned at unix_s after transmit_s; the push began then and
+      // the link was in use until the last ack, busy_s later.
+      const double t0 = std::max(0.0, r.unix_s - r.transmit_s - run.trace_start_unix);
+      const double t1 = t0 + std::min(r.busy_s, r.transmit_s);
       if (t1 > t0) {
         f.transmit_bytes_up += r.bytes_up;
         f.transmit_capacity_up += run.trace->BytesBetween(t0, t1, run.trace_scale);
@@ -343,8 +345,10 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
       "- *index overhead*: row batch bytes that are not row values (row ids, counts, version "
       "lags, batch header) over the row values, both directions; gRPC/HTTP/2/TCP framing not "
       "included.\n",
-      "- *link utilisation*: uplink row batch bytes sent during transmissions over what the "
-      "trace let the link carry in those intervals.\n",
+      "- *link utilisation*: uplink row batch bytes over what the trace let the link carry "
+      "from the start of each push to its last acknowledgement less the path's minimum round "
+      "trip (ROG's paced wait for the rest of the window is not counted: the robot had nothing "
+      "left to send).\n",
       "- *overshoot*: from the end of ROG's window to the last acknowledged byte of that "
       "iteration.\n");
 

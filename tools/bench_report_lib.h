@@ -28,6 +28,7 @@ struct IterRecord {
   uint64_t rows_up = 0, bytes_up = 0, payload_up = 0;
   uint64_t rows_down = 0, bytes_down = 0, payload_down = 0;
   bool disconnected = false;
+  double busy_s = 0;  // start of the push to its last ack (no paced wait)
 };
 
 // One row of ID.acc.csv: an evaluation on degraded test images; the last
@@ -68,7 +69,7 @@ struct RobotFigures {
   double final_accuracy = -1;  // -1: none recorded
   uint64_t bytes_up = 0, bytes_down = 0, payload_up = 0, payload_down = 0;
   // Uplink bytes sent during transmissions, and what the link could carry
-  // in those intervals (0 without a trace).
+  // from the start of each push to its last ack (0 without a trace).
   double transmit_bytes_up = 0, transmit_capacity_up = 0;
   std::vector<double> overshoots_s;  // iterations with a window only
   uint64_t disconnects = 0;

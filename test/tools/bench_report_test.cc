@@ -11,12 +11,12 @@ namespace {
 
 const char kIterHeader[] =
     "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,overshoot_s,rows_up,"
-    "bytes_up,payload_up,rows_down,bytes_down,payload_down,disconnected\n";
+    "bytes_up,payload_up,rows_down,bytes_down,payload_down,disconnected,busy_s\n";
 
 TEST_CASE("iteration and accuracy CSV files parse, and errors say where", "[bench]") {
   auto it = ParseIterCsv(std::string(kIterHeader) +
-                             "100.5,1,0.25,1,0.1,0.15,0.1,0.02,3,1100,1000,2,550,500,0\n"
-                             "101,2,0,0,0.1,0.4,0,0,3,1100,1000,2,550,500,1\n"
+                             "100.5,1,0.25,1,0.1,0.15,0.1,0.02,3,1100,1000,2,550,500,0,0.12\n"
+                             "101,2,0,0,0.1,0.4,0,0,3,1100,1000,2,550,500,1,0.4\n"
                              "101.2,3,0,0",  // cut short by a kill: ignored
                          "r.csv");
   REQUIRE(it.ok());
@@ -26,10 +26,11 @@ TEST_CASE("iteration and accuracy CSV files parse, and errors say where", "[benc
   CHECK((*it)[0].overshoot_s == 0.02);
   CHECK((*it)[1].disconnected);
   CHECK((*it)[1].payload_down == 500);
+  CHECK((*it)[0].busy_s == 0.12);
 
-  auto bad = ParseIterCsv(
-      std::string(kIterHeader) + "1,x,0,0,0,0,0,0,0,0,0,0,0,0,0\n2,2,0,0,0,0,0,0,0,0,0,0,0,0,0\n",
-      "r.csv");
+  auto bad = ParseIterCsv(std::string(kIterHeader) +
+                              "1,x,0,0,0,0,0,0,0,0,0,0,0,0,0,0\n2,2,0,0,0,0,0,0,0,0,0,0,0,0,0,0\n",
+                          "r.csv");
   REQUIRE_FALSE(bad.ok());
   CHECK(std::string(bad.status().message()) == "r.csv line 2: 'x' is not a number");
   auto header = ParseIterCsv("a,b\n1,2\n", "r.csv");
@@ -54,7 +55,7 @@ TEST_CASE("the relay's start time is read from its first log line", "[bench]") {
 }
 
 IterRecord Iter(double unix_s, double stall, double compute, double transmit, uint64_t up,
-                uint64_t payload_up, double window = 0, double overshoot = 0) {
+                uint64_t payload_up, double window = 0, double overshoot = 0, double busy = -1) {
   IterRecord r;
   r.unix_s = unix_s;
   r.stall_s = stall;
@@ -65,6 +66,7 @@ IterRecord Iter(double unix_s, double stall, double compute, double transmit, ui
   r.payload_up = payload_up;
   r.window_s = window;
   r.overshoot_s = overshoot;
+  r.busy_s = busy < 0 ? transmit : busy;
   return r;
 }
 
@@ -75,9 +77,10 @@ TEST_CASE("a robot's shares, bytes and link utilisation", "[bench]") {
   run.trace = Trace::Constant(8);
   run.trace_start_unix = 1000;
   // Starts at 1001: stall 1, compute 1, transmit 1 (ends 1004); then compute
-  // 1, transmit 2 (ends 1007).
+  // 1, transmit 2 (ends 1007) of which the link was busy 1.5 s, the rest a
+  // paced wait.
   run.iters = {Iter(1004, 1, 1, 1, 500000, 400000, 1, 0.01),
-               Iter(1007, 0, 1, 2, 1000000, 800000, 2, 0.03)};
+               Iter(1007, 0, 1, 2, 1000000, 800000, 2, 0.03, 1.5)};
   run.acc = {{1001, 0, 0, 0.2}, {1007.5, 6.5, 2, 0.7}};
   RobotFigures f = Summarise(run);
   CHECK(f.iterations == 2);
@@ -87,9 +90,9 @@ TEST_CASE("a robot's shares, bytes and link utilisation", "[bench]") {
   CHECK(f.stalls == 1);
   CHECK(f.transmit_s == 3);
   CHECK(f.final_accuracy == 0.7);
-  // 1.5 MB sent in 3 s of a 1 MB/s link.
+  // 1.5 MB sent in 1 + 1.5 busy seconds of a 1 MB/s link.
   CHECK(f.transmit_bytes_up == 1500000);
-  CHECK(f.transmit_capacity_up == Approx(3e6));
+  CHECK(f.transmit_capacity_up == Approx(2.5e6));
   CHECK(f.overshoots_s == std::vector<double>{0.01, 0.03});
 }
 
