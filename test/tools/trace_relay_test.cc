@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -309,6 +310,65 @@ TEST_CASE("throughput follows the trace sample by sample, both ways", "[trace_re
   // --log_every prints the rate and the bytes of each direction.
   CHECK(relay.log().find("up ") != std::string::npos);
   CHECK(relay.log().find("Mbit/s") != std::string::npos);
+  relay.Signal(SIGTERM);
+  CHECK(relay.Wait(5) == 0);
+}
+
+TEST_CASE("throughput tracks a real robot trace second by second", "[trace_relay]") {
+  // 6.05 s of ../shared/traces/outdoors-fast-w1.tsv (from 22.0 s: a dip to
+  // 7 Mbit/s, then a rise past 100), replayed at scale 0.5 so that the
+  // user-space relay is not CPU-bound on a loaded 2-core machine.
+  const double kMbitOf[] = {22.0321, 16.2975, 7.3662,  8.4678,  16.6639, 11.1372,
+                            13.2620, 14.1422, 15.2763, 14.4992, 56.6086};
+  const int kN = 11;
+  const double kStep = 0.55, kScale = 0.5, kDelay = 0.005;
+  std::string text = "# seconds\tmbit_per_s (outdoors-fast-w1.tsv from 22.0 s)\n";
+  for (int i = 0; i < kN; ++i) absl::StrAppend(&text, i * kStep, "\t", kMbitOf[i], "\n");
+  const std::string trace = WriteFile("w1-segment.tsv", text);
+  // Bytes the trace allows in [a, b] (within the first period).
+  auto capacity = [&](double a, double b) {
+    double bytes = 0;
+    for (int i = 0; i < kN; ++i) {
+      const double lo = std::max(a, i * kStep), hi = std::min(b, (i + 1) * kStep);
+      if (hi > lo) bytes += (hi - lo) * kMbitOf[i] * kScale * kMbit;
+    }
+    return bytes;
+  };
+
+  int upstream_port = 0;
+  const int listener = Listen(&upstream_port);
+  Relay relay({absl::StrCat("--upstream=127.0.0.1:", upstream_port), "--trace=" + trace,
+               "--delay=5ms", "--scale=0.5"});
+  const int port = relay.WaitForPort(10);
+  INFO(relay.log());
+  REQUIRE(port > 0);
+  const int client = Connect(port);
+  pollfd p{listener, POLLIN, 0};
+  REQUIRE(poll(&p, 1, 5000) == 1);
+  const int server = accept(listener, nullptr, nullptr);
+  REQUIRE(server >= 0);
+
+  const double t0 = relay.start_time();
+  const double end = t0 + 6.1;
+  Arrivals up, down;
+  std::thread echo([&] { Receive(server, server, end, &up); });
+  std::thread reader([&] { Receive(client, -1, end, &down); });
+  Flood(client, end);
+  echo.join();
+  reader.join();
+  close(client);
+  close(server);
+  close(listener);
+
+  for (int k = 0; k < 6; ++k) {
+    const double expected = capacity(k, k + 1);
+    const double got_up = up.Between(t0 + k + kDelay, t0 + k + 1 + kDelay);
+    const double got_down = down.Between(t0 + k + 2 * kDelay, t0 + k + 1 + 2 * kDelay);
+    INFO("second " << k << " (" << expected / kMbit << " Mbit/s): up " << got_up / expected
+                   << ", down " << got_down / expected << " of the trace");
+    CHECK(got_up == Approx(expected).epsilon(0.10));
+    CHECK(got_down == Approx(expected).epsilon(0.10));
+  }
   relay.Signal(SIGTERM);
   CHECK(relay.Wait(5) == 0);
 }
