@@ -69,7 +69,6 @@ DESTDIR="${DESTDIR:-}"
 DESTDIR="${DESTDIR%/}"
 
 cd "$(dirname "$0")/.."
-repo="$(pwd)"
 
 bindir="$prefix/bin"
 libdir="$prefix/lib"

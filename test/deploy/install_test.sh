@@ -22,8 +22,7 @@
 # Every step is bounded in time; every process it starts is stopped on the
 # way out. Prints one line per check and exits non-zero if one failed.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-repo="$(pwd)"
+cd "$(dirname "$0")/../.." || exit 1
 
 T="$(mktemp -d "${TMPDIR:-/tmp}/rog-install-test.XXXXXX")"
 pids=()
