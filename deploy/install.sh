@@ -16,7 +16,8 @@ Options:
                     DIR/include/rog, DIR/lib/pkgconfig, DIR/share/doc/rog
   --sysconfdir=DIR  the flag file goes to DIR/rog/rogd.flags (default /etc)
   --unitdir=DIR     rogd.service goes here (default /etc/systemd/system)
-  --no-build        install what the last `bazel build -c opt` produced
+  --no-build        install what `bazel build -c opt` last produced in this
+                    tree (e.g. built as yourself, then installed with sudo)
   --uninstall       remove what install.sh installs under these folders; the
                     flag file stays if it was edited, checkpoints always stay
   -h, --help        this text
@@ -219,7 +220,19 @@ if [ "$build" -eq 1 ]; then
   bazel build -c opt --color=no --curses=no //server:rogd //tools:rogctl //tools:rogctl_torch \
       //deploy:librog_client.so
 fi
-out="$(bazel info -c opt bazel-bin 2>/dev/null)"
+if [ "$build" -eq 1 ]; then
+  out="$(bazel info -c opt bazel-bin 2>/dev/null)"
+else
+  # Without asking Bazel, whose output folder belongs to the user who built
+  # (sudo deploy/install.sh --no-build after a build as yourself): the
+  # tree's bazel-out link, optimized configuration.
+  out=""
+  for d in bazel-out/*-opt/bin; do
+    [ -f "$d/server/rogd" ] || continue
+    if [ -z "$out" ] || [ "$d/server/rogd" -nt "$out/server/rogd" ]; then out="$d"; fi
+  done
+  [ -n "$out" ] || { echo "install: no -c opt build in this tree; run without --no-build" >&2; exit 1; }
+fi
 for f in server/rogd tools/rogctl tools/rogctl_torch deploy/librog_client.so; do
   [ -f "$out/$f" ] ||
     { echo "install: $out/$f is missing; run without --no-build" >&2; exit 1; }
