@@ -10,8 +10,9 @@ PACKAGES=(
   protobuf-compiler protobuf-compiler-grpc libgrpc++-dev libprotobuf-dev
   libabsl-dev libspdlog-dev libfmt-dev catch2 libtorch-dev prometheus-cpp-dev
   libssl-dev openssl pkg-config g++
-  # run and test
-  dataset-fashion-mnist gnuplot-nox curl
+  # run and test (cmake, strace and systemd's systemd-analyze: the
+  # deployment test)
+  dataset-fashion-mnist gnuplot-nox curl cmake strace systemd
 )
 
 log="${TMPDIR:-/tmp}/rog-setup.log"

@@ -2,9 +2,11 @@
 # Runs every test of ROG on this machine: installs what is missing
 # (tools/setup.sh), then `bazel test //...`, then prints a closing line
 # `N passed, M failed` that counts Catch2 test cases across all test
-# binaries, plus one case for the main job (`tools/run.sh --quick`) and one
-# for the benchmark (`tools/bench.sh --profile=tiny`), both skipped with
-# ROG_SKIP_RUN=1 or when target patterns are given. A test binary that
+# binaries, plus one case for the deployment (test/deploy/install_test.sh,
+# skipped with ROG_SKIP_DEPLOY=1), one for the main job
+# (`tools/run.sh --quick`) and one for the benchmark
+# (`tools/bench.sh --profile=tiny`), these two skipped with ROG_SKIP_RUN=1;
+# all three are skipped when target patterns are given. A test binary that
 # crashed, timed out or failed to build counts as one failed case. Exits
 # non-zero when anything failed.
 # Extra arguments go to `bazel test`: flags (e.g. --config=asan) and target
@@ -65,6 +67,23 @@ while read -r target status; do
   fi
 done < <(sed -nE 's#^(//[^ ]+) +(\(cached\) +)?(PASSED|FAILED|TIMEOUT|NO STATUS|FLAKY|FAILED TO BUILD|INCOMPLETE).*#\1 \3#p' "$out" |
          sed -E 's/ NO STATUS$/ NO_STATUS/; s/ FAILED TO BUILD$/ FAILED_TO_BUILD/')
+
+# The deployment end to end, counted as one test case: install.sh into a
+# temporary prefix, the installed unit through systemd-analyze, consumers
+# built outside Bazel against the installed SDK and a live installed rogd.
+if [ "$has_pattern" -eq 0 ] && [ "${ROG_SKIP_DEPLOY:-0}" != 1 ]; then
+  echo "test: test/deploy/install_test.sh"
+  deploylog="$(mktemp)"
+  if timeout 3600 test/deploy/install_test.sh >"$deploylog" 2>&1; then
+    passed=$((passed + 1))
+    tail -1 "$deploylog"
+  else
+    failed=$((failed + 1))
+    echo "test: test/deploy/install_test.sh failed; its output:" >&2
+    grep -vE '^install_test: ok ' "$deploylog" | tail -40 >&2
+  fi
+  rm -f "$deploylog"
+fi
 
 # The main job end to end, counted as one test case: its summary table must
 # be there and every robot must have finished. Skipped when only some
