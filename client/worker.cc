@@ -129,6 +129,13 @@ struct Worker::Impl {
   uint64_t last_acked_up = 0;
   uint64_t next_up_seq = 1;
   std::deque<SentBatch> inflight;
+  // Acknowledged update batches not yet in a checkpoint of rogd's
+  // (Ack.durable_seq): if rogd dies with -9 and restarts from its last
+  // checkpoint, its Welcome says it applied less, and these are replayed.
+  std::deque<SentBatch> not_durable;
+  size_t not_durable_bytes = 0;
+  uint64_t replayed = 0, replay_dropped = 0;
+  double replay_warned_at = -1e9;
   // Batches acknowledged while a resync is under way: rogd sends acks ahead
   // of queued rows, so values formed before a batch was applied may arrive
   // after its ack, and the batch must still be added back to them.
@@ -270,6 +277,23 @@ struct Worker::Impl {
     codec = static_cast<Codec>(w.codec());
     model_wire_bytes = 0;
     for (RowId row = 0; row < layout.num_rows(); ++row) model_wire_bytes += RowWireBytes(row);
+    // A rogd restarted from a checkpoint after a crash applied less than it
+    // acknowledged: what it lost goes again, like what is in flight.
+    const uint64_t applied = w.last_applied_uplink_seq();
+    if (!not_durable.empty() && not_durable.back().seq > applied) {
+      uint64_t n = 0;
+      while (!not_durable.empty() && not_durable.back().seq > applied) {
+        not_durable_bytes -= ReplayBytes(not_durable.back());
+        inflight.push_front(std::move(not_durable.back()));
+        not_durable.pop_back();
+        ++n;
+      }
+      replayed += n;
+      spdlog::warn(
+          "worker {}: rogd lost {} acknowledged batches (it restarted from a checkpoint at uplink "
+          "seq {}); pushing them again",
+          opt.worker_id, n, applied);
+    }
     // Uplink: what the server applied is done; the rest returns to the
     // accumulators, newest first, and goes again with new seqs.
     while (!inflight.empty() && inflight.front().seq <= w.last_applied_uplink_seq()) {
@@ -377,14 +401,47 @@ struct Worker::Impl {
     }
   }
 
+  static size_t ReplayBytes(const SentBatch& b) {
+    return b.decoded.size() * sizeof(float) + b.rows.size() * (sizeof(RowId) + sizeof(uint32_t));
+  }
+
+  void KeepForReplay(const SentBatch& b, double now) {
+    if (opt.replay_buffer_bytes == 0) return;
+    not_durable.push_back(b);
+    not_durable_bytes += ReplayBytes(b);
+    uint64_t dropped = 0;
+    while (not_durable_bytes > opt.replay_buffer_bytes && !not_durable.empty()) {
+      not_durable_bytes -= ReplayBytes(not_durable.front());
+      not_durable.pop_front();
+      ++dropped;
+    }
+    replay_dropped += dropped;
+    if (dropped > 0 && now - replay_warned_at > 60) {
+      replay_warned_at = now;
+      spdlog::warn(
+          "worker {}: rogd has not checkpointed the last {} MB this worker pushed; the replay "
+          "buffer (replay_buffer_bytes) is full, so a rogd crash now would lose the oldest of "
+          "them: checkpoint more often (rogd --checkpoint_interval) or raise the buffer",
+          opt.worker_id, opt.replay_buffer_bytes >> 20);
+    }
+  }
+
   void OnAck(const pb::Ack& a) {
     const double now = Now();
     while (!inflight.empty() && inflight.front().seq <= a.seq()) {
       if (inflight.front().phase == phase) phase_last_ack = now;
       if (inflight.front().seq == a.seq()) OnRttSample(now, now - inflight.front().sent_at);
       inflight_bytes -= inflight.front().bytes;
+      if (inflight.front().kind == pb::BATCH_KIND_UPDATE &&
+          inflight.front().seq > a.durable_seq()) {
+        KeepForReplay(inflight.front(), now);
+      }
       if (resync_rows > 0) acked_in_resync.push_back(std::move(inflight.front()));
       inflight.pop_front();
+    }
+    while (!not_durable.empty() && not_durable.front().seq <= a.durable_seq()) {
+      not_durable_bytes -= ReplayBytes(not_durable.front());
+      not_durable.pop_front();
     }
     last_acked_up = std::max(last_acked_up, a.seq());
     goodput.OnAck(now, a.bytes());
@@ -1004,6 +1061,16 @@ bool Worker::connected() const {
 uint64_t Worker::reconnects() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->reconnects;
+}
+
+uint64_t Worker::replayed() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->replayed;
+}
+
+uint64_t Worker::replay_dropped() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->replay_dropped;
 }
 
 StallInfo Worker::last_stall() const {

@@ -69,6 +69,12 @@ struct WorkerOptions {
   // `backoff_max`, with jitter.
   double backoff_initial = 0.1;
   double backoff_max = 2.0;
+  // Memory for acknowledged updates rogd has not checkpointed yet, replayed
+  // if rogd is killed and restarts from its last checkpoint. About the
+  // bytes pushed per rogd --checkpoint_interval; past this the oldest are
+  // dropped (with a warning, counted in replay_dropped()), and a rogd crash
+  // would lose them. 0 disables the replay.
+  size_t replay_buffer_bytes = 64 << 20;
   // Channel credentials; null means an insecure channel (loopback, tests).
   std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
@@ -149,6 +155,11 @@ class Worker {
   uint64_t clock() const;
   bool connected() const;
   uint64_t reconnects() const;
+  // Acknowledged batches replayed to a rogd that restarted from a
+  // checkpoint, and those dropped from the replay buffer before rogd
+  // checkpointed them (see WorkerOptions::replay_buffer_bytes).
+  uint64_t replayed() const;
+  uint64_t replay_dropped() const;
   StallInfo last_stall() const;
   // Breaks the current stream as a network failure would and stays away for
   // `hold_seconds` before reconnecting (fault tests, operators' drills).

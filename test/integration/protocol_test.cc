@@ -231,6 +231,44 @@ TEST_CASE("rogd stopped with SIGTERM restarts from its checkpoint and workers re
   RequireConserved(team, **again);
 }
 
+TEST_CASE("rogd killed with -9 restarts from its checkpoint and workers replay the rest",
+          "[protocol]") {
+  // Checkpoints every second while two workers push about a hundred
+  // iterations a second: the kill loses up to a second of acknowledged
+  // updates, which the workers must replay from what they kept.
+  const std::string dir = MakeTempDir("ckpt9");
+  const std::vector<std::string> flags = {"--sync=rog",  "--staleness=2",
+                                          "--workers=2", "--checkpoint_dir=" + dir,
+                                          "--lease=30s", "--checkpoint_interval=1s"};
+  auto rogd = RogdProcess::Start(flags);
+  REQUIRE(rogd.ok());
+  const int port = (*rogd)->port();
+  Team team((*rogd)->address(), 2);
+  Member& a = team.Add("a", 0);
+  Member& b = team.Add("b", 1);
+  team.Train(a, 400, 5);
+  team.Train(b, 400, 5);
+  REQUIRE(WaitFor(30, [&] { return a.worker->clock() >= 150; }));
+  INFO((*rogd)->log());
+  REQUIRE((*rogd)->log().find("checkpoint written") != std::string::npos);
+  (*rogd)->Stop(SIGKILL);
+  const uint64_t killed_at = a.worker->clock();
+  CHECK(killed_at < 400);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto again = RogdProcess::Start(flags, port);
+  REQUIRE(again.ok());
+  team.JoinAll();
+  INFO((*again)->log());
+  RequireClean(team);
+  CHECK((*again)->log().find("restored checkpoint") != std::string::npos);
+  CHECK(a.worker->reconnects() >= 1);
+  // The kill came between checkpoints: both had pushed what rogd lost.
+  CHECK(a.worker->replayed() > 0);
+  CHECK(b.worker->replayed() > 0);
+  CHECK(a.worker->replay_dropped() == 0);
+  RequireConserved(team, **again);
+}
+
 TEST_CASE("a corrupt checkpoint is refused at start, naming the file and why", "[protocol]") {
   const std::string dir = MakeTempDir("badckpt");
   {
