@@ -29,6 +29,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -505,6 +506,16 @@ int main(int argc, char** argv) {
   if ((!absl::GetFlag(FLAGS_out).empty() || !absl::GetFlag(FLAGS_template).empty()) &&
       command != "export") {
     return UsageError("--out and --template belong to `rogctl export`");
+  }
+  if (command != "mta") {
+    const std::string server = absl::GetFlag(FLAGS_server);
+    const size_t colon = server.rfind(':');
+    int port = 0;
+    if (colon == std::string::npos || colon == 0 ||
+        !absl::SimpleAtoi(server.substr(colon + 1), &port) || port < 1 || port > 65535) {
+      return UsageError(absl::StrCat(
+          "--server=", server, " is not HOST:PORT (e.g. 127.0.0.1:7070 or robot1.local:7070)"));
+    }
   }
   Output (*run)() = nullptr;
   if (command == "status") run = RunStatus;

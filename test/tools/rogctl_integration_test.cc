@@ -226,6 +226,10 @@ TEST_CASE("rogctl reports a rogd training a team, as tables and JSON", "[rogctl]
   CHECK(snapshots.size() >= 3);
   for (const std::string& line : snapshots) CHECK(absl::StartsWith(line, "{\"workers\":[{"));
   CHECK(Rogctl({server, "--watch=1s", "checkpoint"}).code == 2);
+  // A --server without a port (a shell variable left empty) is a usage error.
+  Run no_port = Rogctl({"--server=127.0.0.1:", "status"});
+  CHECK(no_port.code == 2);
+  CHECK(no_port.err.find("is not HOST:PORT") != std::string::npos);
 
   Run checkpoint = Rogctl({server, "checkpoint"});
   SHOW(checkpoint);
