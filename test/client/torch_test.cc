@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "client/torch_adapter.h"
+#include "test/client/torch_testing.h"
 #include "test/integration/rogd_harness.h"
 
 // LibTorch's glog headers define CHECK; Catch2's must win, so it comes last.
@@ -20,41 +21,6 @@ struct Net : torch::nn::Module {
   }
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
 };
-
-// Integer values, so that every sum below is exact in fp32.
-void FillIntegers(torch::nn::Module& m, int seed) {
-  torch::NoGradGuard no_grad;
-  for (auto& p : m.parameters()) {
-    auto r = torch::arange(p.numel(), torch::kFloat32).reshape(p.sizes());
-    p.copy_(torch::remainder(r + seed, 7) - 3);
-  }
-}
-
-// What an optimizer step would do, with integer deltas: worker `w`, step `k`.
-void IntegerStep(torch::nn::Module& m, int w, int k) {
-  torch::NoGradGuard no_grad;
-  int i = 0;
-  for (auto& p : m.parameters()) {
-    auto r = torch::arange(p.numel(), torch::kFloat32).reshape(p.sizes());
-    p.add_(torch::remainder(r * (w + 1) + k + i++, 5) - 2);
-  }
-}
-
-std::vector<float> Flat(torch::nn::Module& m) {
-  std::vector<float> v;
-  for (auto& p : m.parameters()) {
-    auto c = p.detach().contiguous();
-    v.insert(v.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-  }
-  return v;
-}
-
-WorkerOptions Options(const RogdProcess& rogd, const std::string& id) {
-  WorkerOptions o;
-  o.server = rogd.address();
-  o.worker_id = id;
-  return o;
-}
 
 TEST_CASE("the adapter maps parameters to rows by name", "[torch]") {
   Net net;

@@ -248,9 +248,11 @@ TEST_CASE("rogd killed with -9 restarts from its checkpoint and workers replay t
   Member& b = team.Add("b", 1);
   team.Train(a, 400, 5);
   team.Train(b, 400, 5);
-  REQUIRE(WaitFor(30, [&] { return a.worker->clock() >= 150; }));
+  REQUIRE(WaitFor(30, [&] {
+    return a.worker->clock() >= 150 &&
+           (*rogd)->log().find("checkpoint written") != std::string::npos;
+  }));
   INFO((*rogd)->log());
-  REQUIRE((*rogd)->log().find("checkpoint written") != std::string::npos);
   (*rogd)->Stop(SIGKILL);
   const uint64_t killed_at = a.worker->clock();
   CHECK(killed_at < 400);

@@ -20,6 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/torch_adapter.h"
+#include "test/client/torch_testing.h"
 #include "test/integration/rogd_harness.h"
 #include "test/tools/rogctl_runner.h"
 #include "tools/rogctl_lib.h"
@@ -57,43 +58,6 @@ struct BnNet : torch::nn::Module {
   torch::Tensor forward(torch::Tensor x) { return block->forward(x); }
   torch::nn::Sequential block{nullptr};
 };
-
-// Integer values, so that every sum below is exact in fp32.
-void FillIntegers(torch::nn::Module& m, int seed) {
-  torch::NoGradGuard no_grad;
-  for (auto& p : m.parameters()) {
-    auto r = torch::arange(p.numel(), torch::kFloat32).reshape(p.sizes());
-    p.copy_(torch::remainder(r + seed, 7) - 3);
-  }
-}
-
-// What an optimizer step would do, with integer deltas: worker `w`, step `k`.
-void IntegerStep(torch::nn::Module& m, int w, int k) {
-  torch::NoGradGuard no_grad;
-  int i = 0;
-  for (auto& p : m.parameters()) {
-    auto r = torch::arange(p.numel(), torch::kFloat32).reshape(p.sizes());
-    p.add_(torch::remainder(r * (w + 1) + k + i++, 5) - 2);
-  }
-}
-
-// The parameters in named_parameters() order, flattened: the adapter's row
-// order, so comparable with AdminExport.
-std::vector<float> Flat(const torch::nn::Module& m) {
-  std::vector<float> v;
-  for (const auto& p : m.named_parameters()) {
-    auto c = p.value().detach().contiguous();
-    v.insert(v.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-  }
-  return v;
-}
-
-WorkerOptions Options(const RogdProcess& rogd, const std::string& id) {
-  WorkerOptions o;
-  o.server = rogd.address();
-  o.worker_id = id;
-  return o;
-}
 
 // Trains `robots` (each through its own TorchWorker, `steps` integer steps)
 // against `rogd`, drains every update, loads the global model into every

@@ -20,49 +20,12 @@
 #include "catch2/catch.hpp"
 #include "test/integration/rogd_harness.h"
 #include "test/integration/team.h"
+#include "test/tools/rogctl_runner.h"
 
 namespace rog {
 namespace {
 
-std::string RogctlBinary() {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  if (srcdir != nullptr && workspace != nullptr) {
-    return absl::StrCat(srcdir, "/", workspace, "/tools/rogctl");
-  }
-  return "tools/rogctl";
-}
-
-struct Run {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Quote(const std::string& s) { return "'" + s + "'"; }
-
-// Runs rogctl with `args`, killed after 30 s at most; `timeout_args`
-// replace timeout's own (e.g. to send SIGINT to a --watch sooner).
-Run Rogctl(const std::vector<std::string>& args, const std::string& timeout_args = "-k 5 30") {
-  static int counter = 0;
-  const std::string err_path = absl::StrCat(MakeTempDir("rogctl"), "/stderr", counter++);
-  std::string cmd = "timeout " + timeout_args + " " + Quote(RogctlBinary());
-  for (const std::string& a : args) cmd += " " + Quote(a);
-  cmd += " 2>" + Quote(err_path);
-  Run run;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return run;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) run.out.append(buf, n);
-  const int status = pclose(p);
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  std::ifstream in(err_path);
-  std::stringstream s;
-  s << in.rdbuf();
-  run.err = s.str();
-  return run;
-}
+using Run = RogctlRun;
 
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -72,20 +35,6 @@ size_t Count(const std::string& text, const std::string& what) {
 
 std::vector<std::string> Lines(const std::string& text) {
   return absl::StrSplit(text, '\n', absl::SkipEmpty());
-}
-
-// A loopback port nobody listens on (bound, then released).
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
 }
 
 #define SHOW(run) \

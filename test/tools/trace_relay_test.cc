@@ -255,6 +255,28 @@ void Flood(int fd, double until) {
   }
 }
 
+// Connects through `relay` (its upstream listens on `listener`) and floods
+// the connection until `seconds` after the relay's start, the far end
+// echoing: `up` gets what reached the far end, `down` what came back.
+void FloodThrough(Relay& relay, int listener, double seconds, Arrivals* up, Arrivals* down) {
+  const int port = relay.WaitForPort(10);
+  INFO(relay.log());
+  REQUIRE(port > 0);
+  const int client = Connect(port);
+  pollfd p{listener, POLLIN, 0};
+  REQUIRE(poll(&p, 1, 5000) == 1);
+  const int server = accept(listener, nullptr, nullptr);
+  REQUIRE(server >= 0);
+  const double end = relay.start_time() + seconds;
+  std::thread echo([&] { Receive(server, server, end, up); });
+  std::thread reader([&] { Receive(client, -1, end, down); });
+  Flood(client, end);
+  echo.join();
+  reader.join();
+  close(client);
+  close(server);
+}
+
 TEST_CASE("throughput follows the trace sample by sample, both ways", "[trace_relay]") {
   // 0.5 s samples alternating 2 and 8 Mbit/s; the period is 2 s, so 3 s
   // also checks the loop.
@@ -274,27 +296,11 @@ TEST_CASE("throughput follows the trace sample by sample, both ways", "[trace_re
   const int listener = Listen(&upstream_port);
   Relay relay({absl::StrCat("--upstream=127.0.0.1:", upstream_port), "--trace=" + trace,
                "--delay=5ms", "--log_every=0.5"});
-  const int port = relay.WaitForPort(10);
-  INFO(relay.log());
-  REQUIRE(port > 0);
-  const int client = Connect(port);
-  pollfd p{listener, POLLIN, 0};
-  REQUIRE(poll(&p, 1, 5000) == 1);
-  const int server = accept(listener, nullptr, nullptr);
-  REQUIRE(server >= 0);
-
-  const double t0 = relay.start_time();
-  const double end = t0 + kSamples * kSample + 0.1;
   Arrivals up;    // at the server: client -> relay -> server
   Arrivals down;  // back at the client: the server echoes what it gets
-  std::thread echo([&] { Receive(server, server, end, &up); });
-  std::thread reader([&] { Receive(client, -1, end, &down); });
-  Flood(client, end);
-  echo.join();
-  reader.join();
-  close(client);
-  close(server);
+  FloodThrough(relay, listener, kSamples * kSample + 0.1, &up, &down);
   close(listener);
+  const double t0 = relay.start_time();
 
   for (int k = 0; k < kSamples; ++k) {
     const double expected = kMbitOf[k] * kMbit * (kSample - 2 * kMargin);
@@ -339,26 +345,10 @@ TEST_CASE("throughput tracks a real robot trace second by second", "[trace_relay
   const int listener = Listen(&upstream_port);
   Relay relay({absl::StrCat("--upstream=127.0.0.1:", upstream_port), "--trace=" + trace,
                "--delay=5ms", "--scale=0.5"});
-  const int port = relay.WaitForPort(10);
-  INFO(relay.log());
-  REQUIRE(port > 0);
-  const int client = Connect(port);
-  pollfd p{listener, POLLIN, 0};
-  REQUIRE(poll(&p, 1, 5000) == 1);
-  const int server = accept(listener, nullptr, nullptr);
-  REQUIRE(server >= 0);
-
-  const double t0 = relay.start_time();
-  const double end = t0 + 6.1;
   Arrivals up, down;
-  std::thread echo([&] { Receive(server, server, end, &up); });
-  std::thread reader([&] { Receive(client, -1, end, &down); });
-  Flood(client, end);
-  echo.join();
-  reader.join();
-  close(client);
-  close(server);
+  FloodThrough(relay, listener, 6.1, &up, &down);
   close(listener);
+  const double t0 = relay.start_time();
 
   for (int k = 0; k < 6; ++k) {
     const double expected = capacity(k, k + 1);
