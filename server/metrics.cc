@@ -262,8 +262,15 @@ std::vector<MetricFamily> MetricFamilies(const MetricsSnapshot& snapshot, double
   MetricFamily& w_seen =
       fam.Add("rog_worker_last_seen_seconds", "Seconds since the last message from the worker",
               MetricType::Gauge);
+  // By id, as rogctl workers lists them (the engine keeps them by join order).
+  std::vector<const pb::WorkerInfo*> members;
   for (const pb::WorkerInfo& w : snapshot.workers.workers()) {
-    if (!TeamMember(w)) continue;
+    if (TeamMember(w)) members.push_back(&w);
+  }
+  std::sort(members.begin(), members.end(),
+            [](const auto* a, const auto* b) { return a->worker_id() < b->worker_id(); });
+  for (const pb::WorkerInfo* member : members) {
+    const pb::WorkerInfo& w = *member;
     Gauge(w_connected, w.state() == "connected" ? 1 : 0, WorkerLabel(w));
     Gauge(w_iteration, static_cast<double>(w.iteration()), WorkerLabel(w));
     Gauge(w_lag, static_cast<double>(w.lag()), WorkerLabel(w));

@@ -53,8 +53,8 @@ MetricsSnapshot Snapshot() {
   s.status.set_team_ready(true);
   (*s.status.mutable_rejected())["bad_seq"] = 2;
   (*s.status.mutable_rejected())["from_the_future"] = 1;
-  *s.workers.add_workers() = Info("a", "connected", 7);
   *s.workers.add_workers() = Info("b", "disconnected", 5);
+  *s.workers.add_workers() = Info("a", "connected", 7);
   *s.workers.add_workers() = Info("gone", "evicted", 3);
   s.staleness_bound = 4;
   s.staleness = {{0, 20}, {1, 6}, {4, 3}, {9, 5}};
@@ -103,6 +103,8 @@ TEST_CASE("metric families follow the snapshot", "[metrics]") {
   CHECK(m.at("rog_worker_stall_seconds_total{worker=\"a\"}") == 0.25);
   CHECK(m.at("rog_worker_stalls_total{worker=\"b\"}") == 3);
   CHECK(!absl::StrContains(text, "worker=\"gone\""));
+  CHECK(text.find("rog_worker_iteration{worker=\"a\"}") <
+        text.find("rog_worker_iteration{worker=\"b\"}"));
   CHECK(m.at("rog_rows_total{direction=\"uplink\"}") == 10 * (7 + 5 + 3));
   CHECK(m.at("rog_bytes_total{direction=\"downlink\"}") == 2000 * (7 + 5 + 3));
   // No checkpoint yet: no age.
