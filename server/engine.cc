@@ -503,6 +503,11 @@ struct Engine::Impl {
 
   absl::StatusOr<pb::CheckpointReply> WriteCheckpointNow();
   absl::Status Restore(const std::string& path);
+
+  // --- admin answers ---------------------------------------------------------
+  pb::StatusReply StatusReport() const;
+  pb::WorkersReply WorkersReport() const;
+  std::map<uint64_t, uint64_t> StalenessCounts() const;
 };
 
 absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
@@ -985,72 +990,108 @@ void Engine::CountRejection(const std::string& reason) {
   impl_->Post([this, reason] { ++impl_->rejected[reason]; });
 }
 
+pb::StatusReply Engine::Impl::StatusReport() const {
+  const Impl& m = *this;
+  pb::StatusReply s;
+  s.set_sync(static_cast<pb::SyncPolicy>(m.opt.policy));
+  s.set_staleness(m.opt.staleness);
+  s.set_mta(m.mta);
+  s.set_codec(static_cast<pb::Codec>(m.opt.codec));
+  s.set_has_model(m.state != nullptr);
+  if (m.state) {
+    *s.mutable_layout() = LayoutToProto(*m.layout);
+    s.set_tensors(m.layout->tensors().size());
+    s.set_rows(m.layout->num_rows());
+    s.set_model_bytes(m.layout->total_numel() * 4);
+    s.set_worker_copy_bytes(m.state->copy_bytes());
+  }
+  s.set_uptime_seconds(Now() - m.start_time);
+  const uint64_t max = m.MaxAttachedClock();
+  uint64_t min = m.MinAttachedClock();
+  for (const auto& r : m.workers) {
+    if (r->state == WState::kConnected) s.set_workers_connected(s.workers_connected() + 1);
+    if (r->state == WState::kEvicted) s.set_workers_evicted(s.workers_evicted() + 1);
+    if (m.Attached(*r) && m.opt.staleness > 0 && r->clock + m.opt.staleness <= max) {
+      s.set_workers_lagging(s.workers_lagging() + 1);
+    }
+  }
+  s.set_min_iteration(min == std::numeric_limits<uint64_t>::max() ? 0 : min);
+  s.set_max_iteration(max);
+  s.set_last_checkpoint_unix(m.last_checkpoint_unix);
+  s.set_last_checkpoint_path(m.last_checkpoint_path);
+  s.set_version(kRogVersion);
+  for (const auto& [reason, count] : m.rejected) (*s.mutable_rejected())[reason] = count;
+  s.set_team_ready(m.team_ready);
+  return s;
+}
+
 pb::StatusReply Engine::Status() {
-  return impl_->Call<pb::StatusReply>([this] {
-    Impl& m = *impl_;
-    pb::StatusReply s;
-    s.set_sync(static_cast<pb::SyncPolicy>(m.opt.policy));
-    s.set_staleness(m.opt.staleness);
-    s.set_mta(m.mta);
-    s.set_codec(static_cast<pb::Codec>(m.opt.codec));
-    s.set_has_model(m.state != nullptr);
-    if (m.state) {
-      *s.mutable_layout() = LayoutToProto(*m.layout);
-      s.set_tensors(m.layout->tensors().size());
-      s.set_rows(m.layout->num_rows());
-      s.set_model_bytes(m.layout->total_numel() * 4);
-      s.set_worker_copy_bytes(m.state->copy_bytes());
-    }
-    s.set_uptime_seconds(Now() - m.start_time);
-    const uint64_t max = m.MaxAttachedClock();
-    uint64_t min = m.MinAttachedClock();
-    for (const auto& r : m.workers) {
-      if (r->state == WState::kConnected) s.set_workers_connected(s.workers_connected() + 1);
-      if (r->state == WState::kEvicted) s.set_workers_evicted(s.workers_evicted() + 1);
-      if (m.Attached(*r) && m.opt.staleness > 0 && r->clock + m.opt.staleness <= max) {
-        s.set_workers_lagging(s.workers_lagging() + 1);
-      }
-    }
-    s.set_min_iteration(min == std::numeric_limits<uint64_t>::max() ? 0 : min);
-    s.set_max_iteration(max);
-    s.set_last_checkpoint_unix(m.last_checkpoint_unix);
-    s.set_last_checkpoint_path(m.last_checkpoint_path);
-    s.set_version(kRogVersion);
-    for (const auto& [reason, count] : m.rejected) (*s.mutable_rejected())[reason] = count;
-    s.set_team_ready(m.team_ready);
-    return s;
-  });
+  return impl_->Call<pb::StatusReply>([this] { return impl_->StatusReport(); });
+}
+
+pb::WorkersReply Engine::Impl::WorkersReport() const {
+  const Impl& m = *this;
+  pb::WorkersReply reply;
+  const uint64_t max = m.MaxAttachedClock();
+  const double now = Now();
+  for (const auto& r : m.workers) {
+    pb::WorkerInfo* w = reply.add_workers();
+    w->set_worker_id(r->id);
+    w->set_state(StateName(r->state));
+    w->set_iteration(r->clock);
+    w->set_lag(max > r->clock ? max - r->clock : 0);
+    w->set_uplink_goodput(r->progress.uplink_goodput());
+    w->set_downlink_goodput(r->down_goodput.rate());
+    const double busy = r->progress.compute_seconds() + r->progress.transmit_seconds() +
+                        r->progress.stall_seconds();
+    w->set_stall_share(busy > 0 ? r->progress.stall_seconds() / busy : 0);
+    w->set_stalls(r->progress.stalls());
+    const double its = static_cast<double>(std::max<uint64_t>(1, r->clock - r->join_clock));
+    w->set_rows_pushed_per_iteration(r->rows_up / its);
+    w->set_rows_pulled_per_iteration(r->rows_down / its);
+    w->set_bytes_pushed_per_iteration(r->bytes_up / its);
+    w->set_bytes_pulled_per_iteration(r->bytes_down / its);
+    w->set_window_overshoot(r->progress.window_overshoot());
+    w->set_last_seen_seconds(now - r->last_seen);
+    w->set_sdk_version(r->sdk_version);
+    w->set_peer(r->peer);
+    w->set_rows_pushed(r->rows_up);
+    w->set_rows_pulled(r->rows_down);
+    w->set_bytes_pushed(r->bytes_up);
+    w->set_bytes_pulled(r->bytes_down);
+    w->set_compute_seconds(r->progress.compute_seconds());
+    w->set_transmit_seconds(r->progress.transmit_seconds());
+    w->set_stall_seconds(r->progress.stall_seconds());
+  }
+  return reply;
 }
 
 pb::WorkersReply Engine::Workers() {
-  return impl_->Call<pb::WorkersReply>([this] {
-    Impl& m = *impl_;
-    pb::WorkersReply reply;
-    const uint64_t max = m.MaxAttachedClock();
-    const double now = Now();
-    for (const auto& r : m.workers) {
-      pb::WorkerInfo* w = reply.add_workers();
-      w->set_worker_id(r->id);
-      w->set_state(StateName(r->state));
-      w->set_iteration(r->clock);
-      w->set_lag(max > r->clock ? max - r->clock : 0);
-      w->set_uplink_goodput(r->progress.uplink_goodput());
-      w->set_downlink_goodput(r->down_goodput.rate());
-      const double busy = r->progress.compute_seconds() + r->progress.transmit_seconds() +
-                          r->progress.stall_seconds();
-      w->set_stall_share(busy > 0 ? r->progress.stall_seconds() / busy : 0);
-      w->set_stalls(r->progress.stalls());
-      const double its = static_cast<double>(std::max<uint64_t>(1, r->clock - r->join_clock));
-      w->set_rows_pushed_per_iteration(r->rows_up / its);
-      w->set_rows_pulled_per_iteration(r->rows_down / its);
-      w->set_bytes_pushed_per_iteration(r->bytes_up / its);
-      w->set_bytes_pulled_per_iteration(r->bytes_down / its);
-      w->set_window_overshoot(r->progress.window_overshoot());
-      w->set_last_seen_seconds(now - r->last_seen);
-      w->set_sdk_version(r->sdk_version);
-      w->set_peer(r->peer);
+  return impl_->Call<pb::WorkersReply>([this] { return impl_->WorkersReport(); });
+}
+
+std::map<uint64_t, uint64_t> Engine::Impl::StalenessCounts() const {
+  std::map<uint64_t, uint64_t> counts;
+  if (!state) return counts;
+  const AttachedSet attached = AttachedWorkers();
+  for (const auto& r : workers) {
+    if (!Attached(*r)) continue;
+    const VersionStore& copy = state->copy_versions(r->index);
+    for (RowId row = 0; row < layout->num_rows(); ++row) {
+      ++counts[CopyStaleness(state->versions(), copy, row, r->index, attached)];
     }
-    return reply;
+  }
+  return counts;
+}
+
+MetricsSnapshot Engine::Metrics() {
+  return impl_->Call<MetricsSnapshot>([this] {
+    MetricsSnapshot s;
+    s.status = impl_->StatusReport();
+    s.workers = impl_->WorkersReport();
+    s.staleness_bound = impl_->bound;
+    s.staleness = impl_->StalenessCounts();
+    return s;
   });
 }
 

@@ -95,6 +95,18 @@ struct ModelSnapshot {
   std::vector<float> values;
 };
 
+// What rogd's metrics endpoint shows, taken in one visit to the engine
+// thread so that the numbers fit together: the admin answers `rogctl status`
+// and `rogctl workers` get, plus the staleness `rogctl staleness` shows, as
+// counts: how many (row, attached worker) pairs have a copy that many
+// iterations behind the freshest contribution.
+struct MetricsSnapshot {
+  pb::StatusReply status;
+  pb::WorkersReply workers;
+  uint32_t staleness_bound = 0;
+  std::map<uint64_t, uint64_t> staleness;
+};
+
 class Engine {
  public:
   // Starts the engine thread. Restores `options.init_path`, or else the
@@ -124,6 +136,9 @@ class Engine {
   absl::StatusOr<pb::StalenessReply> Staleness(const pb::StalenessRequest& request);
   absl::StatusOr<pb::CheckpointReply> CheckpointNow();
   absl::StatusOr<ModelSnapshot> Export();
+  // For metrics: costs the engine thread about what Status, Workers and an
+  // unfiltered Staleness cost together, once per scrape.
+  MetricsSnapshot Metrics();
 
   // Ends every worker stream once its queued messages are written (workers
   // reconnect by themselves); the first step of a clean shutdown.

@@ -18,6 +18,7 @@
 #include "common/staleness.h"
 #include "grpcpp/grpcpp.h"
 #include "server/engine.h"
+#include "server/metrics.h"
 #include "server/service.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -40,6 +41,9 @@ ABSL_FLAG(uint64_t, max_message_bytes, 4 << 20, "largest message accepted from a
 ABSL_FLAG(uint32_t, batch_bytes, 16 * 1024, "payload budget of one downlink row batch, bytes");
 ABSL_FLAG(std::string, port_file, "",
           "write the port actually bound to this file once serving (for scripts and tests)");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9470; port 0 "
+          "picks a free one); beyond loopback only with --insecure; empty: no metrics");
 ABSL_FLAG(std::string, log_level, "info", "log level: debug, info, warn or error");
 ABSL_FLAG(bool, insecure, false,
           "listen beyond loopback although this build has no TLS or tokens yet (trusted "
@@ -62,7 +66,8 @@ bool IsLoopback(const std::string& address) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "ROG parameter server: holds the global model rows and serves one stream per worker.\n"
-      "Usage: rogd [--flagfile=FILE] [--listen=HOST:PORT] [--sync=bsp|ssp|rog] ...\n"
+      "Usage: rogd [--flagfile=FILE] [--listen=HOST:PORT] [--sync=bsp|ssp|rog]\n"
+      "            [--metrics_listen=HOST:PORT] ...\n"
       "Flags are listed under rogd_main.cc below.");
   absl::ParseCommandLine(argc, argv);
   // Logs go to stderr (systemd's journal takes both; stdout stays free).
@@ -121,6 +126,18 @@ int main(int argc, char** argv) {
                              "listen on 127.0.0.1, or pass --insecure on a trusted network"));
   }
 
+  const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  if (!metrics_listen.empty()) {
+    absl::Status valid = rog::CheckMetricsAddress(metrics_listen);
+    if (!valid.ok()) return Fail(std::string(valid.message()));
+    if (!IsLoopback(metrics_listen) && !absl::GetFlag(FLAGS_insecure)) {
+      return Fail(absl::StrCat("refusing to serve metrics on ", metrics_listen,
+                               " beyond loopback: the endpoint has no TLS or authentication and "
+                               "names every worker; use 127.0.0.1, or pass --insecure on a "
+                               "trusted network"));
+    }
+  }
+
   // Signals are taken by one thread with sigwait; every other thread blocks them.
   sigset_t signals;
   sigemptyset(&signals);
@@ -130,6 +147,18 @@ int main(int argc, char** argv) {
 
   absl::StatusOr<std::unique_ptr<rog::Engine>> engine = rog::Engine::Start(options);
   if (!engine.ok()) return Fail(std::string(engine.status().message()));
+
+  // Metrics first: a bad address stops rogd before any worker connects.
+  std::unique_ptr<rog::MetricsServer> metrics;
+  if (!metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<rog::MetricsServer>> started =
+        rog::MetricsServer::Start(metrics_listen, engine->get());
+    if (!started.ok()) return Fail(std::string(started.status().message()));
+    metrics = *std::move(started);
+    const size_t colon = metrics_listen.rfind(':');
+    spdlog::info("serving Prometheus metrics on http://{}:{}/metrics",
+                 metrics_listen.substr(0, colon), metrics->port());
+  }
 
   rog::TrainerService trainer(engine->get());
   rog::AdminService admin(engine->get());
@@ -168,6 +197,8 @@ int main(int argc, char** argv) {
   int signal = 0;
   sigwait(&signals, &signal);
   spdlog::info("{} received: stopping", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  // Scrapes ask the engine thread, which stops below.
+  metrics.reset();
   // Streams end first, so that no worker goes on training against a server
   // on its way out; what they sent until then is in the final checkpoint,
   // and what was unacknowledged they resend to the next rogd.

@@ -125,6 +125,18 @@ bool ValidSeconds(double v) { return std::isfinite(v) && v >= 0; }
 
 }  // namespace
 
+const std::vector<std::string>& RejectionReasons() {
+  static const std::vector<std::string> reasons = {
+      // The first message of a stream.
+      "not_hello", "bad_worker_id", "bad_hello", "layout_mismatch",
+      // Row batches (ValidateUplinkBatch).
+      "bad_seq", "unexpected_values", "bad_codec", "bad_kind", "bad_row_ids", "empty_batch",
+      "bad_index", "bad_count", "payload_size", "bad_values",
+      // Anything else on a stream.
+      "bad_progress", "second_hello", "unknown_message"};
+  return reasons;
+}
+
 grpc::Status ToGrpc(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));

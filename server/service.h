@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
@@ -33,6 +34,11 @@ namespace rog {
 absl::Status ValidateUplinkBatch(const pb::RowBatch& batch, const Layout& layout,
                                  uint64_t expected_seq, bool accepts_values, UplinkBatch* out,
                                  std::string* reason);
+
+// Every reason a stream handler counts a refused message under (the keys of
+// StatusReply.rejected), so that metrics can show each one from zero. Add
+// a new reason here too.
+const std::vector<std::string>& RejectionReasons();
 
 class TrainerService final : public pb::Trainer::Service {
  public:

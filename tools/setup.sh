@@ -13,6 +13,10 @@ PACKAGES=(
   # run and test (cmake, strace and systemd's systemd-analyze: the
   # deployment test)
   dataset-fashion-mnist gnuplot-nox curl cmake strace systemd
+  # promtool, for the metrics test. On a machine running systemd, Debian's
+  # package also enables a Prometheus server on :9090; `systemctl disable
+  # --now prometheus` stops it if unwanted.
+  prometheus
 )
 
 log="${TMPDIR:-/tmp}/rog-setup.log"
