@@ -22,6 +22,7 @@
 #include "absl/types/span.h"
 #include "common/layout.h"
 #include "rog.grpc.pb.h"
+#include "server/auth.h"
 #include "server/engine.h"
 
 namespace rog {
@@ -36,18 +37,25 @@ absl::Status ValidateUplinkBatch(const pb::RowBatch& batch, const Layout& layout
 
 class TrainerService final : public pb::Trainer::Service {
  public:
-  explicit TrainerService(Engine* engine) : engine_(engine) {}
+  // `auth`, if not null, must outlive the service: every stream presents
+  // the worker token before its first message is read.
+  explicit TrainerService(Engine* engine, const TokenAuth* auth = nullptr)
+      : engine_(engine), auth_(auth) {}
   grpc::Status Session(
       grpc::ServerContext* context,
       grpc::ServerReaderWriter<pb::ServerMessage, pb::WorkerMessage>* stream) override;
 
  private:
   Engine* engine_;
+  const TokenAuth* auth_;
 };
 
 class AdminService final : public pb::Admin::Service {
  public:
-  explicit AdminService(Engine* engine) : engine_(engine) {}
+  // `auth`, if not null, must outlive the service: every call presents the
+  // admin token.
+  explicit AdminService(Engine* engine, const TokenAuth* auth = nullptr)
+      : engine_(engine), auth_(auth) {}
   grpc::Status GetStatus(grpc::ServerContext*, const pb::StatusRequest*, pb::StatusReply*) override;
   grpc::Status ListWorkers(grpc::ServerContext*, const pb::WorkersRequest*,
                            pb::WorkersReply*) override;
@@ -59,7 +67,10 @@ class AdminService final : public pb::Admin::Service {
                       grpc::ServerWriter<pb::ExportChunk>*) override;
 
  private:
+  grpc::Status Authorize(grpc::ServerContext* context) const;
+
   Engine* engine_;
+  const TokenAuth* auth_;
 };
 
 // absl::Status -> grpc::Status, keeping code and message.
