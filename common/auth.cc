@@ -194,6 +194,14 @@ bool ConstantTimeEquals(absl::string_view presented, absl::string_view expected)
   return diff == 0;
 }
 
+bool LooksLikeTlsFailure(absl::string_view message) {
+  const std::string m = absl::AsciiStrToLower(message);
+  for (const char* sign : {"handshake", "ssl", "tls", "certificate", "x509"}) {
+    if (absl::StrContains(m, sign)) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<std::string> ReadCertificateFile(const std::string& path, absl::string_view what,
                                                 CertificateInfo* info) {
   absl::StatusOr<std::string> pem = ReadSmallFile(path, what, kMaxPemBytes);

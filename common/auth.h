@@ -49,6 +49,11 @@ std::optional<absl::string_view> ParseBearer(absl::string_view value);
 // long the answer takes.
 bool ConstantTimeEquals(absl::string_view presented, absl::string_view expected);
 
+// Whether a gRPC error message reports a failed TLS handshake or a refused
+// certificate (gRPC reports those as UNAVAILABLE, like an unreachable
+// server).
+bool LooksLikeTlsFailure(absl::string_view message);
+
 // What a PEM certificate says of itself.
 struct CertificateInfo {
   std::string subject;  // e.g. "CN=rogd"

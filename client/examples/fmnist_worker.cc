@@ -22,6 +22,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "client/examples/security_flags.h"
 #include "client/torch_adapter.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:7070", "rogd's address, host:port");
@@ -220,6 +221,7 @@ int main(int argc, char** argv) {
   rog::WorkerOptions options;
   options.server = absl::GetFlag(FLAGS_server);
   options.worker_id = id;
+  rog::ApplySecurityFlags(&options);
   auto rog = rog::TorchWorker::Start(*net, options);
   if (!rog.ok()) {
     std::fprintf(stderr, "fmnist_worker: %s\n", std::string(rog.status().message()).c_str());

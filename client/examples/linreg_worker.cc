@@ -19,6 +19,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "client/examples/security_flags.h"
 #include "client/worker.h"
 #include "spdlog/spdlog.h"
 
@@ -97,6 +98,7 @@ int main(int argc, char** argv) {
   rog::WorkerOptions options;
   options.server = absl::GetFlag(FLAGS_server);
   options.worker_id = id;
+  rog::ApplySecurityFlags(&options);
   auto worker = rog::Worker::Start(options, *layout, initial);
   if (!worker.ok()) {
     std::fprintf(stderr, "linreg_worker: %s\n", std::string(worker.status().message()).c_str());
