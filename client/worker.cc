@@ -627,20 +627,29 @@ struct Worker::Impl {
     }
   }
 
-  // Why a TLS channel does not connect: a failed handshake looks like an
-  // unreachable rogd to WaitForConnected, so a call that may not wait for
-  // the connection asks the channel for its last error.
-  grpc::Status TlsConnectError() {
+  // Why the channel does not connect. WaitForConnected does not say, and a
+  // refused TLS handshake looks like an unreachable rogd to it, so a call
+  // that may not wait for the connection asks the channel for its last
+  // error. (Should the channel connect meanwhile, the call reaches rogd
+  // with the token and no hello, and ends at its deadline: no state.)
+  grpc::Status ConnectError() {
     grpc::ClientContext probe;
+    security.Authorize(&probe);
     probe.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
     std::unique_ptr<Stream> stream = stub->Session(&probe);
-    grpc::Status s = stream->Finish();
+    const grpc::Status s = stream->Finish();
     std::string why = s.error_message();
-    if (absl::StrContains(why, "Socket closed")) {
-      absl::StrAppend(&why,
-                      "; rogd closed the connection during TLS: if it requires client "
-                      "certificates (rogd --tls_ca), it refused this worker's (tls_cert_file: "
-                      "signed by another CA, expired, or none given); rogd's log says which");
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE || why.empty()) {
+      why = absl::StrCat("no connection within ", std::max(0.1, opt.backoff_max),
+                         " s (is rogd running there?)");
+    } else if (absl::StrContains(why, "Socket closed")) {
+      absl::StrAppend(
+          &why, security.tls ? "; rogd closed the connection during TLS: if it requires client "
+                               "certificates (rogd --tls_ca), it refused this worker's "
+                               "(tls_cert_file: signed by another CA, expired, or none given); "
+                               "rogd's log says which"
+                             : "; rogd closed the connection: if it serves TLS (rogd --tls_cert), "
+                               "set tls_ca_file to the CA that signed its certificate");
     } else if (LooksLikeTlsFailure(why)) {
       absl::StrAppend(&why,
                       "; this worker does not trust rogd's certificate: it must be signed by "
@@ -656,10 +665,7 @@ struct Worker::Impl {
     if (!channel->WaitForConnected(
             std::chrono::system_clock::now() +
             std::chrono::milliseconds(static_cast<int>(std::max(0.1, opt.backoff_max) * 1000)))) {
-      if (security.tls) return TlsConnectError();
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                          absl::StrCat("no connection within ", std::max(0.1, opt.backoff_max),
-                                       " s (is rogd running there?)"));
+      return ConnectError();
     }
     grpc::ClientContext ctx;
     security.Authorize(&ctx);
