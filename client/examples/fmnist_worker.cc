@@ -22,7 +22,6 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
-#include "client/examples/security_flags.h"
 #include "client/torch_adapter.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:7070", "rogd's address, host:port");
@@ -43,6 +42,17 @@ ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
 ABSL_FLAG(std::string, cache_dir, "/tmp/rog-cache", "where the pretrained clean model is cached");
 ABSL_FLAG(int, pretrain_steps, 600, "clean-image SGD steps of the pretraining");
 ABSL_FLAG(bool, pretrain_only, false, "pretrain (or find the cached model) and exit");
+
+// Security (README "Security"): TLS, mutual TLS and the worker token, read
+// from a file, never from the command line.
+ABSL_FLAG(std::string, tls_ca, "", "PEM CA certificate that signed rogd's: talk TLS");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate of this robot, for a rogd that requires them (mutual TLS)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "check rogd's certificate against this name instead of --server's host");
+ABSL_FLAG(std::string, token_file, "",
+          "file holding the worker token (the one rogd's --worker_token_file names)");
 
 namespace {
 
@@ -221,7 +231,11 @@ int main(int argc, char** argv) {
   rog::WorkerOptions options;
   options.server = absl::GetFlag(FLAGS_server);
   options.worker_id = id;
-  rog::ApplySecurityFlags(&options);
+  options.tls_ca_file = absl::GetFlag(FLAGS_tls_ca);
+  options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+  options.token_file = absl::GetFlag(FLAGS_token_file);
   auto rog = rog::TorchWorker::Start(*net, options);
   if (!rog.ok()) {
     std::fprintf(stderr, "fmnist_worker: %s\n", std::string(rog.status().message()).c_str());
