@@ -596,9 +596,9 @@ Failure DescribeFailure(int code, absl::string_view message, absl::string_view s
         return {kExitAuth,
                 absl::StrCat("rogctl ", command, ": rogd at ", server,
                              " closed the connection during TLS: it probably requires a client "
-                             "certificate (rogd --tls_ca) and refused this one; give --tls_cert "
-                             "and --tls_key signed by the CA rogd trusts and not expired (rogd's "
-                             "log names the reason) (",
+                             "certificate (rogd --tls_ca) and got none it accepts; give "
+                             "--tls_cert and --tls_key signed by the CA rogd trusts and not "
+                             "expired (rogd's log names the reason) (",
                              message, ")")};
       }
       if (!tls && absl::StrContains(message, "Socket closed")) {
