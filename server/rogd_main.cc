@@ -260,8 +260,10 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<rog::Engine>> engine = rog::Engine::Start(options);
   if (!engine.ok()) return Fail(std::string(engine.status().message()));
 
-  rog::TrainerService trainer(engine->get(), security->tokens.get());
-  rog::AdminService admin(engine->get(), security->tokens.get());
+  rog::TrainerService trainer(engine->get());
+  rog::AdminService admin(engine->get());
+  trainer.set_token_auth(security->tokens.get());
+  admin.set_token_auth(security->tokens.get());
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, security->credentials, &port);

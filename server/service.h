@@ -37,25 +37,26 @@ absl::Status ValidateUplinkBatch(const pb::RowBatch& batch, const Layout& layout
 
 class TrainerService final : public pb::Trainer::Service {
  public:
-  // `auth`, if not null, must outlive the service: every stream presents
-  // the worker token before its first message is read.
-  explicit TrainerService(Engine* engine, const TokenAuth* auth = nullptr)
-      : engine_(engine), auth_(auth) {}
+  explicit TrainerService(Engine* engine) : engine_(engine) {}
+  // From now on every stream presents the worker token before its first
+  // message is read. Call before the server starts; `auth` (null: no
+  // tokens) must outlive the service.
+  void set_token_auth(const TokenAuth* auth) { auth_ = auth; }
   grpc::Status Session(
       grpc::ServerContext* context,
       grpc::ServerReaderWriter<pb::ServerMessage, pb::WorkerMessage>* stream) override;
 
  private:
   Engine* engine_;
-  const TokenAuth* auth_;
+  const TokenAuth* auth_ = nullptr;
 };
 
 class AdminService final : public pb::Admin::Service {
  public:
-  // `auth`, if not null, must outlive the service: every call presents the
-  // admin token.
-  explicit AdminService(Engine* engine, const TokenAuth* auth = nullptr)
-      : engine_(engine), auth_(auth) {}
+  explicit AdminService(Engine* engine) : engine_(engine) {}
+  // From now on every call presents the admin token. Call before the
+  // server starts; `auth` (null: no tokens) must outlive the service.
+  void set_token_auth(const TokenAuth* auth) { auth_ = auth; }
   grpc::Status GetStatus(grpc::ServerContext*, const pb::StatusRequest*, pb::StatusReply*) override;
   grpc::Status ListWorkers(grpc::ServerContext*, const pb::WorkersRequest*,
                            pb::WorkersReply*) override;
@@ -70,7 +71,7 @@ class AdminService final : public pb::Admin::Service {
   grpc::Status Authorize(grpc::ServerContext* context) const;
 
   Engine* engine_;
-  const TokenAuth* auth_;
+  const TokenAuth* auth_ = nullptr;
 };
 
 // absl::Status -> grpc::Status, keeping code and message.
