@@ -489,7 +489,7 @@ void OnSignal(int) { g_stop = 1; }
 // Runs `run` every `every` until SIGINT or SIGTERM (then exit 0). On a
 // terminal each refresh redraws the screen; otherwise snapshots follow each
 // other (with --json: one object per line). Failures are shown and retried,
-// except usage errors, which end the watch.
+// except usage errors and auth refusals, which end the watch.
 int Watch(Output (*run)(), const std::string& command, absl::Duration every) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
@@ -497,7 +497,8 @@ int Watch(Output (*run)(), const std::string& command, absl::Duration every) {
   const bool json = absl::GetFlag(FLAGS_json);
   while (!g_stop) {
     const Output o = run();
-    if (o.code == kExitUsage) return Emit(o);
+    // Refreshing cannot fix a wrong flag or a refused credential.
+    if (o.code == kExitUsage || o.code == rog::ctl::kExitAuth) return Emit(o);
     const std::string when = absl::FormatTime("%H:%M:%S", absl::Now(), absl::LocalTimeZone());
     if (tty && !json) {
       std::fputs("\x1b[H\x1b[2J", stdout);

@@ -409,6 +409,11 @@ TEST_CASE("tokens without TLS on loopback: metadata carries them", "[security]")
   run = Rogctl({"--server=" + (*rogd)->address(), "workers"});
   CHECK(run.code == 5);
   CHECK(absl::StrContains(run.err, "(UNAUTHENTICATED): no token"));
+  // --watch ends at a refusal: refreshing cannot fix it (timeout would
+  // end it with 124 otherwise).
+  run = Rogctl({"--server=" + (*rogd)->address(), "--watch=1", "status"}, "-k 5 10");
+  CHECK(run.code == 5);
+  CHECK(absl::StrContains(run.err, "(UNAUTHENTICATED): no token"));
 }
 
 TEST_CASE("rogd refuses to start beyond loopback unprotected, or with unusable files",
