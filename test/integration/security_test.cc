@@ -239,7 +239,7 @@ TEST_CASE("mutual TLS and tokens: wrong credentials are refused and change nothi
   const ClientSecurity admin = AdminTls(f, "admin", f.admin_token());
 
   // Before any worker: a refused worker must not even bring the model.
-  RequireWorkersRefused(**rogd, 3);
+  RequireWorkersRefused(**rogd, 5);
   RequireAdminRefused(**rogd);
   RequireUntouched(**rogd, admin);
 
@@ -259,7 +259,7 @@ TEST_CASE("mutual TLS and tokens: wrong credentials are refused and change nothi
   const uint64_t iteration = workers->workers(0).iteration();
 
   // With a model and a worker: refused attempts still change nothing.
-  RequireWorkersRefused(**rogd, 3);
+  RequireWorkersRefused(**rogd, 5);
   RequireAdminRefused(**rogd);
   absl::StatusOr<pb::WorkersReply> after_workers = AdminWorkers((*rogd)->address(), admin);
   REQUIRE(after_workers.ok());
@@ -350,7 +350,7 @@ TEST_CASE("an expired rogd certificate: rogd warns, workers and rogctl refuse it
   auto rogd = RogdProcess::Start(
       {"--tls_cert=" + f.pem("expired-server"), "--tls_key=" + f.key("expired-server")});
   REQUIRE(rogd.ok());
-  const absl::Status s = TryJoin((*rogd)->address(), "robot1", Tls(f, "", ""), 3);
+  const absl::Status s = TryJoin((*rogd)->address(), "robot1", Tls(f, "", ""), 5);
   INFO(s);
   CHECK(s.code() == absl::StatusCode::kDeadlineExceeded);
   CHECK(absl::StrContains(s.message(), "does not trust rogd's certificate"));
