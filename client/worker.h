@@ -69,11 +69,11 @@ struct WorkerOptions {
   // `backoff_max`, with jitter.
   double backoff_initial = 0.1;
   double backoff_max = 2.0;
-  // Channel credentials; null means an insecure channel (loopback, tests)
-  // unless the security settings below ask for TLS. Not with them.
+  // Channel credentials; null means an insecure channel (loopback, tests).
   std::shared_ptr<grpc::ChannelCredentials> credentials;
 
   // --- security (README "Security") -----------------------------------------
+  // Not together with `credentials`: these build the channel's.
   // TLS: the PEM file of the CA that signed rogd's certificate (rogd
   // --tls_cert). Empty: plaintext.
   std::string tls_ca_file;
