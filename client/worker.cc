@@ -11,8 +11,11 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/credentials.h"
+#include "common/auth.h"
 #include "common/batch_plan.h"
 #include "common/codec.h"
 #include "common/goodput.h"
@@ -80,6 +83,7 @@ using Stream = grpc::ClientReaderWriter<pb::WorkerMessage, pb::ServerMessage>;
 
 struct Worker::Impl {
   WorkerOptions opt;
+  ClientCredentials security;  // TLS settings and the token, loaded
   Layout layout;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<pb::Trainer::Stub> stub;
@@ -682,17 +686,48 @@ struct Worker::Impl {
     }
   }
 
+  // Why the channel does not connect. WaitForConnected does not say, and a
+  // refused TLS handshake looks like an unreachable rogd to it, so a call
+  // that may not wait for the connection asks the channel for its last
+  // error. (Should the channel connect meanwhile, the call reaches rogd
+  // with the token and no hello, and ends at its deadline: no state.)
+  grpc::Status ConnectError() {
+    grpc::ClientContext probe;
+    security.Authorize(&probe);
+    probe.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+    std::unique_ptr<Stream> stream = stub->Session(&probe);
+    const grpc::Status s = stream->Finish();
+    std::string why = s.error_message();
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE || why.empty()) {
+      why = absl::StrCat("no connection within ", std::max(0.1, opt.backoff_max),
+                         " s (is rogd running there?)");
+    } else if (absl::StrContains(why, "Socket closed")) {
+      absl::StrAppend(
+          &why, security.tls ? "; rogd closed the connection during TLS: if it requires client "
+                               "certificates (rogd --tls_ca), it refused this worker's "
+                               "(tls_cert_file: signed by another CA, expired, or none given); "
+                               "rogd's log says which"
+                             : "; rogd closed the connection: if it serves TLS (rogd --tls_cert), "
+                               "set tls_ca_file to the CA that signed its certificate");
+    } else if (LooksLikeTlsFailure(why)) {
+      absl::StrAppend(&why,
+                      "; this worker does not trust rogd's certificate: it must be signed by "
+                      "the CA in tls_ca_file, be valid now and name the host of the server "
+                      "address (or tls_server_name)");
+    }
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, why);
+  }
+
   // One stream from hello to its end.
   grpc::Status RunStream() {
     // Fail fast while rogd is away; the session loop backs off and retries.
     if (!channel->WaitForConnected(
             std::chrono::system_clock::now() +
             std::chrono::milliseconds(static_cast<int>(std::max(0.1, opt.backoff_max) * 1000)))) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                          absl::StrCat("no connection within ", std::max(0.1, opt.backoff_max),
-                                       " s (is rogd running there?)"));
+      return ConnectError();
     }
     grpc::ClientContext ctx;
+    security.Authorize(&ctx);
     pb::WorkerMessage hello;
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -784,7 +819,23 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(WorkerOptions options, Lay
   if (options.batch_bytes < 1024) {
     return absl::InvalidArgumentError("batch_bytes must be at least 1024");
   }
+  ClientSecurity sec{options.tls_ca_file,     options.tls_cert_file, options.tls_key_file,
+                     options.tls_server_name, options.token,         options.token_file};
+  absl::StatusOr<ClientCredentials> security =
+      LoadClientCredentials(sec, options.server, SettingNames::kWorkerOptions);
+  if (!security.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker '", options.worker_id, "': ", security.status().message()));
+  }
+  if (options.credentials != nullptr && security->tls) {
+    return absl::InvalidArgumentError(
+        "give WorkerOptions.credentials or the tls_* files, not both");
+  }
+  for (const std::string& w : security->warnings) {
+    spdlog::warn("worker {}: {}", options.worker_id, w);
+  }
   auto impl = std::make_unique<Impl>(std::move(options), std::move(layout), std::move(initial));
+  impl->security = *std::move(security);
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 1000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2000);
@@ -795,8 +846,9 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(WorkerOptions options, Lay
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               static_cast<int>(std::max(0.1, impl->opt.backoff_max) * 1000));
   args.SetMaxReceiveMessageSize(64 << 20);
+  impl->security.Apply(&args);
   std::shared_ptr<grpc::ChannelCredentials> creds =
-      impl->opt.credentials ? impl->opt.credentials : grpc::InsecureChannelCredentials();
+      impl->opt.credentials ? impl->opt.credentials : impl->security.channel;
   impl->channel = grpc::CreateCustomChannel(impl->opt.server, creds, args);
   impl->stub = pb::Trainer::NewStub(impl->channel);
   Impl* raw = impl.get();

@@ -77,6 +77,24 @@ struct WorkerOptions {
   size_t replay_buffer_bytes = 64 << 20;
   // Channel credentials; null means an insecure channel (loopback, tests).
   std::shared_ptr<grpc::ChannelCredentials> credentials;
+
+  // --- security (README "Security") -----------------------------------------
+  // Not together with `credentials`: these build the channel's.
+  // TLS: the PEM file of the CA that signed rogd's certificate (rogd
+  // --tls_cert). Empty: plaintext.
+  std::string tls_ca_file;
+  // Mutual TLS (rogd --tls_ca): this robot's certificate and unencrypted
+  // private key, PEM files. Both or neither.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Check rogd's certificate against this name instead of the host in
+  // `server` (e.g. an IP address with a certificate for "rogd.team").
+  std::string tls_server_name;
+  // The worker token (rogd --worker_token_file): a file holding it, or the
+  // token itself as the caller loaded it. At most one. Never take it from
+  // the command line, where `ps` shows it.
+  std::string token_file;
+  std::string token;
 };
 
 // What one iteration cost and moved.
@@ -118,7 +136,11 @@ class Worker {
   // once. `initial` is the model's values (the layout's row order); the
   // first worker of a fresh rogd uploads them, later workers receive the
   // server's model instead. Errors: an invalid worker id, initial values of
-  // the wrong size.
+  // the wrong size, security files that cannot be read or do not fit.
+  // rogd refusing the token (UNAUTHENTICATED, PERMISSION_DENIED) stops the
+  // worker: every call returns that error. A refused TLS handshake (a
+  // certificate rogd does not trust, or the reverse) looks like an
+  // unreachable rogd and is retried; calls that wait say why.
   static absl::StatusOr<std::unique_ptr<Worker>> Start(WorkerOptions options, Layout layout,
                                                        std::vector<float> initial);
   ~Worker();

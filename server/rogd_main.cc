@@ -6,17 +6,22 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/auth.h"
 #include "common/codec.h"
 #include "common/mta.h"
 #include "common/staleness.h"
 #include "grpcpp/grpcpp.h"
+#include "server/auth.h"
 #include "server/engine.h"
 #include "server/metrics.h"
 #include "server/service.h"
@@ -46,8 +51,22 @@ ABSL_FLAG(std::string, metrics_listen, "",
           "picks a free one); beyond loopback only with --insecure; empty: no metrics");
 ABSL_FLAG(std::string, log_level, "info", "log level: debug, info, warn or error");
 ABSL_FLAG(bool, insecure, false,
-          "listen beyond loopback although this build has no TLS or tokens yet (trusted "
-          "networks only)");
+          "listen beyond loopback with neither TLS nor tokens (a network you trust only)");
+
+// Security (README "Security"): TLS, mutual TLS and bearer tokens. Tokens
+// come from files, never from the command line.
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate (chain) rogd presents: serve TLS; needs --tls_key");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert (unencrypted, mode 600)");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA certificate(s): require client certificates signed by it (mutual TLS); needs "
+          "--tls_cert");
+ABSL_FLAG(std::string, worker_token_file, "",
+          "file holding the token workers must present (authorization: Bearer); needs "
+          "--admin_token_file");
+ABSL_FLAG(std::string, admin_token_file, "",
+          "file holding the token Admin calls (rogctl) must present; a different one from the "
+          "workers'");
 
 namespace {
 
@@ -59,6 +78,116 @@ int Fail(const std::string& message) {
 bool IsLoopback(const std::string& address) {
   return absl::StartsWith(address, "127.") || absl::StartsWith(address, "localhost:") ||
          absl::StartsWith(address, "[::1]:");
+}
+
+// What rogd serves with: gRPC credentials and the token check.
+struct Security {
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  std::unique_ptr<rog::TokenAuth> tokens;  // null: no tokens asked for
+  bool tls = false;
+  std::vector<std::string> warnings;  // logged once logging is set up
+  std::string summary;                // one line for the log
+};
+
+// Reads and checks the files the security flags name.
+absl::StatusOr<Security> LoadSecurity(bool loopback) {
+  Security sec;
+  const std::string cert_path = absl::GetFlag(FLAGS_tls_cert);
+  const std::string key_path = absl::GetFlag(FLAGS_tls_key);
+  const std::string ca_path = absl::GetFlag(FLAGS_tls_ca);
+  if (cert_path.empty() != key_path.empty()) {
+    return absl::InvalidArgumentError(
+        cert_path.empty() ? "--tls_key without --tls_cert: give the certificate it belongs to"
+                          : "--tls_cert without --tls_key: give the certificate's private key");
+  }
+  if (!ca_path.empty() && cert_path.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_ca requires client certificates, which only works over TLS: give --tls_cert and "
+        "--tls_key too");
+  }
+  if (!cert_path.empty()) {
+    rog::CertificateInfo info;
+    absl::StatusOr<std::string> cert = rog::ReadCertificateFile(cert_path, "--tls_cert", &info);
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key = rog::ReadKeyFile(key_path, "--tls_key");
+    if (!key.ok()) return key.status();
+    if (absl::Status s = rog::CheckKeyPair(*cert, *key, "--tls_cert", "--tls_key"); !s.ok()) {
+      return s;
+    }
+    if (const std::string problem = rog::ValidityProblem(info, absl::Now()); !problem.empty()) {
+      sec.warnings.push_back(
+          absl::StrCat("--tls_cert=", cert_path, " (", info.subject, ") is ", problem,
+                       ": clients will refuse it; renew it, or check this machine's clock"));
+    }
+    if (const std::string loose = rog::LooseModeWarning(key_path, "--tls_key"); !loose.empty()) {
+      sec.warnings.push_back(loose);
+    }
+    grpc::SslServerCredentialsOptions ssl(
+        ca_path.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                        : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    ssl.pem_key_cert_pairs.push_back({*key, *cert});
+    sec.summary = absl::StrCat("TLS as ", info.subject);
+    if (!ca_path.empty()) {
+      rog::CertificateInfo ca_info;
+      absl::StatusOr<std::string> ca = rog::ReadCertificateFile(ca_path, "--tls_ca", &ca_info);
+      if (!ca.ok()) return ca.status();
+      if (const std::string problem = rog::ValidityProblem(ca_info, absl::Now());
+          !problem.empty()) {
+        sec.warnings.push_back(absl::StrCat("--tls_ca=", ca_path, " (", ca_info.subject, ") is ",
+                                            problem, ": every client certificate will be refused"));
+      }
+      ssl.pem_root_certs = *ca;
+      sec.summary = absl::StrCat("mutual TLS as ", info.subject, ", client certificates signed by ",
+                                 ca_info.subject);
+    }
+    sec.credentials = grpc::SslServerCredentials(ssl);
+    sec.tls = true;
+  } else {
+    sec.credentials = grpc::InsecureServerCredentials();
+    sec.summary = "no TLS";
+  }
+
+  const std::string worker_path = absl::GetFlag(FLAGS_worker_token_file);
+  const std::string admin_path = absl::GetFlag(FLAGS_admin_token_file);
+  std::string worker_token, admin_token;
+  if (!worker_path.empty()) {
+    absl::StatusOr<std::string> t = rog::ReadTokenFile(worker_path, "--worker_token_file");
+    if (!t.ok()) return t.status();
+    worker_token = *t;
+  }
+  if (!admin_path.empty()) {
+    absl::StatusOr<std::string> t = rog::ReadTokenFile(admin_path, "--admin_token_file");
+    if (!t.ok()) return t.status();
+    admin_token = *t;
+  }
+  if (absl::Status s = rog::CheckTokenFlags(!worker_path.empty(), !admin_path.empty(), worker_token,
+                                            admin_token);
+      !s.ok()) {
+    return s;
+  }
+  if (!worker_token.empty()) {
+    for (const auto& [path, what] : {std::pair{worker_path, "--worker_token_file"},
+                                     std::pair{admin_path, "--admin_token_file"}}) {
+      if (const std::string loose = rog::LooseModeWarning(path, what); !loose.empty()) {
+        sec.warnings.push_back(loose);
+      }
+    }
+    sec.tokens = std::make_unique<rog::TokenAuth>(worker_token, admin_token);
+    absl::StrAppend(&sec.summary, "; tokens for workers and for admin calls");
+    if (!sec.tls && !loopback) {
+      sec.warnings.push_back(
+          "tokens without TLS travel in clear text beyond loopback: anyone who sees the traffic "
+          "can reuse them; add --tls_cert and --tls_key");
+    }
+  } else {
+    absl::StrAppend(&sec.summary, "; no tokens");
+    if (sec.tls && ca_path.empty() && !loopback) {
+      sec.warnings.push_back(
+          "TLS without --tls_ca or tokens: traffic is encrypted, but anyone who reaches rogd may "
+          "join as a worker or make admin calls; add --tls_ca or token files");
+    }
+  }
+  return sec;
 }
 
 }  // namespace
@@ -120,10 +249,13 @@ int main(int argc, char** argv) {
     return Fail("--batch_bytes must be at least 256 and at most half of --max_message_bytes");
   }
   const std::string listen = absl::GetFlag(FLAGS_listen);
-  if (!IsLoopback(listen) && !absl::GetFlag(FLAGS_insecure)) {
-    return Fail(absl::StrCat("refusing to listen on ", listen,
-                             " without TLS or tokens, which this build does not have yet; "
-                             "listen on 127.0.0.1, or pass --insecure on a trusted network"));
+  absl::StatusOr<Security> security = LoadSecurity(IsLoopback(listen));
+  if (!security.ok()) return Fail(std::string(security.status().message()));
+  if (absl::Status s =
+          rog::CheckExposure(listen, IsLoopback(listen), security->tls, security->tokens != nullptr,
+                             absl::GetFlag(FLAGS_insecure));
+      !s.ok()) {
+    return Fail(std::string(s.message()));
   }
 
   const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
@@ -162,9 +294,11 @@ int main(int argc, char** argv) {
 
   rog::TrainerService trainer(engine->get());
   rog::AdminService admin(engine->get());
+  trainer.set_token_auth(security->tokens.get());
+  admin.set_token_auth(security->tokens.get());
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, security->credentials, &port);
   builder.RegisterService(&trainer);
   builder.RegisterService(&admin);
   // gRPC sets SO_REUSEPORT by default: a second rogd on the same port would
@@ -187,6 +321,8 @@ int main(int argc, char** argv) {
       options.policy == rog::SyncPolicy::kRog ? rog::MinimumTransmissionAmount(options.staleness)
                                               : 1.0,
       std::string(rog::CodecName(options.codec)), options.team_size, absl::FormatDuration(lease));
+  spdlog::info("security: {}", security->summary);
+  for (const std::string& w : security->warnings) spdlog::warn("{}", w);
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty()) {
     const std::string tmp = port_file + ".tmp";

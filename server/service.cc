@@ -237,6 +237,10 @@ grpc::Status TrainerService::Session(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<pb::ServerMessage, pb::WorkerMessage>* stream) {
   const std::string peer = context->peer();
+  if (auth_ != nullptr) {
+    grpc::Status allowed = auth_->Check(context->client_metadata(), Caller::kWorker, peer);
+    if (!allowed.ok()) return allowed;
+  }
   pb::WorkerMessage m;
   if (!stream->Read(&m)) return grpc::Status(grpc::StatusCode::CANCELLED, "no hello");
   const auto reject = [&](const std::string& reason, grpc::StatusCode code,
@@ -329,36 +333,47 @@ grpc::Status TrainerService::Session(
   return result;
 }
 
-grpc::Status AdminService::GetStatus(grpc::ServerContext*, const pb::StatusRequest*,
+grpc::Status AdminService::Authorize(grpc::ServerContext* context) const {
+  if (auth_ == nullptr) return grpc::Status::OK;
+  return auth_->Check(context->client_metadata(), Caller::kAdmin, context->peer());
+}
+
+grpc::Status AdminService::GetStatus(grpc::ServerContext* context, const pb::StatusRequest*,
                                      pb::StatusReply* reply) {
+  if (grpc::Status allowed = Authorize(context); !allowed.ok()) return allowed;
   *reply = engine_->Status();
   return grpc::Status::OK;
 }
 
-grpc::Status AdminService::ListWorkers(grpc::ServerContext*, const pb::WorkersRequest*,
+grpc::Status AdminService::ListWorkers(grpc::ServerContext* context, const pb::WorkersRequest*,
                                        pb::WorkersReply* reply) {
+  if (grpc::Status allowed = Authorize(context); !allowed.ok()) return allowed;
   *reply = engine_->Workers();
   return grpc::Status::OK;
 }
 
-grpc::Status AdminService::GetStaleness(grpc::ServerContext*, const pb::StalenessRequest* request,
+grpc::Status AdminService::GetStaleness(grpc::ServerContext* context,
+                                        const pb::StalenessRequest* request,
                                         pb::StalenessReply* reply) {
+  if (grpc::Status allowed = Authorize(context); !allowed.ok()) return allowed;
   absl::StatusOr<pb::StalenessReply> r = engine_->Staleness(*request);
   if (!r.ok()) return ToGrpc(r.status());
   *reply = *std::move(r);
   return grpc::Status::OK;
 }
 
-grpc::Status AdminService::Checkpoint(grpc::ServerContext*, const pb::CheckpointRequest*,
+grpc::Status AdminService::Checkpoint(grpc::ServerContext* context, const pb::CheckpointRequest*,
                                       pb::CheckpointReply* reply) {
+  if (grpc::Status allowed = Authorize(context); !allowed.ok()) return allowed;
   absl::StatusOr<pb::CheckpointReply> r = engine_->CheckpointNow();
   if (!r.ok()) return ToGrpc(r.status());
   *reply = *std::move(r);
   return grpc::Status::OK;
 }
 
-grpc::Status AdminService::Export(grpc::ServerContext*, const pb::ExportRequest*,
+grpc::Status AdminService::Export(grpc::ServerContext* context, const pb::ExportRequest*,
                                   grpc::ServerWriter<pb::ExportChunk>* writer) {
+  if (grpc::Status allowed = Authorize(context); !allowed.ok()) return allowed;
   absl::StatusOr<ModelSnapshot> snap = engine_->Export();
   if (!snap.ok()) return ToGrpc(snap.status());
   const Layout& layout = *snap->layout;

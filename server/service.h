@@ -23,6 +23,7 @@
 #include "absl/types/span.h"
 #include "common/layout.h"
 #include "rog.grpc.pb.h"
+#include "server/auth.h"
 #include "server/engine.h"
 
 namespace rog {
@@ -43,17 +44,25 @@ const std::vector<std::string>& RejectionReasons();
 class TrainerService final : public pb::Trainer::Service {
  public:
   explicit TrainerService(Engine* engine) : engine_(engine) {}
+  // From now on every stream presents the worker token before its first
+  // message is read. Call before the server starts; `auth` (null: no
+  // tokens) must outlive the service.
+  void set_token_auth(const TokenAuth* auth) { auth_ = auth; }
   grpc::Status Session(
       grpc::ServerContext* context,
       grpc::ServerReaderWriter<pb::ServerMessage, pb::WorkerMessage>* stream) override;
 
  private:
   Engine* engine_;
+  const TokenAuth* auth_ = nullptr;
 };
 
 class AdminService final : public pb::Admin::Service {
  public:
   explicit AdminService(Engine* engine) : engine_(engine) {}
+  // From now on every call presents the admin token. Call before the
+  // server starts; `auth` (null: no tokens) must outlive the service.
+  void set_token_auth(const TokenAuth* auth) { auth_ = auth; }
   grpc::Status GetStatus(grpc::ServerContext*, const pb::StatusRequest*, pb::StatusReply*) override;
   grpc::Status ListWorkers(grpc::ServerContext*, const pb::WorkersRequest*,
                            pb::WorkersReply*) override;
@@ -65,7 +74,10 @@ class AdminService final : public pb::Admin::Service {
                       grpc::ServerWriter<pb::ExportChunk>*) override;
 
  private:
+  grpc::Status Authorize(grpc::ServerContext* context) const;
+
   Engine* engine_;
+  const TokenAuth* auth_ = nullptr;
 };
 
 // absl::Status -> grpc::Status, keeping code and message.

@@ -4,8 +4,8 @@
 //
 // Exit codes: 0 ok, 1 other error, 2 usage (unknown command, flag, tensor
 // or worker; an --out it cannot write), 3 rogd unreachable, 4 not ready (no
-// model yet, no --checkpoint_dir). See README.md, section "rogctl", for the
-// JSON schemas.
+// model yet, no --checkpoint_dir), 5 auth refused. See README.md, section
+// "rogctl", for the JSON schemas.
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -34,6 +34,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/credentials.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/convert.h"
 #include "rog.grpc.pb.h"
@@ -51,6 +52,16 @@ ABSL_FLAG(std::string, staleness, "", "mta: the bound S, a range A..B or a list 
 ABSL_FLAG(std::string, out, "", "export: the file to write, e.g. model.pt");
 ABSL_FLAG(std::string, template, "",
           "export: a torch::save of the module whose buffers and structure to keep");
+
+// Security (README "Security"): as rog::WorkerOptions, with the admin token.
+ABSL_FLAG(std::string, tls_ca, "", "PEM CA certificate that signed rogd's: talk TLS");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM client certificate, for a rogd that requires them (mutual TLS)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "check rogd's certificate against this name instead of --server's host");
+ABSL_FLAG(std::string, token_file, "",
+          "file holding the admin token (the one rogd's --admin_token_file names)");
 
 namespace {
 
@@ -81,14 +92,24 @@ flags:
   --timeout=DURATION  deadline of each call, e.g. 5s, 500ms (default 5s)
   --watch=DURATION    status, workers, staleness: refresh every DURATION (e.g. 2s) until Ctrl-C
 
+security (README "Security"):
+  --tls_ca=FILE           CA certificate that signed rogd's: talk TLS
+  --tls_cert=FILE --tls_key=FILE
+                          client certificate and key, for a rogd with --tls_ca (mutual TLS)
+  --tls_server_name=NAME  check rogd's certificate against NAME, not --server's host
+  --token_file=FILE       file holding the admin token (rogd --admin_token_file)
+
 exit codes: 0 ok, 1 other error, 2 usage, unknown tensor/worker, --out not writable,
-            3 rogd unreachable, 4 not ready (no model yet, rogd without --checkpoint_dir)
+            3 rogd unreachable, 4 not ready (no model yet, rogd without --checkpoint_dir),
+            5 auth refused (token missing, wrong or not the admin token; TLS refused)
 )";
 
 const std::set<std::string>& KnownFlags() {
   static const auto* const known =
-      new std::set<std::string>{"server", "json",      "timeout", "tensor", "worker",
-                                "top",    "staleness", "watch",   "out",    "template"};
+      new std::set<std::string>{"server", "json", "timeout", "tensor", "worker", "top", "staleness",
+                                "watch", "out", "template",
+                                // security
+                                "tls_ca", "tls_cert", "tls_key", "tls_server_name", "token_file"};
   return *known;
 }
 
@@ -162,13 +183,20 @@ int ParseArgs(int argc, char** argv, std::vector<std::string>* positional) {
   return -1;
 }
 
+// TLS and the admin token from the security flags; loaded once by main.
+rog::ClientCredentials g_security;
+
 std::unique_ptr<rog::pb::Admin::Stub> Stub() {
+  grpc::ChannelArguments args;
+  g_security.Apply(&args);
   return rog::pb::Admin::NewStub(
-      grpc::CreateChannel(absl::GetFlag(FLAGS_server), grpc::InsecureChannelCredentials()));
+      grpc::CreateCustomChannel(absl::GetFlag(FLAGS_server), g_security.channel, args));
 }
 
+// Every call's deadline, and the admin token if there is one.
 void SetDeadline(grpc::ClientContext* ctx) {
   ctx->set_deadline(absl::ToChronoTime(absl::Now() + absl::GetFlag(FLAGS_timeout)));
+  g_security.Authorize(ctx);
 }
 
 // What one command produced: its exit code, stdout text and stderr text.
@@ -179,8 +207,13 @@ struct Output {
 };
 
 Output Fail(const grpc::Status& s, const std::string& command) {
-  const rog::ctl::Failure f = rog::ctl::DescribeFailure(
-      static_cast<int>(s.error_code()), s.error_message(), absl::GetFlag(FLAGS_server), command);
+  rog::ctl::Failure f =
+      rog::ctl::DescribeFailure(static_cast<int>(s.error_code()), s.error_message(),
+                                absl::GetFlag(FLAGS_server), command, g_security.tls);
+  // What rogctl already knew might go wrong (an expired certificate, say).
+  if (f.exit_code == rog::ctl::kExitAuth || f.exit_code == rog::ctl::kExitUnreachable) {
+    for (const std::string& w : g_security.warnings) absl::StrAppend(&f.message, "\nnote: ", w);
+  }
   return {f.exit_code, "", f.message + "\n"};
 }
 
@@ -457,7 +490,7 @@ void OnSignal(int) { g_stop = 1; }
 // Runs `run` every `every` until SIGINT or SIGTERM (then exit 0). On a
 // terminal each refresh redraws the screen; otherwise snapshots follow each
 // other (with --json: one object per line). Failures are shown and retried,
-// except usage errors, which end the watch.
+// except usage errors and auth refusals, which end the watch.
 int Watch(Output (*run)(), const std::string& command, absl::Duration every) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
@@ -465,7 +498,8 @@ int Watch(Output (*run)(), const std::string& command, absl::Duration every) {
   const bool json = absl::GetFlag(FLAGS_json);
   while (!g_stop) {
     const Output o = run();
-    if (o.code == kExitUsage) return Emit(o);
+    // Refreshing cannot fix a wrong flag or a refused credential.
+    if (o.code == kExitUsage || o.code == rog::ctl::kExitAuth) return Emit(o);
     const std::string when = absl::FormatTime("%H:%M:%S", absl::Now(), absl::LocalTimeZone());
     if (tty && !json) {
       std::fputs("\x1b[H\x1b[2J", stdout);
@@ -516,6 +550,16 @@ int main(int argc, char** argv) {
       return UsageError(absl::StrCat(
           "--server=", server, " is not HOST:PORT (e.g. 127.0.0.1:7070 or robot1.local:7070)"));
     }
+    rog::ClientSecurity security;
+    security.tls_ca_file = UserPath(absl::GetFlag(FLAGS_tls_ca));
+    security.tls_cert_file = UserPath(absl::GetFlag(FLAGS_tls_cert));
+    security.tls_key_file = UserPath(absl::GetFlag(FLAGS_tls_key));
+    security.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+    security.token_file = UserPath(absl::GetFlag(FLAGS_token_file));
+    absl::StatusOr<rog::ClientCredentials> loaded = rog::LoadClientCredentials(
+        security, absl::GetFlag(FLAGS_server), rog::SettingNames::kFlags);
+    if (!loaded.ok()) return UsageError(std::string(loaded.status().message()));
+    g_security = *std::move(loaded);
   }
   Output (*run)() = nullptr;
   if (command == "status") run = RunStatus;

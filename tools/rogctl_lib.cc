@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/auth.h"
 #include "common/mta.h"
 #include "proto/convert.h"
 
@@ -572,7 +573,7 @@ std::string MtaJson(const std::vector<uint32_t>& bounds) {
 }
 
 Failure DescribeFailure(int code, absl::string_view message, absl::string_view server,
-                        absl::string_view command) {
+                        absl::string_view command, bool tls) {
   switch (static_cast<absl::StatusCode>(code)) {
     case absl::StatusCode::kDeadlineExceeded:
       return {kExitUnreachable,
@@ -581,6 +582,32 @@ Failure DescribeFailure(int code, absl::string_view message, absl::string_view s
                            "raise --timeout on a slow link, or pass --server=HOST:PORT (",
                            message, ")")};
     case absl::StatusCode::kUnavailable:
+      // gRPC reports refused TLS handshakes as UNAVAILABLE too. rogctl
+      // refusing rogd's certificate says so in the message; rogd refusing
+      // rogctl's (TLS 1.3) reads as a closed socket.
+      if (LooksLikeTlsFailure(message)) {
+        return {kExitAuth,
+                absl::StrCat("rogctl ", command, ": rogctl does not trust rogd at ", server,
+                             ": its certificate must be signed by the CA in --tls_ca, be valid "
+                             "now and name the host of --server (or --tls_server_name) (",
+                             message, ")")};
+      }
+      if (tls && absl::StrContains(message, "Socket closed")) {
+        return {kExitAuth,
+                absl::StrCat("rogctl ", command, ": rogd at ", server,
+                             " closed the connection during TLS: it probably requires a client "
+                             "certificate (rogd --tls_ca) and got none it accepts; give "
+                             "--tls_cert and --tls_key signed by the CA rogd trusts and not "
+                             "expired (rogd's log names the reason) (",
+                             message, ")")};
+      }
+      if (!tls && absl::StrContains(message, "Socket closed")) {
+        return {kExitUnreachable,
+                absl::StrCat("rogd at ", server,
+                             " closed the connection: if it serves TLS (rogd --tls_cert), pass "
+                             "--tls_ca=FILE with the CA that signed its certificate (",
+                             message, ")")};
+      }
       return {kExitUnreachable,
               absl::StrCat("cannot reach rogd at ", server,
                            ": is it running? start it with `rogd "
@@ -597,8 +624,12 @@ Failure DescribeFailure(int code, absl::string_view message, absl::string_view s
     case absl::StatusCode::kInvalidArgument:
       return {kExitUsage, absl::StrCat("rogctl ", command, ": ", message)};
     case absl::StatusCode::kUnauthenticated:
+      return {kExitAuth, absl::StrCat("rogctl ", command, ": rogd at ", server,
+                                      " refused the call (UNAUTHENTICATED): ", message,
+                                      "; pass --token_file=FILE with the admin token")};
     case absl::StatusCode::kPermissionDenied:
-      return {kExitError, absl::StrCat("rogd at ", server, " refused rogctl: ", message)};
+      return {kExitAuth, absl::StrCat("rogctl ", command, ": rogd at ", server,
+                                      " refused the call (PERMISSION_DENIED): ", message)};
     case absl::StatusCode::kUnimplemented:
       return {kExitError, absl::StrCat("rogd at ", server, " does not serve `", command,
                                        "` (is it older than rogctl?): ", message)};

@@ -26,6 +26,7 @@ constexpr int kExitError = 1;        // anything else rogd refused
 constexpr int kExitUsage = 2;        // bad command, flag, tensor, worker or file
 constexpr int kExitUnreachable = 3;  // no rogd at --server
 constexpr int kExitNotReady = 4;     // no model yet, no --checkpoint_dir
+constexpr int kExitAuth = 5;         // token missing, wrong or not the admin token; TLS refused
 
 // Columns padded to the widest cell; the first row is the header.
 // Cells are left-aligned, except those of columns marked numeric.
@@ -122,8 +123,10 @@ struct Failure {
   int exit_code;
   std::string message;
 };
+// `tls`: rogctl talked TLS (a closed socket then means rogd refused its
+// certificate).
 Failure DescribeFailure(int code, absl::string_view message, absl::string_view server,
-                        absl::string_view command);
+                        absl::string_view command, bool tls = false);
 
 }  // namespace ctl
 }  // namespace rog

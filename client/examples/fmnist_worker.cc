@@ -49,6 +49,17 @@ ABSL_FLAG(std::string, csv_dir, "",
           "if set, write ID.iters.csv (one row per iteration) and ID.acc.csv (one row per "
           "evaluation) there, for tools/bench.sh");
 
+// Security (README "Security"): TLS, mutual TLS and the worker token, read
+// from a file, never from the command line.
+ABSL_FLAG(std::string, tls_ca, "", "PEM CA certificate that signed rogd's: talk TLS");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate of this robot, for a rogd that requires them (mutual TLS)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "check rogd's certificate against this name instead of --server's host");
+ABSL_FLAG(std::string, token_file, "",
+          "file holding the worker token (the one rogd's --worker_token_file names)");
+
 namespace {
 
 constexpr int kSide = 28;
@@ -280,6 +291,11 @@ int main(int argc, char** argv) {
   rog::WorkerOptions options;
   options.server = absl::GetFlag(FLAGS_server);
   options.worker_id = id;
+  options.tls_ca_file = absl::GetFlag(FLAGS_tls_ca);
+  options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+  options.token_file = absl::GetFlag(FLAGS_token_file);
   auto rog = rog::TorchWorker::Start(*net, options);
   if (!rog.ok()) {
     std::fprintf(stderr, "fmnist_worker: %s\n", std::string(rog.status().message()).c_str());

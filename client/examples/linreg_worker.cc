@@ -31,6 +31,17 @@ ABSL_FLAG(int, batch, 32, "examples per iteration");
 ABSL_FLAG(double, compute_ms, 0, "extra compute time per iteration, ms (a slower robot)");
 ABSL_FLAG(int, report_every, 50, "print a line every this many iterations");
 
+// Security (README "Security"): TLS, mutual TLS and the worker token, read
+// from a file, never from the command line.
+ABSL_FLAG(std::string, tls_ca, "", "PEM CA certificate that signed rogd's: talk TLS");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate of this robot, for a rogd that requires them (mutual TLS)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "check rogd's certificate against this name instead of --server's host");
+ABSL_FLAG(std::string, token_file, "",
+          "file holding the worker token (the one rogd's --worker_token_file names)");
+
 namespace {
 
 constexpr int kIn = 128;
@@ -97,6 +108,11 @@ int main(int argc, char** argv) {
   rog::WorkerOptions options;
   options.server = absl::GetFlag(FLAGS_server);
   options.worker_id = id;
+  options.tls_ca_file = absl::GetFlag(FLAGS_tls_ca);
+  options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+  options.token_file = absl::GetFlag(FLAGS_token_file);
   auto worker = rog::Worker::Start(options, *layout, initial);
   if (!worker.ok()) {
     std::fprintf(stderr, "linreg_worker: %s\n", std::string(worker.status().message()).c_str());

@@ -32,13 +32,29 @@ std::string TmpRoot() {
   return t != nullptr ? t : "/tmp";
 }
 
-std::unique_ptr<pb::Admin::Stub> AdminStub(const std::string& address) {
-  return pb::Admin::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+// An Admin stub with `security`'s channel credentials, and the token each
+// call presents.
+struct Admin {
+  std::unique_ptr<pb::Admin::Stub> stub;
+  ClientCredentials credentials;
+};
+
+absl::StatusOr<Admin> AdminStub(const std::string& address, const ClientSecurity& security) {
+  absl::StatusOr<ClientCredentials> c =
+      LoadClientCredentials(security, address, SettingNames::kFlags);
+  if (!c.ok()) return c.status();
+  grpc::ChannelArguments args;
+  c->Apply(&args);
+  Admin admin;
+  admin.stub = pb::Admin::NewStub(grpc::CreateCustomChannel(address, c->channel, args));
+  admin.credentials = *std::move(c);
+  return admin;
 }
 
-void SetDeadline(grpc::ClientContext* ctx, double seconds) {
+void SetDeadline(grpc::ClientContext* ctx, double seconds, const Admin& admin) {
   ctx->set_deadline(std::chrono::system_clock::now() +
                     std::chrono::milliseconds(static_cast<int>(seconds * 1000)));
+  admin.credentials.Authorize(ctx);
 }
 
 absl::Status FromGrpc(const grpc::Status& s) {
@@ -138,29 +154,37 @@ int RogdProcess::Stop(int sig, double timeout_seconds) {
 
 std::string RogdProcess::log() const { return ReadFile(log_path_); }
 
-absl::StatusOr<pb::StatusReply> AdminStatus(const std::string& address) {
+absl::StatusOr<pb::StatusReply> AdminStatus(const std::string& address,
+                                            const ClientSecurity& security) {
+  absl::StatusOr<Admin> admin = AdminStub(address, security);
+  if (!admin.ok()) return admin.status();
   grpc::ClientContext ctx;
-  SetDeadline(&ctx, 10);
+  SetDeadline(&ctx, 10, *admin);
   pb::StatusReply reply;
-  grpc::Status s = AdminStub(address)->GetStatus(&ctx, pb::StatusRequest(), &reply);
+  grpc::Status s = admin->stub->GetStatus(&ctx, pb::StatusRequest(), &reply);
   if (!s.ok()) return FromGrpc(s);
   return reply;
 }
 
-absl::StatusOr<pb::WorkersReply> AdminWorkers(const std::string& address) {
+absl::StatusOr<pb::WorkersReply> AdminWorkers(const std::string& address,
+                                              const ClientSecurity& security) {
+  absl::StatusOr<Admin> admin = AdminStub(address, security);
+  if (!admin.ok()) return admin.status();
   grpc::ClientContext ctx;
-  SetDeadline(&ctx, 10);
+  SetDeadline(&ctx, 10, *admin);
   pb::WorkersReply reply;
-  grpc::Status s = AdminStub(address)->ListWorkers(&ctx, pb::WorkersRequest(), &reply);
+  grpc::Status s = admin->stub->ListWorkers(&ctx, pb::WorkersRequest(), &reply);
   if (!s.ok()) return FromGrpc(s);
   return reply;
 }
 
-absl::StatusOr<std::vector<float>> AdminExport(const std::string& address) {
+absl::StatusOr<std::vector<float>> AdminExport(const std::string& address,
+                                               const ClientSecurity& security) {
+  absl::StatusOr<Admin> admin = AdminStub(address, security);
+  if (!admin.ok()) return admin.status();
   grpc::ClientContext ctx;
-  SetDeadline(&ctx, 30);
-  auto stub = AdminStub(address);
-  auto reader = stub->Export(&ctx, pb::ExportRequest());
+  SetDeadline(&ctx, 30, *admin);
+  auto reader = admin->stub->Export(&ctx, pb::ExportRequest());
   pb::ExportChunk chunk;
   std::vector<float> values;
   while (reader->Read(&chunk)) {

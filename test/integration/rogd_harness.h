@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/credentials.h"
 #include "common/layout.h"
 #include "proto/convert.h"
 
@@ -47,10 +48,15 @@ std::string MakeTempDir(const std::string& prefix);
 // rogd's binary in the test's runfiles.
 std::string RogdBinary();
 
-absl::StatusOr<pb::StatusReply> AdminStatus(const std::string& address);
-absl::StatusOr<pb::WorkersReply> AdminWorkers(const std::string& address);
+// Admin calls; `security` gives TLS files and the admin token (for a rogd
+// started with them), as rogctl's flags do.
+absl::StatusOr<pb::StatusReply> AdminStatus(const std::string& address,
+                                            const ClientSecurity& security = {});
+absl::StatusOr<pb::WorkersReply> AdminWorkers(const std::string& address,
+                                              const ClientSecurity& security = {});
 // The global model, fp32, in row order.
-absl::StatusOr<std::vector<float>> AdminExport(const std::string& address);
+absl::StatusOr<std::vector<float>> AdminExport(const std::string& address,
+                                               const ClientSecurity& security = {});
 
 }  // namespace rog
 

@@ -384,8 +384,47 @@ TEST_CASE("gRPC failures map to exit codes and say what to do", "[rogctl]") {
   CHECK(f.exit_code == kExitUsage);
   CHECK(absl::StrContains(f.message, "a, b"));
   CHECK(DescribeFailure(3, "bad", "h:1", "staleness").exit_code == kExitUsage);
-  CHECK(DescribeFailure(16, "token", "h:1", "status").exit_code == kExitError);
   CHECK(DescribeFailure(13, "boom", "h:1", "status").exit_code == kExitError);
+}
+
+TEST_CASE("auth refusals exit 5 and say which credential to give", "[rogctl]") {
+  // UNAUTHENTICATED (16): no token or a wrong one.
+  Failure f = DescribeFailure(16, "wrong token; rogctl presents the admin token", "h:1", "status");
+  CHECK(f.exit_code == kExitAuth);
+  CHECK(f.message ==
+        "rogctl status: rogd at h:1 refused the call (UNAUTHENTICATED): wrong token; rogctl "
+        "presents the admin token; pass --token_file=FILE with the admin token");
+  // PERMISSION_DENIED (7): the worker token on an admin call.
+  f = DescribeFailure(7, "the worker token does not allow admin calls", "h:1", "workers");
+  CHECK(f.exit_code == kExitAuth);
+  CHECK(absl::StrContains(f.message, "(PERMISSION_DENIED): the worker token"));
+  // UNAVAILABLE (14) from a handshake rogctl refused: rogd's certificate.
+  for (const char* m :
+       {"failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:7: Ssl "
+        "handshake failed: SSL_ERROR_SSL: error:0A000086:SSL routines::certificate verify failed",
+        "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:7: Peer name "
+        "rogd.team is not in peer certificate"}) {
+    f = DescribeFailure(14, m, "127.0.0.1:7", "status", /*tls=*/true);
+    CHECK(f.exit_code == kExitAuth);
+    CHECK(absl::StrContains(f.message, "rogctl does not trust rogd at 127.0.0.1:7"));
+    CHECK(absl::StrContains(f.message, "--tls_ca"));
+    CHECK(absl::StrContains(f.message, m));
+  }
+  // A socket closed during TLS: rogd refused rogctl's certificate (TLS 1.3).
+  const char* closed =
+      "failed to connect to all addresses; last error: UNAVAILABLE: ipv4:127.0.0.1:7: Socket "
+      "closed";
+  f = DescribeFailure(14, closed, "127.0.0.1:7", "status", /*tls=*/true);
+  CHECK(f.exit_code == kExitAuth);
+  CHECK(absl::StrContains(f.message, "closed the connection during TLS"));
+  CHECK(absl::StrContains(f.message, "--tls_cert"));
+  // The same without TLS: rogd may serve TLS; still unreachable for rogctl.
+  f = DescribeFailure(14, closed, "127.0.0.1:7", "status", /*tls=*/false);
+  CHECK(f.exit_code == kExitUnreachable);
+  CHECK(absl::StrContains(f.message, "if it serves TLS (rogd --tls_cert), pass --tls_ca=FILE"));
+  // A plain connection refused stays "unreachable", with or without TLS.
+  CHECK(DescribeFailure(14, "Connection refused", "h:1", "status", true).exit_code ==
+        kExitUnreachable);
 }
 
 }  // namespace
