@@ -310,6 +310,12 @@ int main(int argc, char** argv) {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  // A worker whose radio died leaves its TCP connection open and sends no
+  // FIN: rogd pings too, and drops a stream silent for 2 + 5 s, so that its
+  // lease starts. The timeout is generous because pings queue behind the
+  // downlink backlog of a slow but live link (BUILDING.md: 2.75 s seen).
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 2000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     return Fail(absl::StrCat("cannot listen on ", listen,

@@ -200,6 +200,42 @@ TEST_CASE("a worker gone past its lease is evicted, the others go on, it comes b
   RequireConserved(team, **rogd);
 }
 
+TEST_CASE("a link at zero for longer than the lease: evicted, the team goes on, it rejoins",
+          "[protocol]") {
+  // Unlike a broken stream, a dead radio link keeps the TCP connection open:
+  // only keepalive finds it. b trains behind its own link, which drops to
+  // 0 bytes/s for 4 s (the lease is 1 s) and then comes back.
+  auto rogd = RogdProcess::Start({"--sync=rog", "--staleness=2", "--workers=2", "--lease=1s"});
+  REQUIRE(rogd.ok());
+  RateProxy::Options link;
+  link.rate_bytes_per_sec = 2e6;
+  auto link_b = RateProxy::Start((*rogd)->address(), link);
+  REQUIRE(link_b.ok());
+  Team team((*rogd)->address(), 2);
+  Member& a = team.Add("a", 0);
+  WorkerOptions options;
+  options.server = (*link_b)->address();
+  Member& b = team.Add("b", 1, options);
+  team.Train(a, 150, 5);
+  team.Train(b, 150, 5);
+  REQUIRE(WaitFor(30, [&] { return b.worker->clock() >= 20; }));
+  team.Detach(1);  // b's replica may fall behind the bound while it is away
+  (*link_b)->SetRate(0);
+  const uint64_t a_at_drop = a.worker->clock();
+  REQUIRE(
+      WaitFor(30, [&] { return (*rogd)->log().find("evicted worker b") != std::string::npos; }));
+  // The team goes on without b.
+  REQUIRE(WaitFor(30, [&] { return a.worker->clock() >= a_at_drop + 20; }));
+  (*link_b)->SetRate(2e6);
+  team.JoinAll();
+  INFO((*rogd)->log());
+  RequireClean(team);
+  CHECK(b.worker->clock() >= 150);
+  CHECK(b.worker->reconnects() >= 1);
+  CHECK((*rogd)->log().find("worker b rejoined") != std::string::npos);
+  RequireConserved(team, **rogd);
+}
+
 TEST_CASE("rogd stopped with SIGTERM restarts from its checkpoint and workers reconnect",
           "[protocol]") {
   const std::string dir = MakeTempDir("ckpt");
