@@ -51,7 +51,13 @@ mkdir -p "$out" || { echo "bench: cannot create $out" >&2; exit 2; }
 out="$(cd "$out" && pwd)"
 command="tools/bench.sh $*"
 
-trap 'echo; echo "bench: stopped; partial results in $out"; exit 130' INT TERM
+child=""
+stop() {
+  # run.sh stops its rogd, relays and robots on TERM (Ctrl-C reaches it too).
+  [ -n "$child" ] && kill -TERM "$child" 2>/dev/null && wait "$child" 2>/dev/null
+  echo; echo "bench: stopped; partial results in $out"; exit 130
+}
+trap stop INT TERM
 
 echo "bench: profile $profile: BSP, SSP($staleness), ROG($staleness), $seconds s each; results in $out"
 for policy in bsp ssp rog; do
@@ -59,8 +65,13 @@ for policy in bsp ssp rog; do
   echo "bench: === $policy ==="
   tools/run.sh --sync="$policy" --staleness="$staleness" --minutes="$minutes" \
     --traces="$traces" --scale="$scale" --seed="$seed" --logs="$out/$policy" \
-    2>&1 | tee "$out/$policy.out"
-  rc=${PIPESTATUS[0]}
+    > "$out/$policy.out" 2>&1 &
+  child=$!
+  tail -n +1 --pid="$child" -f "$out/$policy.out" &
+  wait "$child"
+  rc=$?
+  child=""
+  wait
   if [ "$rc" -ne 0 ]; then
     echo "bench: the $policy run failed (exit $rc); its logs are in $out/$policy" >&2
     exit 1

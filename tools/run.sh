@@ -54,11 +54,17 @@ done
 tools/setup.sh || exit 1
 echo "run: building rogd, trace_relay and fmnist_worker (first time: a few minutes)"
 targets=(//server:rogd //tools:trace_relay //client/examples:fmnist_worker)
-if ! bazel build --color=no --curses=no -c opt "${targets[@]}" >/tmp/rog-run-build.log 2>&1; then
+# In the background, so that a TERM or Ctrl-C during the build stops it at
+# once (bash runs traps only between foreground commands).
+bazel build --color=no --curses=no -c opt "${targets[@]}" >/tmp/rog-run-build.log 2>&1 &
+build=$!
+trap 'kill -INT "$build" 2>/dev/null; wait "$build"; echo; echo "run: stopped"; exit 130' INT TERM
+if ! wait "$build"; then
   tail -20 /tmp/rog-run-build.log >&2
   echo "run: build failed (full log: /tmp/rog-run-build.log)" >&2
   exit 1
 fi
+trap - INT TERM
 bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/rog"
 if [ -n "$logs" ]; then
