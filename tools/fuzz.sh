@@ -51,7 +51,7 @@ for t in "${targets[@]}"; do
     "$work/$t/new" "test/fuzz/corpus/$t" >"$log" 2>&1
   rc=$?
   runs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+)/\1/p' "$log" | tail -1)
-  corpus=$(grep -E '^#[0-9]+ +DONE' "$log" | sed -nE 's/.* corp: ([0-9]+\/[0-9]+[a-zA-Z]*).*/\1/p' | tail -1)
+  corpus=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | sed -nE 's/.* corp: ([0-9]+\/[0-9]+[a-zA-Z]*).*/\1/p' | tail -1)
   if [ "$rc" -eq 0 ] && [ -n "$runs" ]; then
     passed=$((passed + 1))
     echo "fuzz: ok    $t: ${runs} executions in ${seconds} s, corpus ${corpus:-?}, no crash"
