@@ -861,12 +861,26 @@ absl::Status Engine::Impl::Restore(const std::string& path) {
   const size_t n = c.workers();
   ServerState::Parts parts;
   if (!BytesToFloats(c.global(), &parts.global)) return bad("global rows are not fp32");
-  if (c.versions_size() != static_cast<int>(rows * n)) return bad("version storage size");
+  // Every size is checked against what the file holds before anything is
+  // allocated for it: rows × n in 64 bits (rows < 2^24, n < 2^32), never
+  // cast to int, so a small file cannot ask for gigabytes.
+  const uint64_t cells = static_cast<uint64_t>(rows) * n;
+  if (static_cast<uint64_t>(c.versions_size()) != cells) {
+    return bad(absl::StrCat("version storage holds ", c.versions_size(), " entries, ", rows,
+                            " rows × ", n, " workers need ", cells));
+  }
+  if (static_cast<uint64_t>(c.worker_size()) != n) {
+    return bad("worker records and team size differ");
+  }
+  for (const pb::CheckpointWorker& cw : c.worker()) {
+    if (static_cast<uint64_t>(cw.copy_versions_size()) != cells) {
+      return bad(absl::StrCat("worker '", cw.worker_id(), "' copy versions"));
+    }
+  }
   parts.versions = VersionStore(rows, n);
   for (RowId row = 0; row < rows; ++row) {
     for (size_t w = 0; w < n; ++w) parts.versions.Set(row, w, c.versions(row * n + w));
   }
-  if (c.worker_size() != static_cast<int>(n)) return bad("worker records and team size differ");
   parts.pending.resize(n);
   parts.copies.assign(n, VersionStore(rows, n));
   std::vector<std::unique_ptr<WorkerRec>> recs(n);
@@ -874,7 +888,6 @@ absl::Status Engine::Impl::Restore(const std::string& path) {
     const size_t w = cw.index();
     if (w >= n || recs[w]) return bad(absl::StrCat("worker '", cw.worker_id(), "' index"));
     if (!BytesToFloats(cw.pending(), &parts.pending[w])) return bad("pending copy");
-    if (cw.copy_versions_size() != static_cast<int>(rows * n)) return bad("copy versions");
     for (RowId row = 0; row < rows; ++row) {
       for (size_t q = 0; q < n; ++q) parts.copies[w].Set(row, q, cw.copy_versions(row * n + q));
     }

@@ -10,6 +10,8 @@ PACKAGES=(
   protobuf-compiler protobuf-compiler-grpc libgrpc++-dev libprotobuf-dev
   libabsl-dev libspdlog-dev libfmt-dev catch2 libtorch-dev prometheus-cpp-dev
   libssl-dev openssl pkg-config g++
+  # fuzzing (tools/fuzz.sh): clang with libFuzzer and its sanitizer runtimes
+  clang libclang-rt-14-dev
   # run and test (cmake, strace and systemd's systemd-analyze: the
   # deployment test)
   dataset-fashion-mnist gnuplot-nox curl cmake strace systemd

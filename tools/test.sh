@@ -5,8 +5,10 @@
 # binaries, plus one case for the deployment (test/deploy/install_test.sh,
 # skipped with ROG_SKIP_DEPLOY=1), one for the main job
 # (`tools/run.sh --quick`) and one for the benchmark
-# (`tools/bench.sh --profile=tiny`), these two skipped with ROG_SKIP_RUN=1;
-# all three are skipped when target patterns are given. A test binary that
+# (`tools/bench.sh --profile=tiny`), these two skipped with ROG_SKIP_RUN=1,
+# and one per libFuzzer target (tools/fuzz.sh, ROG_FUZZ_SECONDS each,
+# default 20; skipped with ROG_SKIP_FUZZ=1); all of these are skipped when
+# target patterns are given. A test binary that
 # crashed, timed out or failed to build counts as one failed case. Exits
 # non-zero when anything failed.
 # Extra arguments go to `bazel test`: flags (e.g. --config=asan) and target
@@ -18,9 +20,10 @@ tools/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
 
 # Flags pass through; without a target pattern every test runs.
 targets=("$@")
+flags=()
 has_pattern=0
 for a in "$@"; do
-  case "$a" in -*) ;; *) has_pattern=1 ;; esac
+  case "$a" in -*) flags+=("$a") ;; *) has_pattern=1 ;; esac
 done
 [ "$has_pattern" -eq 0 ] && targets+=("//...")
 
@@ -30,7 +33,8 @@ echo "test: bazel test ${targets[*]}"
 bazel test --color=no --curses=no "${targets[@]}" 2>&1 | tee "$out"
 rc=${PIPESTATUS[0]}
 
-testlogs="$(bazel info bazel-testlogs 2>/dev/null)"
+# The flags too: a config such as --config=asan has its own output folder.
+testlogs="$(bazel info "${flags[@]}" bazel-testlogs 2>/dev/null)"
 passed=0
 failed=0
 # Only targets this run reported: a stale log of an old target cannot count.
@@ -67,6 +71,22 @@ while read -r target status; do
   fi
 done < <(sed -nE 's#^(//[^ ]+) +(\(cached\) +)?(PASSED|FAILED|TIMEOUT|NO STATUS|FLAKY|FAILED TO BUILD|INCOMPLETE).*#\1 \3#p' "$out" |
          sed -E 's/ NO STATUS$/ NO_STATUS/; s/ FAILED TO BUILD$/ FAILED_TO_BUILD/')
+
+# Every libFuzzer target for a bounded time, one test case each (the
+# corpus replays already ran above as plain tests).
+if [ "$has_pattern" -eq 0 ] && [ "${ROG_SKIP_FUZZ:-0}" != 1 ]; then
+  echo "test: tools/fuzz.sh --seconds=${ROG_FUZZ_SECONDS:-20}"
+  fuzzlog="$(mktemp)"
+  tools/fuzz.sh --seconds="${ROG_FUZZ_SECONDS:-20}" 2>&1 | tee "$fuzzlog"
+  if line=$(grep -E "^[0-9]+ passed, [0-9]+ failed$" "$fuzzlog" | tail -1) && [ -n "$line" ]; then
+    p=${line%% passed*}; f=${line#*, }; f=${f%% failed*}
+    passed=$((passed + p)); failed=$((failed + f))
+  else
+    echo "test: tools/fuzz.sh printed no count; counted as 1 failed" >&2
+    failed=$((failed + 1))
+  fi
+  rm -f "$fuzzlog"
+fi
 
 # The deployment end to end, counted as one test case: install.sh into a
 # temporary prefix, the installed unit through systemd-analyze, consumers

@@ -16,6 +16,7 @@
 #include "catch2/catch.hpp"
 #include "common/layout.h"
 #include "proto/convert.h"
+#include "server/engine.h"
 
 namespace rog {
 namespace {
@@ -415,6 +416,71 @@ TEST_CASE("a directory is not a checkpoint", "[checkpoint]") {
   REQUIRE_FALSE(read.ok());
   INFO(read.status().ToString());
   CHECK(MessageHas(read.status(), dir));
+}
+
+// Found by review while writing //test/fuzz:checkpoint_fuzzer (which
+// reproduced it): the restore compared versions_size() with
+// static_cast<int>(rows * workers), so 1024 rows × 2^22 workers (2^32,
+// which is 0 as an int) matched an empty version table and rogd tried to
+// allocate 32 GiB for a 4 KiB file and died; and it allocated every
+// worker's copy (workers² × rows) before checking any worker record.
+TEST_CASE("restoring a checkpoint whose sizes do not match the file allocates nothing",
+          "[checkpoint][engine]") {
+  const std::string dir = FreshDir("restore_sizes");
+  pb::Checkpoint c;
+  const auto set_layout = [&c](const Layout& layout) {
+    *c.mutable_layout() = LayoutToProto(layout);
+    c.set_global(FloatsToBytes(std::vector<float>(layout.total_numel(), 0.0f)));
+  };
+  SECTION("rows × workers wraps to 0 as an int") {
+    const Layout layout = *Layout::Create({{"w", {1024, 1}}});
+    REQUIRE(layout.num_rows() == 1024);
+    set_layout(layout);
+    c.set_workers(1u << 22);
+  }
+  SECTION("many empty worker records and no copy versions") {
+    // One row, 60000 workers: 60000² copy versions (28 GiB) from 180 KB.
+    set_layout(*Layout::Create({{"s", {}}}));
+    c.set_workers(60000);
+    for (int w = 0; w < 60000; ++w) {
+      c.add_versions(0);
+      c.add_worker()->set_index(static_cast<uint32_t>(w));
+    }
+  }
+  const std::string path = dir + "/rogd.ckpt";
+  EngineOptions options;
+  options.init_path = path;
+  REQUIRE(WriteCheckpoint(path, c).ok());
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Start(options);
+  REQUIRE_FALSE(engine.ok());
+  CHECK(engine.status().code() == absl::StatusCode::kDataLoss);
+  CHECK_THAT(std::string(engine.status().message()), Catch::Contains(path));
+}
+
+TEST_CASE("a consistent checkpoint restores through the engine", "[checkpoint][engine]") {
+  const std::string dir = FreshDir("restore_ok");
+  const Layout layout = *Layout::Create({{"a", {3, 5}}, {"s", {}}}, 1);
+  const size_t rows = layout.num_rows();
+  pb::Checkpoint c;
+  *c.mutable_layout() = LayoutToProto(layout);
+  c.set_global(FloatsToBytes(std::vector<float>(layout.total_numel(), 1.0f)));
+  c.set_workers(2);
+  for (size_t i = 0; i < rows * 2; ++i) c.add_versions(3);
+  for (uint32_t w = 0; w < 2; ++w) {
+    pb::CheckpointWorker* cw = c.add_worker();
+    cw->set_worker_id("robot" + std::to_string(w));
+    cw->set_index(w);
+    for (size_t i = 0; i < rows * 2; ++i) cw->add_copy_versions(2);
+  }
+  const std::string path = dir + "/rogd.ckpt";
+  REQUIRE(WriteCheckpoint(path, c).ok());
+  EngineOptions options;
+  options.init_path = path;
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Start(options);
+  REQUIRE(engine.ok());
+  absl::StatusOr<ModelSnapshot> model = (*engine)->Export();
+  REQUIRE(model.ok());
+  CHECK(model->values == std::vector<float>(layout.total_numel(), 1.0f));
 }
 
 }  // namespace
