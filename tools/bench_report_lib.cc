@@ -323,10 +323,13 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
     absl::StrAppend(&md, "- ", Label(p, settings.staleness), ":");
     for (const RobotFigures& r : p.robots) {
       absl::StrAppend(
-          &md, absl::StrFormat(" %s %.2f it/s, %s, %.4f;", r.id, r.iterations_per_s,
+          &md, absl::StrFormat(" %s %.2f it/s, %s, %.4f", r.id, r.iterations_per_s,
                                Pct(r.span_s > 0 ? r.stall_s / r.span_s : 0), r.final_accuracy));
-      if (r.disconnects > 0)
-        absl::StrAppend(&md, absl::StrFormat(" (%d disconnects)", r.disconnects));
+      if (r.disconnects > 0) {
+        absl::StrAppend(&md, absl::StrFormat(" (%d disconnect%s)", r.disconnects,
+                                             r.disconnects == 1 ? "" : "s"));
+      }
+      absl::StrAppend(&md, ";");
     }
     md.back() = '\n';
   }

@@ -27,6 +27,7 @@
 #include "rog.grpc.pb.h"
 #include "test/integration/rogd_harness.h"
 #include "test/integration/team.h"
+#include "test/util/prometheus_text.h"
 
 namespace rog {
 namespace {
@@ -86,18 +87,7 @@ HttpReply HttpGet(int port, const std::string& path) {
   return reply;
 }
 
-// Sample lines: series (name and labels, as printed) -> value.
-std::map<std::string, double> Samples(const std::string& text) {
-  std::map<std::string, double> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    out[line.substr(0, space)] = std::strtod(line.c_str() + space + 1, nullptr);
-  }
-  return out;
-}
+std::map<std::string, double> Samples(const std::string& text) { return PrometheusSamples(text); }
 
 double Get(const std::map<std::string, double>& samples, const std::string& series) {
   auto it = samples.find(series);

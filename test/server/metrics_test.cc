@@ -19,6 +19,7 @@
 #include "catch2/catch.hpp"
 #include "prometheus/text_serializer.h"
 #include "server/service.h"
+#include "test/util/prometheus_text.h"
 
 namespace rog {
 namespace {
@@ -66,15 +67,7 @@ std::map<std::string, double> Samples(const std::vector<prometheus::MetricFamily
                                       std::string* text = nullptr) {
   const std::string t = prometheus::TextSerializer().Serialize(families);
   if (text != nullptr) *text = t;
-  std::map<std::string, double> out;
-  std::istringstream in(t);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    out[line.substr(0, space)] = std::strtod(line.c_str() + space + 1, nullptr);
-  }
-  return out;
+  return PrometheusSamples(t);
 }
 
 TEST_CASE("metric families follow the snapshot", "[metrics]") {
