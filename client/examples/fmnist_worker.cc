@@ -25,6 +25,7 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "client/examples/security_flags.h"
 #include "client/torch_adapter.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:7070", "rogd's address, host:port");
@@ -48,17 +49,6 @@ ABSL_FLAG(bool, pretrain_only, false, "pretrain (or find the cached model) and e
 ABSL_FLAG(std::string, csv_dir, "",
           "if set, write ID.iters.csv (one row per iteration) and ID.acc.csv (one row per "
           "evaluation) there, for tools/bench.sh");
-
-// Security (README "Security"): TLS, mutual TLS and the worker token, read
-// from a file, never from the command line.
-ABSL_FLAG(std::string, tls_ca, "", "PEM CA certificate that signed rogd's: talk TLS");
-ABSL_FLAG(std::string, tls_cert, "",
-          "PEM certificate of this robot, for a rogd that requires them (mutual TLS)");
-ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
-ABSL_FLAG(std::string, tls_server_name, "",
-          "check rogd's certificate against this name instead of --server's host");
-ABSL_FLAG(std::string, token_file, "",
-          "file holding the worker token (the one rogd's --worker_token_file names)");
 
 namespace {
 
@@ -248,6 +238,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "A ROG robot adapting a Fashion-MNIST CNN to degraded images with its team.\n"
       "Usage: fmnist_worker --id=NAME --shard=K --shards=N [--server=HOST:PORT] [--seconds=S]");
+  rog::ListExampleFlagsInHelp();
   absl::ParseCommandLine(argc, argv);
   torch::set_num_threads(1);
   const std::string id = absl::GetFlag(FLAGS_id);
@@ -291,11 +282,7 @@ int main(int argc, char** argv) {
   rog::WorkerOptions options;
   options.server = absl::GetFlag(FLAGS_server);
   options.worker_id = id;
-  options.tls_ca_file = absl::GetFlag(FLAGS_tls_ca);
-  options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
-  options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
-  options.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
-  options.token_file = absl::GetFlag(FLAGS_token_file);
+  rog::ApplySecurityFlags(options);
   auto rog = rog::TorchWorker::Start(*net, options);
   if (!rog.ok()) {
     std::fprintf(stderr, "fmnist_worker: %s\n", std::string(rog.status().message()).c_str());

@@ -19,6 +19,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "client/examples/security_flags.h"
 #include "client/worker.h"
 #include "spdlog/spdlog.h"
 
@@ -30,17 +31,6 @@ ABSL_FLAG(double, lr, 0.05, "learning rate");
 ABSL_FLAG(int, batch, 32, "examples per iteration");
 ABSL_FLAG(double, compute_ms, 0, "extra compute time per iteration, ms (a slower robot)");
 ABSL_FLAG(int, report_every, 50, "print a line every this many iterations");
-
-// Security (README "Security"): TLS, mutual TLS and the worker token, read
-// from a file, never from the command line.
-ABSL_FLAG(std::string, tls_ca, "", "PEM CA certificate that signed rogd's: talk TLS");
-ABSL_FLAG(std::string, tls_cert, "",
-          "PEM certificate of this robot, for a rogd that requires them (mutual TLS)");
-ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
-ABSL_FLAG(std::string, tls_server_name, "",
-          "check rogd's certificate against this name instead of --server's host");
-ABSL_FLAG(std::string, token_file, "",
-          "file holding the worker token (the one rogd's --worker_token_file names)");
 
 namespace {
 
@@ -89,6 +79,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Example ROG worker (no LibTorch): fits a linear model on its data shard with a team.\n"
       "Usage: linreg_worker --id=NAME [--server=HOST:PORT] [--iterations=N] [--shard=K]");
+  rog::ListExampleFlagsInHelp();
   absl::ParseCommandLine(argc, argv);
   const std::string id = absl::GetFlag(FLAGS_id);
   if (id.empty()) {
@@ -108,11 +99,7 @@ int main(int argc, char** argv) {
   rog::WorkerOptions options;
   options.server = absl::GetFlag(FLAGS_server);
   options.worker_id = id;
-  options.tls_ca_file = absl::GetFlag(FLAGS_tls_ca);
-  options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
-  options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
-  options.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
-  options.token_file = absl::GetFlag(FLAGS_token_file);
+  rog::ApplySecurityFlags(options);
   auto worker = rog::Worker::Start(options, *layout, initial);
   if (!worker.ok()) {
     std::fprintf(stderr, "linreg_worker: %s\n", std::string(worker.status().message()).c_str());
