@@ -409,10 +409,10 @@ struct Worker::Impl {
     return b.decoded.size() * sizeof(float) + b.rows.size() * (sizeof(RowId) + sizeof(uint32_t));
   }
 
-  void KeepForReplay(const SentBatch& b, double now) {
+  void KeepForReplay(SentBatch b, double now) {
     if (opt.replay_buffer_bytes == 0) return;
-    not_durable.push_back(b);
     not_durable_bytes += ReplayBytes(b);
+    not_durable.push_back(std::move(b));
     uint64_t dropped = 0;
     while (not_durable_bytes > opt.replay_buffer_bytes && !not_durable.empty()) {
       not_durable_bytes -= ReplayBytes(not_durable.front());
@@ -438,7 +438,12 @@ struct Worker::Impl {
       inflight_bytes -= inflight.front().bytes;
       if (inflight.front().kind == pb::BATCH_KIND_UPDATE &&
           inflight.front().seq > a.durable_seq()) {
-        KeepForReplay(inflight.front(), now);
+        // Moved, not copied, unless a resync still needs the batch too.
+        if (resync_rows > 0) {
+          KeepForReplay(inflight.front(), now);
+        } else {
+          KeepForReplay(std::move(inflight.front()), now);
+        }
       }
       if (resync_rows > 0) acked_in_resync.push_back(std::move(inflight.front()));
       inflight.pop_front();
