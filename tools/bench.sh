@@ -12,7 +12,8 @@
 #               full:  300 s per policy, about 17 minutes (the README figures)
 #               tiny:  15 s per policy, for tools/test.sh
 #   --out       results folder (default bench-results/PROFILE-YYYYmmdd-HHMMSS)
-#   --traces    folder with outdoors-fast-w1..4.tsv (default ../shared/traces)
+#   --traces    folder with outdoors-fast-w1..4.tsv (default ../shared/traces,
+#               or the copy in tools/traces when that is absent)
 #   --scale     multiply every trace's bandwidth (default 1)
 #   --staleness S of SSP and ROG (default 4)
 #   --seed      seed of data, shards and batches (default 1)
@@ -21,7 +22,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-profile=quick out="" traces=../shared/traces scale=1 staleness=4 seed=1 target=-1
+profile=quick out="" scale=1 staleness=4 seed=1 target=-1
+traces=../shared/traces; [ -d "$traces" ] || traces=tools/traces
 for a in "$@"; do
   case "$a" in
     --profile=*) profile="${a#*=}" ;;

@@ -13,7 +13,8 @@
 #   --minutes   how long the team adapts (default 4.5, about 5 with startup)
 #   --quick     adapt for 60 s (the whole run within 2 minutes once built)
 #   --scale     multiply every trace's bandwidth (default 1)
-#   --traces    folder with outdoors-fast-w1..4.tsv (default ../shared/traces)
+#   --traces    folder with outdoors-fast-w1..4.tsv (default ../shared/traces,
+#               or the copy in tools/traces when that is absent)
 #   --non_iid   label-skewed shards instead of IID ones
 #   --seed      seed of the data degradation, shards and batches (default 1)
 #   --lr        SGD learning rate of every robot (default 0.02)
@@ -24,7 +25,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-sync=rog staleness=4 seconds=270 scale=1 traces=../shared/traces non_iid=() seed=1 lr=0.02 logs=
+sync=rog staleness=4 seconds=270 scale=1 non_iid=() seed=1 lr=0.02 logs=
+traces=../shared/traces; [ -d "$traces" ] || traces=tools/traces
 for a in "$@"; do
   case "$a" in
     --sync=*) sync="${a#*=}" ;;
@@ -37,7 +39,7 @@ for a in "$@"; do
     --seed=*) seed="${a#*=}" ;;
     --lr=*) lr="${a#*=}" ;;
     --logs=*) logs="${a#*=}" ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run: unknown argument '$a' (see tools/run.sh --help)" >&2; exit 2 ;;
   esac
 done

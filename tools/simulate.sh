@@ -26,6 +26,7 @@ for a in "$@"; do
 done
 
 traces="../shared/traces"
+[ -d "$traces" ] || traces=tools/traces
 if [ ! -d "$traces" ]; then
   echo "run: $traces not found; ROG expects the shared folder beside the repository" >&2
   echo "run: pass --traces=DIR with *.tsv bandwidth traces instead" >&2
