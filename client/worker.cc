@@ -121,6 +121,13 @@ struct Worker::Impl {
   bool stall_reported = false;
   StallInfo stall;
   pb::Window window;
+  // Team patience (pb::Detached): outside the bound; pushes everything it
+  // holds in the background; trains at most `local_steps_left` more
+  // iterations until rogd reattaches it.
+  bool detached = false;
+  uint32_t local_steps_left = 0;
+  std::string detach_reason;
+  uint64_t detaches = 0;
   // Downlink.
   uint64_t next_down_seq = 1;
   uint64_t down_ack_seq = 0;
@@ -167,7 +174,7 @@ struct Worker::Impl {
   IterationStats current;
   double begin_returned = 0;
   bool in_iteration = false;
-  double total_compute = 0, total_transmit = 0, total_stall = 0;
+  double total_compute = 0, total_transmit = 0, total_stall = 0, total_detached = 0;
   uint64_t total_stalls = 0;
   double last_overshoot = 0;
 
@@ -245,6 +252,7 @@ struct Worker::Impl {
     p.set_compute_seconds(total_compute);
     p.set_transmit_seconds(total_transmit);
     p.set_stall_seconds(total_stall);
+    p.set_detached_seconds(total_detached);
     p.set_stalls(total_stalls);
     p.set_uplink_goodput(goodput.rate());
     p.set_window_overshoot(last_overshoot);
@@ -261,6 +269,10 @@ struct Worker::Impl {
       return absl::StrCat("receiving the model from rogd (", layout.num_rows() - resync_rows,
                           " of ", layout.num_rows(), " rows)");
     }
+    if (detached) {
+      return absl::StrCat("detached from the team by rogd (", detach_reason,
+                          "); training pauses until rogd reattaches this worker");
+    }
     if (!stall.reason.empty()) return stall.reason;
     if (!team_ready) return "waiting for the team to join";
     return absl::StrCat("waiting at the staleness bound before iteration ", state.clock() + 1);
@@ -268,6 +280,7 @@ struct Worker::Impl {
 
   bool MayBegin() const {
     if (!active || values_next < layout.num_rows() || resync_rows > 0 || !team_ready) return false;
+    if (detached) return local_steps_left > 0;
     return (released && released_clock == state.clock()) ||
            state.HasAllUpTo(NeededVersion(state.clock(), bound));
   }
@@ -338,6 +351,8 @@ struct Worker::Impl {
     stall = StallInfo();
     window = w.window();
     flushed = false;
+    // rogd repeats a detachment that still holds right after the welcome.
+    detached = false;
     active = true;
   }
 
@@ -493,6 +508,28 @@ struct Worker::Impl {
           released_clock = d.release().iteration();
         }
         break;
+      case pb::Directive::kDetached:
+        if (!detached) ++detaches;
+        detached = true;
+        local_steps_left = d.detached().local_steps();
+        detach_reason = d.detached().reason();
+        spdlog::warn("worker {}: detached from the team by rogd: {}; {}", opt.worker_id,
+                     detach_reason,
+                     local_steps_left > 0
+                         ? absl::StrCat("training on its own for up to ", local_steps_left,
+                                        " iterations")
+                         : std::string("training pauses until the link recovers"));
+        break;
+      case pb::Directive::kReattached:
+        if (!detached) break;
+        detached = false;
+        released = false;
+        stall_reported = false;
+        stall = StallInfo();
+        if (d.reattached().iteration() > state.clock()) state.Rebase(d.reattached().iteration());
+        spdlog::info("worker {}: reattached to the team at iteration {}: {}", opt.worker_id,
+                     state.clock(), d.reattached().reason());
+        break;
       case pb::Directive::kEvicted:
         if (said_goodbye) break;  // our own Close
         spdlog::warn("worker {}: evicted by rogd: {}", opt.worker_id, d.evicted().reason());
@@ -533,6 +570,14 @@ struct Worker::Impl {
         forced.pop_front();
         is_forced[row] = false;
         if (Pushable(row)) fill.Add(row);
+      }
+      if (detached) {
+        // Detached: everything it holds, as fast as the link allows.
+        for (RowId row = 0; row < layout.num_rows(); ++row) {
+          if (fill.Has(row) || !Pushable(row)) continue;
+          if (!fill.Fits(row)) break;
+          fill.Add(row);
+        }
       }
       if (transmitting) {
         FillFromPlan(&plan, WindowOpen(Now()), speculate, &fill, [&](RowId row) {
@@ -893,11 +938,12 @@ absl::Status Worker::BeginIteration(absl::Span<float> params, double timeout_sec
   const double t0 = Now();
   const double until = timeout_seconds > 0 ? t0 + timeout_seconds : kInf;
   bool waited = false;
+  double detached_wait = 0;  // of the wait, the time spent detached
   while (!m.MayBegin()) {
     if (!m.fatal.ok()) return m.fatal;
     if (m.closing) return absl::CancelledError("the worker is closing");
     if (m.active && m.values_next >= m.layout.num_rows() && m.resync_rows == 0 &&
-        !m.stall_reported) {
+        !m.stall_reported && !m.detached) {
       // Tell rogd we wait: it releases us, or asks the others to push.
       m.stall_reported = true;
       m.progress_out.push_back(m.MakeProgress(/*stalled=*/true, /*flush=*/false));
@@ -910,7 +956,9 @@ absl::Status Worker::BeginIteration(absl::Span<float> params, double timeout_sec
           absl::StrCat("worker '", m.opt.worker_id, "' could not start iteration ",
                        m.state.clock() + 1, " within ", timeout_seconds, " s: ", m.WaitReason()));
     }
+    const bool was_detached = m.detached;
     m.cv.wait_until(lock, At(std::min(until, now + 0.1)));
+    if (was_detached) detached_wait += Now() - now;
   }
   const double now = Now();
   // Downlink received since the last stats (also while waiting) counts.
@@ -919,10 +967,17 @@ absl::Status Worker::BeginIteration(absl::Span<float> params, double timeout_sec
   fresh.bytes_down = m.current.bytes_down;
   fresh.payload_down = m.current.payload_down;
   m.current = fresh;
-  m.current.stalled = waited;
-  m.current.stall_seconds = waited ? now - t0 : 0;
+  m.current.detached_seconds = std::min(detached_wait, now - t0);
+  m.total_detached += m.current.detached_seconds;
+  m.current.stall_seconds = waited ? now - t0 - m.current.detached_seconds : 0;
+  m.current.stalled = waited && m.current.stall_seconds > 0;
   m.total_stall += m.current.stall_seconds;
-  if (waited) ++m.total_stalls;
+  if (m.current.stalled) ++m.total_stalls;
+  if (m.detached) {
+    // A local step: outside the bound.
+    m.current.detached = true;
+    --m.local_steps_left;
+  }
   m.released = false;
   m.stall_reported = false;
   m.stall = StallInfo();
@@ -983,6 +1038,9 @@ absl::StatusOr<IterationStats> Worker::EndIteration(absl::Span<const float> upda
   const uint64_t phase = m.phase;
   for (;;) {
     if (!m.fatal.ok()) break;
+    // Detached (now or during the push): what is left drains in the
+    // background; the training loop does not wait for the link.
+    if (m.detached) break;
     if (!m.active) {
       m.current.disconnected = true;
       break;
@@ -1113,6 +1171,16 @@ uint64_t Worker::clock() const {
 bool Worker::connected() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->active;
+}
+
+bool Worker::detached() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->detached;
+}
+
+uint64_t Worker::detaches() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->detaches;
 }
 
 uint64_t Worker::reconnects() const {

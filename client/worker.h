@@ -26,6 +26,13 @@
 // cannot fix (a layout the server does not hold, a message rogd refused)
 // stop the worker: every call then returns that error.
 //
+// Team patience: when this worker's link keeps the team waiting at the
+// staleness bound longer than rogd's --patience, rogd detaches it. The
+// stream stays; everything unpushed drains in the background and every
+// pending row arrives, while BeginIteration blocks (after up to rogd's
+// --detached_local_steps iterations on its own) until rogd reattaches it
+// once the link recovers. See detached() and IterationStats.
+//
 // Thread-safety: every method may be called from any thread. BeginIteration
 // and EndIteration must alternate and be called by one thread at a time
 // (the training loop). Downlink rows change the replica between calls, never
@@ -119,6 +126,12 @@ struct IterationStats {
   double uplink_goodput = 0;  // bytes/s, from rogd's acks
   uint64_t rows_kept = 0;     // rows left with unpushed updates (cut by the window)
   bool disconnected = false;  // the stream broke during the transmission
+  // Team patience (rogd --patience): BeginIteration's wait while rogd had
+  // this worker detached (not counted in stall_seconds), and whether this
+  // iteration was a local step taken while detached (outside the bound; its
+  // update drains in the background, so EndIteration returns at once).
+  double detached_seconds = 0;
+  bool detached = false;
 };
 
 // Why BeginIteration waits (rogd's Stall directive, or the connection).
@@ -177,6 +190,12 @@ class Worker {
   uint64_t clock() const;
   bool connected() const;
   uint64_t reconnects() const;
+  // Team patience: whether rogd has detached this worker now (its link kept
+  // the team waiting longer than rogd's --patience; BeginIteration then
+  // waits until rogd reattaches it, after any --detached_local_steps), and
+  // how often that happened.
+  bool detached() const;
+  uint64_t detaches() const;
   // Acknowledged batches replayed to a rogd that restarted from a
   // checkpoint, and those dropped from the replay buffer before rogd
   // checkpointed them (see WorkerOptions::replay_buffer_bytes).

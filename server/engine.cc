@@ -32,6 +32,11 @@ constexpr uint64_t kMaxQueued = 256 * 1024;
 // Rows listed in a pb::Stall directive.
 constexpr size_t kMaxStallRows = 256;
 constexpr double kTick = 0.05;
+// Team patience: a detached worker reattaches once its link moves its share
+// within this fraction of the patience, continuously for kReattachHold
+// seconds (hysteresis against links that flicker around the threshold).
+constexpr double kReattachFraction = 0.5;
+constexpr double kReattachHold = 1.0;
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -90,8 +95,16 @@ struct WorkerRec {
   double deadline = kInf;
 
   bool stalled = false;
+  double stalled_since = 0;
   bool stall_announced = false;
   bool flush = false;
+  // Team patience: outside the bound and the window while detached.
+  bool detached = false;
+  double detached_at = 0;
+  double detached_total = 0;  // seconds, over earlier detachments
+  double reattach_ok_since = 0;  // 0: its link does not qualify (yet)
+  uint64_t detaches = 0, reattaches = 0, late_rows = 0;
+  std::string detach_reason;
   std::vector<uint64_t> requested;  // per row: the needed version asked for
 
   // What the worker reported last.
@@ -171,7 +184,10 @@ struct Engine::Impl {
   }
 
   // --- helpers ---------------------------------------------------------------
-  bool Attached(const WorkerRec& r) const { return r.state != WState::kEvicted; }
+  // A team member: not evicted (detached workers included).
+  bool Member(const WorkerRec& r) const { return r.state != WState::kEvicted; }
+  // Counts for the staleness bound and the window.
+  bool Attached(const WorkerRec& r) const { return Member(r) && !r.detached; }
 
   AttachedSet AttachedWorkers() const {
     AttachedSet set(workers.size(), false);
@@ -218,17 +234,27 @@ struct Engine::Impl {
     r.outbox->Send(std::move(m));
   }
 
+  // Bytes a worker moves per iteration at least: its MTA share under ROG,
+  // the whole model under BSP and SSP (mta is 1 there).
+  double ShareBytes() const { return mta * static_cast<double>(model_wire_bytes); }
+
   double ComputeWindow() const {
     if (opt.policy != SyncPolicy::kRog) return 0;
     std::vector<double> goodputs;
+    bool any = false;
     for (const auto& r : workers) {
-      if (r->state != WState::kConnected) continue;
+      if (r->state != WState::kConnected || !Attached(*r)) continue;
+      any = true;
       const double up = r->progress.uplink_goodput();
       const bool known = up > 0 && r->down_goodput.has_estimate();
-      goodputs.push_back(known ? std::min(up, r->down_goodput.rate()) : 0.0);
+      const double goodput = known ? std::min(up, r->down_goodput.rate()) : 0.0;
+      // Patience: a link too slow to move its share within it does not set
+      // the team's window.
+      if (opt.patience > 0 && known && ShareBytes() > opt.patience * goodput) continue;
+      goodputs.push_back(goodput);
     }
-    if (goodputs.empty()) return 0;
-    return TransmissionWindow(goodputs, mta * static_cast<double>(model_wire_bytes), 0, 0);
+    if (goodputs.empty()) return any && opt.patience > 0 ? opt.patience : 0;
+    return TransmissionWindow(goodputs, ShareBytes(), 0, opt.patience);
   }
 
   pb::Window CurrentWindow(uint64_t iteration) const {
@@ -248,7 +274,7 @@ struct Engine::Impl {
   void CheckTeamReady() {
     if (team_ready || !state) return;
     size_t members = 0;
-    for (const auto& r : workers) members += Attached(*r) ? 1 : 0;
+    for (const auto& r : workers) members += Member(*r) ? 1 : 0;
     if (members < opt.team_size) return;
     team_ready = true;
     spdlog::info("team ready: {} workers joined, training starts", members);
@@ -267,6 +293,10 @@ struct Engine::Impl {
       spdlog::info("evicted worker {} at iteration {}: {}", r.id, r.clock, reason);
     }
     r.state = WState::kEvicted;
+    if (r.detached) {
+      r.detached = false;
+      r.detached_total += Now() - r.detached_at;
+    }
     if (state) state->SetActive(r.index, false);
     if (r.outbox) {
       SendDirective(r, [&](pb::Directive* d) { d->mutable_evicted()->set_reason(reason); });
@@ -284,12 +314,12 @@ struct Engine::Impl {
 
   // --- stalls ----------------------------------------------------------------
   void CheckStalled(WorkerRec& r) {
-    if (!r.stalled || r.state != WState::kConnected) return;
+    if (!r.stalled || r.state != WState::kConnected || r.detached) return;
     if (!team_ready) {
       if (!r.stall_announced) {
         r.stall_announced = true;
         size_t members = 0;
-        for (const auto& q : workers) members += Attached(*q) ? 1 : 0;
+        for (const auto& q : workers) members += Member(*q) ? 1 : 0;
         SendDirective(r, [&](pb::Directive* d) {
           pb::Stall* s = d->mutable_stall();
           s->set_iteration(r.clock);
@@ -406,7 +436,8 @@ struct Engine::Impl {
           fill.Add(row);
         }
       }
-      if (r.flush) {
+      if (r.flush || r.detached) {
+        // A flush, or a detached worker: every pending row, whatever the window.
         for (RowId row = 0; row < layout->num_rows(); ++row) {
           if (!state->HasPending(r.index, row) || fill.Has(row)) continue;
           if (!fill.Fits(row)) break;
@@ -499,6 +530,10 @@ struct Engine::Impl {
   void OnProgress(uint64_t session, const pb::Progress& p);
   void OnClosed(uint64_t session);
   void OnTick();
+  void CheckPatience(double now);
+  void Detach(WorkerRec& q, const std::string& reason);
+  void Reattach(WorkerRec& q, const std::string& reason);
+  void SendDetached(WorkerRec& q);
   void ModelComplete();
 
   absl::StatusOr<pb::CheckpointReply> WriteCheckpointNow();
@@ -650,6 +685,8 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
   pb::ServerMessage m;
   *m.mutable_welcome() = std::move(welcome);
   r->outbox->Send(std::move(m));
+  // Detachment outlives a reconnect: the link that caused it is the same.
+  if (r->detached) SendDetached(*r);
   // After the welcome: the team's Release must follow it on this stream.
   CheckTeamReady();
   ReplanStalls();
@@ -707,6 +744,8 @@ void Engine::Impl::OnBatch(uint64_t session, UplinkBatch& b) {
                   b.counts[k]);
       at += numel;
     }
+    // Folded as usual; counted apart because nobody waited for them.
+    if (r->detached) r->late_rows += b.rows.size();
     for (auto& q : workers) q->plan_stale = true;
   }
   r->rows_up += b.rows.size();
@@ -741,7 +780,11 @@ void Engine::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
   const uint64_t before = r->clock;
   r->clock = std::max(r->clock, p.iteration());
   if (p.flush()) r->flush = true;
-  if (state && p.stalled()) {
+  if (r->detached) {
+    // Outside the bound and the window: no stall handling, no window; its
+    // rows stream as fast as its link allows (FormBatch).
+  } else if (state && p.stalled()) {
+    if (!r->stalled) r->stalled_since = Now();
     r->stalled = true;
     CheckStalled(*r);
   } else if (state && !p.flush()) {
@@ -797,7 +840,107 @@ void Engine::Impl::OnTick() {
     absl::StatusOr<pb::CheckpointReply> c = WriteCheckpointNow();
     if (!c.ok()) spdlog::error("checkpoint failed: {}", std::string(c.status().message()));
   }
+  CheckPatience(now);
   // Windows end and open with time alone: let the senders form batches.
+  PumpAll();
+}
+
+void Engine::Impl::CheckPatience(double now) {
+  if (opt.patience <= 0 || !team_ready) return;
+  // Detach: whoever kept an attached worker waiting at the bound too long.
+  std::vector<std::pair<WorkerRec*, std::string>> detach;
+  const AttachedSet attached = AttachedWorkers();
+  for (auto& r : workers) {
+    if (!r->stalled || r->state != WState::kConnected || !Attached(*r)) continue;
+    if (r->resync_next < layout->num_rows() || now - r->stalled_since < opt.patience) continue;
+    const uint64_t needed = NeededVersion(r->clock, bound);
+    const StallPlan plan =
+        PlanStall(state->versions(), state->copy_versions(r->index), r->index, attached, needed);
+    for (size_t q : plan.waiting_for) {
+      WorkerRec* holder = workers[q].get();
+      if (holder == r.get() || !Attached(*holder)) continue;
+      bool listed = false;
+      for (const auto& d : detach) listed |= d.first == holder;
+      if (listed) continue;
+      detach.emplace_back(
+          holder, absl::StrFormat("kept %s waiting %.1f s at the staleness bound before iteration "
+                                  "%d (--patience=%gs)",
+                                  r->id, now - r->stalled_since, r->clock + 1, opt.patience));
+    }
+  }
+  for (auto& [q, reason] : detach) Detach(*q, reason);
+  // Reattach: a detached worker whose link moves its share well within the
+  // patience again, for long enough. The downlink estimate decides: rogd
+  // streams every pending row to a detached worker, so it stays fresh.
+  for (auto& q : workers) {
+    if (!q->detached || q->state != WState::kConnected) continue;
+    if (q->resync_next < layout->num_rows() || !q->down_goodput.has_estimate()) continue;
+    const double rate = q->down_goodput.rate();
+    if (ShareBytes() > kReattachFraction * opt.patience * rate) {
+      q->reattach_ok_since = 0;
+      continue;
+    }
+    if (q->reattach_ok_since == 0) q->reattach_ok_since = now;
+    if (now - q->reattach_ok_since < kReattachHold) continue;
+    Reattach(*q, absl::StrFormat("its link moves its share (%d bytes) in %.2f s, within half the "
+                                 "patience, for %.1f s",
+                                 static_cast<uint64_t>(ShareBytes()), ShareBytes() / rate,
+                                 now - q->reattach_ok_since));
+  }
+  if (!detach.empty()) {
+    ReplanStalls();
+    PumpAll();
+  }
+}
+
+void Engine::Impl::SendDetached(WorkerRec& q) {
+  SendDirective(q, [&](pb::Directive* d) {
+    d->mutable_detached()->set_reason(q.detach_reason);
+    d->mutable_detached()->set_local_steps(opt.detached_local_steps);
+  });
+}
+
+void Engine::Impl::Detach(WorkerRec& q, const std::string& reason) {
+  const double now = Now();
+  q.detached = true;
+  q.detached_at = now;
+  q.reattach_ok_since = 0;
+  ++q.detaches;
+  q.detach_reason = reason;
+  q.stalled = q.stall_announced = false;
+  q.transmitting = false;
+  q.deadline = kInf;
+  spdlog::info("detached worker {} at iteration {}: {}; it {} until its link recovers", q.id,
+               q.clock, reason,
+               opt.detached_local_steps > 0
+                   ? absl::StrCat("may train ", opt.detached_local_steps, " iterations on its own")
+                   : std::string("pauses"));
+  SendDetached(q);
+}
+
+void Engine::Impl::Reattach(WorkerRec& q, const std::string& reason) {
+  const double now = Now();
+  const uint64_t team_min = MinAttachedClock(&q);
+  const uint64_t clock =
+      team_min == std::numeric_limits<uint64_t>::max() ? q.clock : std::max(q.clock, team_min);
+  q.detached = false;
+  q.detached_total += now - q.detached_at;
+  ++q.reattaches;
+  q.detach_reason = reason;
+  q.reattach_ok_since = 0;
+  q.stalled = q.stall_announced = false;
+  // Joins the bound at the slowest attached clock: nobody waits for the
+  // iterations it skipped (what it pushed while detached is folded already;
+  // what it still holds goes with its next pushes).
+  q.clock = clock;
+  state->RaiseVersion(q.index, clock);
+  spdlog::info("reattached worker {} at iteration {} after {:.1f} s detached: {}", q.id, clock,
+               now - q.detached_at, reason);
+  SendDirective(q, [&](pb::Directive* d) {
+    d->mutable_reattached()->set_iteration(clock);
+    d->mutable_reattached()->set_reason(reason);
+  });
+  ReplanStalls();
   PumpAll();
 }
 
@@ -1035,6 +1178,11 @@ pb::StatusReply Engine::Impl::StatusReport() const {
   s.set_version(kRogVersion);
   for (const auto& [reason, count] : m.rejected) (*s.mutable_rejected())[reason] = count;
   s.set_team_ready(m.team_ready);
+  s.set_patience(m.opt.patience);
+  s.set_detached_local_steps(m.opt.detached_local_steps);
+  for (const auto& r : m.workers) {
+    if (r->detached) s.set_workers_detached(s.workers_detached() + 1);
+  }
   return s;
 }
 
@@ -1075,6 +1223,13 @@ pb::WorkersReply Engine::Impl::WorkersReport() const {
     w->set_compute_seconds(r->progress.compute_seconds());
     w->set_transmit_seconds(r->progress.transmit_seconds());
     w->set_stall_seconds(r->progress.stall_seconds());
+    w->set_detached(r->detached);
+    w->set_detached_for_seconds(r->detached ? now - r->detached_at : 0);
+    w->set_detaches(r->detaches);
+    w->set_reattaches(r->reattaches);
+    w->set_detached_seconds(r->detached_total + (r->detached ? now - r->detached_at : 0));
+    w->set_late_rows(r->late_rows);
+    w->set_detach_reason(r->detach_reason);
   }
   return reply;
 }
@@ -1124,15 +1279,17 @@ absl::StatusOr<pb::StalenessReply> Engine::Staleness(const pb::StalenessRequest&
           first = layout.tensor_first_row(*t);
           end = first + layout.tensor_rows(*t);
         }
+        // Detached workers too: how far behind a detached copy is matters.
         std::vector<const WorkerRec*> cols;
         for (const auto& r : m.workers) {
-          if (!m.Attached(*r)) continue;
+          if (!m.Member(*r)) continue;
           if (!request.worker_id().empty() && r->id != request.worker_id()) continue;
           cols.push_back(r.get());
         }
         if (!request.worker_id().empty() && cols.empty()) {
           return absl::NotFoundError(
-              absl::StrCat("no attached worker '", request.worker_id(), "'; see `rogctl workers`"));
+              absl::StrCat("no worker '", request.worker_id(),
+                           "' in the team (evicted or unknown); see `rogctl workers`"));
         }
         const AttachedSet attached = m.AttachedWorkers();
         pb::StalenessReply reply;

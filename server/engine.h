@@ -51,6 +51,13 @@ struct EngineOptions {
   double checkpoint_interval = 0;
   // A checkpoint to start from ("" = wait for the first worker's model).
   std::string init_path;
+  // Team patience, seconds (0 = off, the paper's behaviour). ROG's window
+  // never exceeds it and leaves out links too slow to move their MTA share
+  // within it; a worker that keeps another waiting at the bound longer is
+  // detached until its link recovers (DESIGN.md, "Team patience").
+  double patience = 0;
+  // Iterations a detached worker may train on its own before it pauses.
+  uint32_t detached_local_steps = 0;
 };
 
 // What the engine needs of a worker stream.

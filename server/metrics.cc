@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <exception>
 #include <limits>
 #include <map>
@@ -46,7 +47,9 @@ class Families {
   }
 
  private:
-  std::vector<MetricFamily> families_;
+  // A deque: Add's references stay valid as families are added (a vector
+  // would move them when it grows).
+  std::deque<MetricFamily> families_;
 };
 
 void Gauge(MetricFamily& f, double value, Labels labels = {}) {
@@ -262,6 +265,22 @@ std::vector<MetricFamily> MetricFamilies(const MetricsSnapshot& snapshot, double
   MetricFamily& w_seen =
       fam.Add("rog_worker_last_seen_seconds", "Seconds since the last message from the worker",
               MetricType::Gauge);
+  MetricFamily& w_detached = fam.Add(
+      "rog_worker_detached",
+      "1 while rogd has the worker detached by --patience (outside the bound and the window)",
+      MetricType::Gauge);
+  MetricFamily& w_detaches = fam.Add(
+      "rog_worker_detaches_total", "Times --patience detached the worker", MetricType::Counter);
+  MetricFamily& w_reattaches =
+      fam.Add("rog_worker_reattaches_total", "Times the worker was reattached after its link recovered",
+              MetricType::Counter);
+  MetricFamily& w_detached_seconds =
+      fam.Add("rog_worker_detached_seconds_total", "Seconds the worker spent detached",
+              MetricType::Counter);
+  MetricFamily& w_late = fam.Add(
+      "rog_worker_late_rows_total",
+      "Rows the worker pushed while detached (folded as usual; nobody waited for them)",
+      MetricType::Counter);
   // By id, as rogctl workers lists them (the engine keeps them by join order).
   std::vector<const pb::WorkerInfo*> members;
   for (const pb::WorkerInfo& w : snapshot.workers.workers()) {
@@ -286,6 +305,11 @@ std::vector<MetricFamily> MetricFamilies(const MetricsSnapshot& snapshot, double
     Counter(w_stalls, static_cast<double>(w.stalls()), WorkerLabel(w));
     Gauge(w_overshoot, w.window_overshoot(), WorkerLabel(w));
     Gauge(w_seen, w.last_seen_seconds(), WorkerLabel(w));
+    Gauge(w_detached, w.detached() ? 1 : 0, WorkerLabel(w));
+    Counter(w_detaches, static_cast<double>(w.detaches()), WorkerLabel(w));
+    Counter(w_reattaches, static_cast<double>(w.reattaches()), WorkerLabel(w));
+    Counter(w_detached_seconds, w.detached_seconds(), WorkerLabel(w));
+    Counter(w_late, static_cast<double>(w.late_rows()), WorkerLabel(w));
   }
   return fam.Take();
 }

@@ -36,6 +36,15 @@ ABSL_FLAG(std::string, codec, "fp32", "codec of update batches: fp32, bf16, int8
 ABSL_FLAG(uint32_t, workers, 1, "team size to wait for before the first iteration");
 ABSL_FLAG(absl::Duration, lease, absl::Seconds(30),
           "how long a disconnected worker's state is kept before it is evicted");
+ABSL_FLAG(absl::Duration, patience, absl::Seconds(1),
+          "team patience (0 = off, the paper's behaviour): ROG's window never exceeds it and "
+          "leaves out links too slow to move their share within it; a worker that keeps another "
+          "waiting at the staleness bound longer is detached (it keeps streaming rows but no "
+          "longer holds the team back) until its link moves its share within half the patience "
+          "for 1 s; under every policy");
+ABSL_FLAG(uint32_t, detached_local_steps, 0,
+          "iterations a detached worker may train on its own data before it pauses (its "
+          "updates are pushed as its link allows)");
 ABSL_FLAG(std::string, checkpoint_dir, "",
           "folder for the checkpoint (rogd.ckpt); restored on start if present; empty: none");
 ABSL_FLAG(absl::Duration, checkpoint_interval, absl::Minutes(5),
@@ -234,6 +243,15 @@ int main(int argc, char** argv) {
   const absl::Duration lease = absl::GetFlag(FLAGS_lease);
   if (lease <= absl::ZeroDuration()) return Fail("--lease must be positive, e.g. 30s");
   options.lease_seconds = absl::ToDoubleSeconds(lease);
+  const absl::Duration patience = absl::GetFlag(FLAGS_patience);
+  if (patience < absl::ZeroDuration() || patience > absl::Hours(1)) {
+    return Fail("--patience must be between 0 (off) and 1h, e.g. 1s or 500ms");
+  }
+  options.patience = absl::ToDoubleSeconds(patience);
+  options.detached_local_steps = absl::GetFlag(FLAGS_detached_local_steps);
+  if (options.detached_local_steps > 1000000) {
+    return Fail("--detached_local_steps must be at most 1000000");
+  }
   const std::string dir = absl::GetFlag(FLAGS_checkpoint_dir);
   if (!dir.empty()) options.checkpoint_path = dir + "/rogd.ckpt";
   const absl::Duration interval = absl::GetFlag(FLAGS_checkpoint_interval);
@@ -322,11 +340,14 @@ int main(int argc, char** argv) {
                              " (address in use, or not an address of this machine?)"));
   }
   spdlog::info(
-      "rogd {} serving on port {}: sync={} S={} mta={:.3f} codec={} workers={} lease={}",
+      "rogd {} serving on port {}: sync={} S={} mta={:.3f} codec={} workers={} lease={} "
+      "patience={} detached_local_steps={}",
       rog::kRogVersion, port, std::string(rog::SyncPolicyName(options.policy)), options.staleness,
       options.policy == rog::SyncPolicy::kRog ? rog::MinimumTransmissionAmount(options.staleness)
                                               : 1.0,
-      std::string(rog::CodecName(options.codec)), options.team_size, absl::FormatDuration(lease));
+      std::string(rog::CodecName(options.codec)), options.team_size, absl::FormatDuration(lease),
+      options.patience > 0 ? absl::FormatDuration(patience) : std::string("off"),
+      options.detached_local_steps);
   spdlog::info("security: {}", security->summary);
   for (const std::string& w : security->warnings) spdlog::warn("{}", w);
   const std::string port_file = absl::GetFlag(FLAGS_port_file);

@@ -214,7 +214,13 @@ std::string StatusTable(const pb::StatusReply& s, double now_unix) {
   t.AddRow({"uptime", HumanSeconds(s.uptime_seconds())});
   t.AddRow({"team ready", s.team_ready() ? "yes" : "no (waiting for --workers to join)"});
   t.AddRow({"workers", absl::StrCat(s.workers_connected(), " connected, ", s.workers_lagging(),
-                                    " lagging, ", s.workers_evicted(), " evicted")});
+                                    " lagging, ", s.workers_detached(), " detached, ",
+                                    s.workers_evicted(), " evicted")});
+  t.AddRow({"patience",
+            s.patience() > 0
+                ? absl::StrCat(HumanSeconds(s.patience()), " (detached workers train ",
+                               s.detached_local_steps(), " local steps, then pause)")
+                : "off (the slowest link sets the window; nobody is detached)"});
   t.AddRow({"iterations", absl::StrCat("min ", s.min_iteration(), ", max ", s.max_iteration())});
   if (s.last_checkpoint_unix() > 0) {
     t.AddRow(
@@ -264,8 +270,11 @@ std::string StatusJson(const pb::StatusReply& s, double now_unix) {
              .Raw("workers", Obj()
                                  .Int("connected", s.workers_connected())
                                  .Int("lagging", s.workers_lagging())
+                                 .Int("detached", s.workers_detached())
                                  .Int("evicted", s.workers_evicted())
                                  .Done())
+             .Num("patience_seconds", s.patience())
+             .Int("detached_local_steps", s.detached_local_steps())
              .Raw("iterations",
                   Obj().Int("min", s.min_iteration()).Int("max", s.max_iteration()).Done())
              .Raw("last_checkpoint", s.last_checkpoint_unix() > 0 ? ckpt.Done() : "null")
@@ -276,12 +285,20 @@ std::string StatusJson(const pb::StatusReply& s, double now_unix) {
 
 std::string WorkersTable(const pb::WorkersReply& w) {
   if (w.workers().empty()) return "no workers have connected yet\n";
-  Table t({"worker", "state", "iter", "lag", "up", "down", "stall", "rows up/it", "rows down/it",
-           "bytes up/it", "bytes down/it", "overshoot", "last seen"},
-          {false, false, true, true, true, true, true, true, true, true, true, true, true});
+  Table t({"worker", "state", "team", "detaches", "iter", "lag", "up", "down", "stall",
+           "rows up/it", "rows down/it", "bytes up/it", "bytes down/it", "overshoot", "last seen"},
+          {false, false, false, true, true, true, true, true, true, true, true, true, true, true,
+           true});
   for (const pb::WorkerInfo* p : SortedWorkers(w)) {
     const pb::WorkerInfo& i = *p;
-    t.AddRow({i.worker_id(), i.state(), absl::StrCat(i.iteration()), absl::StrCat(i.lag()),
+    // Team patience: attached, or detached (how long).
+    const std::string team =
+        i.state() == "evicted"
+            ? "-"
+            : (i.detached() ? absl::StrCat("detached ", HumanSeconds(i.detached_for_seconds()))
+                            : "attached");
+    t.AddRow({i.worker_id(), i.state(), team, absl::StrCat(i.detaches()),
+              absl::StrCat(i.iteration()), absl::StrCat(i.lag()),
               Rate(i.uplink_goodput()), Rate(i.downlink_goodput()), Percent(i.stall_share()),
               Fixed(i.rows_pushed_per_iteration(), 1), Fixed(i.rows_pulled_per_iteration(), 1),
               HumanBytes(i.bytes_pushed_per_iteration()),
@@ -305,6 +322,13 @@ std::string WorkersJson(const pb::WorkersReply& w) {
                         .Num("downlink_goodput_bytes_per_second", i.downlink_goodput())
                         .Num("stall_share", i.stall_share())
                         .Int("stalls", i.stalls())
+                        .Bool("detached", i.detached())
+                        .Num("detached_for_seconds", i.detached_for_seconds())
+                        .Int("detaches", i.detaches())
+                        .Int("reattaches", i.reattaches())
+                        .Num("detached_seconds", i.detached_seconds())
+                        .Int("late_rows", i.late_rows())
+                        .Str("detach_reason", i.detach_reason())
                         .Num("rows_pushed_per_iteration", i.rows_pushed_per_iteration())
                         .Num("rows_pulled_per_iteration", i.rows_pulled_per_iteration())
                         .Num("bytes_pushed_per_iteration", i.bytes_pushed_per_iteration())

@@ -63,6 +63,10 @@ absl::Status FromGrpc(const grpc::Status& s) {
 
 }  // namespace
 
+double MonotonicSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 std::string MakeTempDir(const std::string& prefix) {
   static std::atomic<int> counter{0};
   const std::string dir = absl::StrCat(TmpRoot(), "/", prefix, "-", getpid(), "-", counter++);

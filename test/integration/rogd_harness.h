@@ -8,8 +8,10 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -41,6 +43,20 @@ class RogdProcess {
   int port_ = 0;
   std::string log_path_;
 };
+
+// Seconds on a monotonic clock.
+double MonotonicSeconds();
+
+// Polls `done` every 10 ms for up to `seconds`; whether it became true.
+template <typename F>
+bool WaitFor(double seconds, F done) {
+  const double until = MonotonicSeconds() + seconds;
+  while (MonotonicSeconds() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
 
 // A unique empty directory under $TEST_TMPDIR.
 std::string MakeTempDir(const std::string& prefix);

@@ -82,7 +82,8 @@ class Team {
 
  private:
   void Loop(Member* m, uint64_t until_clock, double compute_ms);
-  void CheckStart(Member* m, uint64_t clock, const std::vector<float>& params);
+  // The bound check at an iteration start: "" or the first violation.
+  std::string CheckStart(Member* m, uint64_t clock, const std::vector<float>& params);
 
   std::string address_;
   uint32_t bound_;

@@ -56,6 +56,13 @@ MetricsSnapshot Snapshot() {
   (*s.status.mutable_rejected())["from_the_future"] = 1;
   *s.workers.add_workers() = Info("b", "disconnected", 5);
   *s.workers.add_workers() = Info("a", "connected", 7);
+  // a was detached twice by --patience and is detached now.
+  pb::WorkerInfo* a = s.workers.mutable_workers(1);
+  a->set_detached(true);
+  a->set_detaches(2);
+  a->set_reattaches(1);
+  a->set_detached_seconds(12.5);
+  a->set_late_rows(40);
   *s.workers.add_workers() = Info("gone", "evicted", 3);
   s.staleness_bound = 4;
   s.staleness = {{0, 20}, {1, 6}, {4, 3}, {9, 5}};
@@ -95,6 +102,12 @@ TEST_CASE("metric families follow the snapshot", "[metrics]") {
   CHECK(m.at("rog_worker_goodput_bytes_per_second{direction=\"downlink\",worker=\"a\"}") == 2e6);
   CHECK(m.at("rog_worker_stall_seconds_total{worker=\"a\"}") == 0.25);
   CHECK(m.at("rog_worker_stalls_total{worker=\"b\"}") == 3);
+  CHECK(m.at("rog_worker_detached{worker=\"a\"}") == 1);
+  CHECK(m.at("rog_worker_detached{worker=\"b\"}") == 0);
+  CHECK(m.at("rog_worker_detaches_total{worker=\"a\"}") == 2);
+  CHECK(m.at("rog_worker_reattaches_total{worker=\"a\"}") == 1);
+  CHECK(m.at("rog_worker_detached_seconds_total{worker=\"a\"}") == 12.5);
+  CHECK(m.at("rog_worker_late_rows_total{worker=\"a\"}") == 40);
   CHECK(!absl::StrContains(text, "worker=\"gone\""));
   CHECK(text.find("rog_worker_iteration{worker=\"a\"}") <
         text.find("rog_worker_iteration{worker=\"b\"}"));

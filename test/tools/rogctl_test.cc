@@ -34,6 +34,9 @@ pb::StatusReply SampleStatus() {
   (*s.mutable_rejected())["row_out_of_range"] = 3;
   (*s.mutable_rejected())["bad_fingerprint"] = 1;
   s.set_team_ready(true);
+  s.set_patience(1.5);
+  s.set_detached_local_steps(2);
+  s.set_workers_detached(1);
   return s;
 }
 
@@ -100,7 +103,8 @@ TEST_CASE("status table and JSON carry every field", "[rogctl]") {
   CHECK(absl::StrContains(table, "4 tensors, 82 rows, 16.1 KiB"));
   CHECK(absl::StrContains(table, "2.0 KiB"));
   CHECK(absl::StrContains(table, "1h02m05s"));
-  CHECK(absl::StrContains(table, "2 connected, 1 lagging, 0 evicted"));
+  CHECK(absl::StrContains(table, "2 connected, 1 lagging, 1 detached, 0 evicted"));
+  CHECK(absl::StrContains(table, "1.5s (detached workers train 2 local steps, then pause)"));
   CHECK(absl::StrContains(table, "min 10, max 14"));
   CHECK(absl::StrContains(table, "(1m30s ago)"));
   CHECK(absl::StrContains(table, "bad_fingerprint=1, row_out_of_range=3"));
@@ -111,7 +115,8 @@ TEST_CASE("status table and JSON carry every field", "[rogctl]") {
         "{\"version\":\"0.1.0\",\"sync\":\"rog\",\"staleness\":4,\"mta\":0.317672196171981,"
         "\"codec\":\"bf16\",\"has_model\":true,\"model\":{\"tensors\":4,\"rows\":82,\"bytes\":"
         "16516},\"worker_copy_bytes\":2048,\"uptime_seconds\":3725,\"team_ready\":true,"
-        "\"workers\":{\"connected\":2,\"lagging\":1,\"evicted\":0},\"iterations\":{\"min\":10,"
+        "\"workers\":{\"connected\":2,\"lagging\":1,\"detached\":1,\"evicted\":0},"
+        "\"patience_seconds\":1.5,\"detached_local_steps\":2,\"iterations\":{\"min\":10,"
         "\"max\":14},\"last_checkpoint\":{\"unix\":1000,\"path\":\"/var/lib/rog/\\\"odd\\\"\\\\"
         "dir\\n/rogd.ckpt\",\"age_seconds\":90},\"rejected\":{\"bad_fingerprint\":1,"
         "\"row_out_of_range\":3}}\n");
@@ -145,6 +150,13 @@ TEST_CASE("workers table and JSON", "[rogctl]") {
   i->set_downlink_goodput(1024 * 1024);
   i->set_stall_share(0.125);
   i->set_stalls(7);
+  i->set_detached(true);
+  i->set_detached_for_seconds(12);
+  i->set_detaches(2);
+  i->set_reattaches(1);
+  i->set_detached_seconds(30);
+  i->set_late_rows(9);
+  i->set_detach_reason("kept robot2 waiting");
   i->set_rows_pushed_per_iteration(4.5);
   i->set_rows_pulled_per_iteration(16);
   i->set_bytes_pushed_per_iteration(100);
@@ -157,7 +169,7 @@ TEST_CASE("workers table and JSON", "[rogctl]") {
   const std::vector<std::string> lines = absl::StrSplit(table, '\n', absl::SkipEmpty());
   REQUIRE(lines.size() == 2);
   CHECK(lines[0].size() == lines[1].size());  // aligned
-  for (const char* cell : {"robot1", "connected", "42", "2.0 KiB/s", "1.0 MiB/s", "12.5%", "4.5",
+  for (const char* cell : {"robot1", "connected", "detached 12.0s", "42", "2.0 KiB/s", "1.0 MiB/s", "12.5%", "4.5",
                            "16.0", "100 B", "4.0 KiB", "0.002s", "1.5s ago"}) {
     INFO(cell);
     CHECK(absl::StrContains(table, cell));
@@ -165,7 +177,9 @@ TEST_CASE("workers table and JSON", "[rogctl]") {
   CHECK(WorkersJson(w) ==
         "{\"workers\":[{\"id\":\"robot1\",\"state\":\"connected\",\"iteration\":42,\"lag\":3,"
         "\"uplink_goodput_bytes_per_second\":2048,\"downlink_goodput_bytes_per_second\":1048576,"
-        "\"stall_share\":0.125,\"stalls\":7,\"rows_pushed_per_iteration\":4.5,"
+        "\"stall_share\":0.125,\"stalls\":7,\"detached\":true,\"detached_for_seconds\":12,"
+        "\"detaches\":2,\"reattaches\":1,\"detached_seconds\":30,\"late_rows\":9,"
+        "\"detach_reason\":\"kept robot2 waiting\",\"rows_pushed_per_iteration\":4.5,"
         "\"rows_pulled_per_iteration\":16,\"bytes_pushed_per_iteration\":100,"
         "\"bytes_pulled_per_iteration\":4096,\"window_overshoot_seconds\":0.002,"
         "\"last_seen_seconds\":1.5,\"sdk_version\":\"0.1.0\",\"peer\":\"ipv4:127.0.0.1:5555\"}]}"

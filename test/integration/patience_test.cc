@@ -1,0 +1,139 @@
+// Team patience (rogd --patience) end to end: a real rogd, three rog::Workers,
+// one of them behind a user-space link (RateProxy) that drops to near zero
+// for a while, as a robot behind an obstacle. Each case is bounded: workers
+// give up after 60 s, rogd is killed with the test.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "catch2/catch.hpp"
+#include "test/integration/rogd_harness.h"
+#include "test/integration/team.h"
+#include "test/integration/team_checks.h"
+#include "test/util/rate_proxy.h"
+
+namespace rog {
+namespace {
+
+// The link's rate when it is up, and in the dip: the big layout (660 KB)
+// needs 66 s per model at 10 KB/s, 0.17 s at 4 MB/s.
+constexpr double kUp = 4e6;
+constexpr double kDip = 10e3;
+
+const pb::WorkerInfo* Find(const pb::WorkersReply& w, const std::string& id) {
+  for (const pb::WorkerInfo& i : w.workers()) {
+    if (i.worker_id() == id) return &i;
+  }
+  return nullptr;
+}
+
+struct Dip {
+  std::string sync;
+  uint32_t bound = 2;
+  std::string patience = "1s";
+  uint32_t local_steps = 0;
+};
+
+TEST_CASE("a robot behind an obstacle is detached, the team goes on, it reattaches, nothing lost",
+          "[patience]") {
+  for (const Dip& d : {Dip{"rog", 2}, Dip{"ssp", 2}, Dip{"bsp", 0}, Dip{"rog", 2, "1s", 3}}) {
+    DYNAMIC_SECTION(d.sync << " local_steps=" << d.local_steps) {
+      auto rogd = RogdProcess::Start({absl::StrCat("--sync=", d.sync), "--staleness=2",
+                                      "--workers=3", "--lease=60s",
+                                      absl::StrCat("--patience=", d.patience),
+                                      absl::StrCat("--detached_local_steps=", d.local_steps)});
+      REQUIRE(rogd.ok());
+      RateProxy::Options link;
+      link.rate_bytes_per_sec = kUp;
+      auto link_b = RateProxy::Start((*rogd)->address(), link);
+      REQUIRE(link_b.ok());
+      const Layout big = BigLayout();
+      Team team((*rogd)->address(), d.bound, &big);
+      Member& a = team.Add("a", 0);
+      WorkerOptions options;
+      options.server = (*link_b)->address();
+      Member& b = team.Add("b", 1, options);
+      Member& c = team.Add("c", 2);
+      for (Member* m : {&a, &b, &c}) team.Train(*m, 80, 5);
+      REQUIRE(WaitFor(30, [&] { return b.worker->clock() >= 5; }));
+
+      // The obstacle. b's own iterations stop counting for the others'
+      // bound check from here (it leaves the bound once detached).
+      team.Detach(1);
+      (*link_b)->SetRate(kDip);
+      const uint64_t a_at_dip = a.worker->clock();
+      REQUIRE(WaitFor(30, [&] {
+        return (*rogd)->log().find("detached worker b") != std::string::npos;
+      }));
+      // The others keep training while b's link carries a model a minute.
+      INFO((*rogd)->log());
+      REQUIRE(WaitFor(40, [&] { return a.worker->clock() >= a_at_dip + 20; }));
+      CHECK(c.worker->clock() >= a_at_dip + 10);
+      absl::StatusOr<pb::WorkersReply> during = AdminWorkers((*rogd)->address());
+      REQUIRE(during.ok());
+      REQUIRE(Find(*during, "b") != nullptr);
+      CHECK(Find(*during, "b")->detached());
+      CHECK(Find(*during, "b")->detaches() >= 1);
+      CHECK(Find(*during, "a")->detached() == false);
+      // The directive reaches b behind what its link still carries.
+      CHECK(WaitFor(30, [&] { return b.worker->detached(); }));
+
+      // The link recovers: b reattaches by itself and trains to the end.
+      (*link_b)->SetRate(kUp);
+      REQUIRE(WaitFor(40, [&] {
+        return (*rogd)->log().find("reattached worker b") != std::string::npos;
+      }));
+      team.JoinAll();
+      RequireClean(team);
+      absl::StatusOr<pb::WorkersReply> after = AdminWorkers((*rogd)->address());
+      REQUIRE(after.ok());
+      const pb::WorkerInfo* bi = Find(*after, "b");
+      REQUIRE(bi != nullptr);
+      CHECK(bi->reattaches() >= 1);
+      CHECK(bi->detached_seconds() > 0);
+      uint64_t local = 0;
+      for (const IterationStats& s : b.stats) local += s.detached ? 1 : 0;
+      // Local steps while detached: at most the allowance per detachment.
+      CHECK(local <= d.local_steps * bi->detaches());
+      if (d.local_steps > 0) CHECK(local >= 1);
+      RequireConserved(team, **rogd);
+    }
+  }
+}
+
+TEST_CASE("without patience the same obstacle holds the whole team at the bound", "[patience]") {
+  // The control for the case above: the scenario is one patience changes.
+  auto rogd = RogdProcess::Start({"--sync=rog", "--staleness=2", "--workers=3", "--lease=60s",
+                                  "--patience=0"});
+  REQUIRE(rogd.ok());
+  RateProxy::Options link;
+  link.rate_bytes_per_sec = kUp;
+  auto link_b = RateProxy::Start((*rogd)->address(), link);
+  REQUIRE(link_b.ok());
+  const Layout big = BigLayout();
+  Team team((*rogd)->address(), 2, &big);
+  Member& a = team.Add("a", 0);
+  WorkerOptions options;
+  options.server = (*link_b)->address();
+  Member& b = team.Add("b", 1, options);
+  Member& c = team.Add("c", 2);
+  for (Member* m : {&a, &b, &c}) team.Train(*m, 40, 5);
+  REQUIRE(WaitFor(30, [&] { return b.worker->clock() >= 5; }));
+  (*link_b)->SetRate(kDip);
+  // Let b's last push leave before the dip counts.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const uint64_t b_at_dip = b.worker->clock();
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  const uint64_t a_after = a.worker->clock(), b_after = b.worker->clock();
+  INFO("b " << b_at_dip << " -> " << b_after << ", a " << a_after);
+  CHECK(a_after <= b_after + 3);  // the bound: a waits for b
+  CHECK(b_after <= b_at_dip + 2);  // b's link moves its share in tens of seconds
+  (*link_b)->SetRate(kUp);
+  team.JoinAll();
+  RequireClean(team);
+  CHECK((*rogd)->log().find("detached worker") == std::string::npos);
+  RequireConserved(team, **rogd);
+}
+
+}  // namespace
+}  // namespace rog
