@@ -8,6 +8,9 @@
 #
 # Usage: tools/bench.sh [--profile=quick|full|tiny] [--out=DIR] [--traces=DIR]
 #                       [--scale=X] [--staleness=S] [--seed=N] [--target=ACC]
+#                       [--minutes=N] [--timeline=fast|replayed] [--patience=SECONDS]
+#        tools/bench.sh --study=patience [--patience=SECONDS] [--sweep=S1,S2,...]
+#                       [--local_steps=N1,...] [--minutes=N] [other options above]
 #   --profile   quick: 120 s of training per policy, within 10 minutes (default)
 #               full:  300 s per policy, about 17 minutes (the README figures)
 #               tiny:  15 s per policy, for tools/test.sh
@@ -18,11 +21,20 @@
 #   --staleness S of SSP and ROG (default 4)
 #   --seed      seed of data, shards and batches (default 1)
 #   --target    accuracy for "time to target" (default: BSP's final accuracy)
+#   --minutes   adaptation per run, overriding the profile's
+#   --timeline  fast (default) or replayed (links hold a value 10-90 s)
+#   --patience  rogd --patience in seconds (default: rogd's default; 0 = off)
+#   --study=patience  the team patience study: on both timelines, BSP, SSP
+#               and ROG without patience and with --patience (default 0.5),
+#               ROG with every --sweep value (default 0.25,1,2) and with
+#               every --local_steps value (default 4); writes patience.md
+#               and one accuracy plot per timeline
 # Ctrl-C stops everything; no process is left behind.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-profile=quick out="" scale=1 staleness=4 seed=1 target=-1
+profile=quick out="" scale=1 staleness=4 seed=1 target=-1 minutes="" timeline=fast
+patience="" study="" sweep="0.25,1,2" local_steps="4"
 traces=../shared/traces; [ -d "$traces" ] || traces=tools/traces
 for a in "$@"; do
   case "$a" in
@@ -33,18 +45,36 @@ for a in "$@"; do
     --staleness=*) staleness="${a#*=}" ;;
     --seed=*) seed="${a#*=}" ;;
     --target=*) target="${a#*=}" ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --minutes=*) minutes="${a#*=}" ;;
+    --timeline=*) timeline="${a#*=}" ;;
+    --patience=*) patience="${a#*=}" ;;
+    --study=*) study="${a#*=}" ;;
+    --sweep=*) sweep="${a#*=}" ;;
+    --local_steps=*) local_steps="${a#*=}" ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench: unknown argument '$a' (see tools/bench.sh --help)" >&2; exit 2 ;;
   esac
 done
 case "$profile" in
-  quick) minutes=2 ;;
-  full) minutes=5 ;;
-  tiny) minutes=0.25 ;;
+  quick) profile_minutes=2 ;;
+  full) profile_minutes=5 ;;
+  tiny) profile_minutes=0.25 ;;
   *) echo "bench: --profile must be quick, full or tiny" >&2; exit 2 ;;
 esac
+[ -n "$minutes" ] || minutes=$profile_minutes
+awk -v m="$minutes" 'BEGIN { exit !(m + 0 >= 0.2) }' ||
+  { echo "bench: --minutes must be a number, at least 0.2" >&2; exit 2; }
+case "$timeline" in fast|replayed) ;; *) echo "bench: --timeline must be fast or replayed" >&2; exit 2 ;; esac
+case "$study" in ""|patience) ;; *) echo "bench: --study must be patience" >&2; exit 2 ;; esac
+is_seconds() { [[ "$1" =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
+for p in $patience ${sweep//,/ }; do
+  is_seconds "$p" || { echo "bench: patience values are seconds, e.g. 0.5 (got '$p')" >&2; exit 2; }
+done
+for l in ${local_steps//,/ }; do
+  [[ "$l" =~ ^[0-9]+$ ]] || { echo "bench: --local_steps takes whole numbers (got '$l')" >&2; exit 2; }
+done
 seconds=$(awk -v m="$minutes" 'BEGIN { printf "%d", m * 60 }')
-[ -n "$out" ] || out="bench-results/$profile-$(date +%Y%m%d-%H%M%S)"
+[ -n "$out" ] || out="bench-results/${study:-$profile}-$(date +%Y%m%d-%H%M%S)"
 if [ -e "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then
   echo "bench: $out exists and is not empty; pick another --out" >&2
   exit 2
@@ -61,23 +91,72 @@ stop() {
 }
 trap stop INT TERM
 
-echo "bench: profile $profile: BSP, SSP($staleness), ROG($staleness), $seconds s each; results in $out"
-for policy in bsp ssp rog; do
+# One run of the main job: run_one NAME DIR ARGS... (logs in DIR).
+run_one() {
+  local name=$1 dir=$2
+  shift 2
   echo
-  echo "bench: === $policy ==="
-  tools/run.sh --sync="$policy" --staleness="$staleness" --minutes="$minutes" \
-    --traces="$traces" --scale="$scale" --seed="$seed" --logs="$out/$policy" \
-    > "$out/$policy.out" 2>&1 &
+  echo "bench: === $name ==="
+  mkdir -p "$(dirname "$dir")"
+  tools/run.sh --staleness="$staleness" --minutes="$minutes" --traces="$traces" \
+    --scale="$scale" --seed="$seed" --logs="$dir" "$@" > "$dir.out" 2>&1 &
   child=$!
-  tail -n +1 --pid="$child" -f "$out/$policy.out" &
+  tail -n +1 --pid="$child" -f "$dir.out" &
   wait "$child"
-  rc=$?
+  local rc=$?
   child=""
   wait
   if [ "$rc" -ne 0 ]; then
-    echo "bench: the $policy run failed (exit $rc); its logs are in $out/$policy" >&2
+    echo "bench: the $name run failed (exit $rc); its logs are in $dir" >&2
     exit 1
   fi
+}
+
+cpu="$(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), 1 torch thread per robot"
+
+if [ "$study" = patience ]; then
+  p=${patience:-0.5}
+  runs=()
+  for tl in fast replayed; do
+    for policy in bsp ssp rog; do runs+=("$tl $policy 0 0") ; done
+    for policy in bsp ssp rog; do runs+=("$tl $policy $p 0"); done
+    for sp in ${sweep//,/ }; do [ "$sp" = "$p" ] || runs+=("$tl rog $sp 0"); done
+    for l in ${local_steps//,/ }; do [ "$l" = 0 ] || runs+=("$tl rog $p $l"); done
+  done
+  echo "bench: patience study: ${#runs[@]} runs of $seconds s (patience $p s; sweep $sweep; local steps $local_steps); results in $out"
+  for r in "${runs[@]}"; do
+    read -r tl policy pat steps <<<"$r"
+    dir="$out/$tl/$policy-p$pat"
+    [ "$steps" = 0 ] || dir="$dir-l$steps"
+    run_one "$tl timeline, $policy, patience $pat s, local steps $steps" "$dir" \
+      --sync="$policy" --timeline="$tl" --patience="${pat}s" --local_steps="$steps"
+  done
+  echo
+  echo "bench: building the report"
+  if ! bazel build --color=no --curses=no -c opt //tools:bench_report > "$out/build.log" 2>&1; then
+    tail -20 "$out/build.log" >&2
+    echo "bench: build failed (log: $out/build.log)" >&2
+    exit 1
+  fi
+  bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
+  "$bin/tools/bench_report" --study --results="$out" --traces="$traces" --scale="$scale" \
+    --staleness="$staleness" --adapt_seconds="$seconds" --command="$command" --cpu="$cpu" ||
+    exit 1
+  if command -v gnuplot > /dev/null; then
+    (cd "$out" && gnuplot plots.gp) || echo "bench: gnuplot failed; the data files are there" >&2
+  fi
+  echo
+  cat "$out/patience.md"
+  echo
+  echo "bench: results in $out: patience.md, team_*.dat, patience_*.png"
+  exit 0
+fi
+
+patience_args=()
+[ -n "$patience" ] && patience_args=(--patience="${patience}s")
+echo "bench: profile $profile: BSP, SSP($staleness), ROG($staleness), $seconds s each, $timeline timeline; results in $out"
+for policy in bsp ssp rog; do
+  run_one "$policy" "$out/$policy" --sync="$policy" --timeline="$timeline" "${patience_args[@]}"
 done
 
 echo
@@ -95,14 +174,14 @@ compute=$(cat "$out"/*/robot*.iters.csv | awk -F, '$1 != "unix_s" { s += $5; n++
   END { if (n) printf "%.4f", s / n; else print 0 }')
 echo "bench: simulator: fmnist layout, compute $compute s per iteration, $seconds s"
 "$bin/tools/sim" --model=fmnist --compute_seconds="$compute" --seconds="$seconds" \
-  --staleness="$staleness" --traces="$traces" --trace_filter=outdoors-fast \
+  --staleness="$staleness" --traces="$traces" --trace_filter="outdoors-$timeline" \
   --trace_scale="$scale" --seed="$seed" > "$out/simulator.txt" 2>&1 ||
   echo "bench: the simulator failed; see $out/simulator.txt" >&2
 
 "$bin/tools/bench_report" --results="$out" --traces="$traces" --scale="$scale" \
   --staleness="$staleness" --adapt_seconds="$seconds" --profile="$profile" \
   --command="$command" --target="$target" --simulator="$out/simulator.txt" \
-  --cpu="$(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), 1 torch thread per robot" ||
+  --trace_prefix="outdoors-$timeline-w" --cpu="$cpu" ||
   exit 1
 if command -v gnuplot > /dev/null; then
   (cd "$out" && gnuplot plots.gp) || echo "bench: gnuplot failed; the CSV files are there" >&2

@@ -4,18 +4,24 @@
 // The folder holds one subfolder per policy (bsp, ssp, rog), each with
 // robotN.iters.csv and robotN.acc.csv (fmnist_worker --csv_dir) and
 // relayN.log (trace_relay's log, which says when it started replaying).
+// With --study, the patience study's folders instead (tools/bench.sh
+// --study=patience): TIMELINE/POLICY-pSECONDS[-lSTEPS]/, each like a policy
+// folder plus workers.json (`rogctl workers --json` at the run's end).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "common/trace.h"
 #include "tools/bench_report_lib.h"
 
@@ -31,6 +37,9 @@ ABSL_FLAG(std::string, command, "tools/bench.sh", "the command that made the res
 ABSL_FLAG(std::string, cpu, "", "the CPU the run had, for the settings list");
 ABSL_FLAG(double, target, -1, "accuracy target; below 0: BSP's final accuracy");
 ABSL_FLAG(std::string, simulator, "", "a file with //tools:sim's output for the same settings");
+ABSL_FLAG(bool, study, false,
+          "the patience study (tools/bench.sh --study=patience): read RESULTS/TIMELINE/"
+          "POLICY-pSECONDS[-lSTEPS]/ runs and write patience.md, team_*.dat and plots.gp");
 
 namespace fs = std::filesystem;
 
@@ -57,7 +66,8 @@ absl::Status Write(const fs::path& p, const std::string& text) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<rog::RobotRun>> LoadPolicy(const fs::path& dir) {
+absl::StatusOr<std::vector<rog::RobotRun>> LoadPolicy(const fs::path& dir,
+                                                       const std::string& trace_prefix) {
   std::vector<rog::RobotRun> runs;
   for (int n = 1;; ++n) {
     const std::string id = absl::StrCat("robot", n);
@@ -79,7 +89,7 @@ absl::StatusOr<std::vector<rog::RobotRun>> LoadPolicy(const fs::path& dir) {
     // The link: its trace and when the relay started replaying it.
     auto log = Read(dir / absl::StrCat("relay", n, ".log"));
     const fs::path trace_path = fs::path(absl::GetFlag(FLAGS_traces)) /
-                                absl::StrCat(absl::GetFlag(FLAGS_trace_prefix), n, ".tsv");
+                                absl::StrCat(trace_prefix, n, ".tsv");
     auto trace_text = Read(trace_path);
     if (log.ok() && trace_text.ok()) {
       auto start = rog::RelayStartUnix(*log);
@@ -167,6 +177,96 @@ std::string GnuplotScript(const std::vector<rog::PolicyFigures>& figures) {
       "'' using 4 title 'stall', '' using 5 title 'other (evaluation)'\n");
 }
 
+// The patience study: every RESULTS/TIMELINE/POLICY-pSECONDS[-lSTEPS] run.
+int Study(const fs::path& results) {
+  std::vector<rog::StudyRun> runs;
+  std::vector<std::pair<std::string, std::vector<rog::RobotRun>>> robot_runs;
+  for (const char* timeline : {"fast", "replayed"}) {
+    if (!fs::is_directory(results / timeline)) continue;
+    std::vector<fs::path> dirs;
+    for (const auto& e : fs::directory_iterator(results / timeline)) {
+      if (e.is_directory()) dirs.push_back(e.path());
+    }
+    std::sort(dirs.begin(), dirs.end());
+    for (const fs::path& dir : dirs) {
+      rog::StudyRun run;
+      run.timeline = timeline;
+      const std::string name = dir.filename().string();
+      std::vector<std::string> parts = absl::StrSplit(name, '-');
+      if (parts.size() < 2 || parts[1].empty() || parts[1][0] != 'p' ||
+          !absl::SimpleAtod(parts[1].substr(1), &run.patience) ||
+          (parts.size() > 2 && (parts[2].empty() || parts[2][0] != 'l' ||
+                                !absl::SimpleAtoi(parts[2].substr(1), &run.local_steps)))) {
+        return Fail(absl::StrCat(dir.string(), ": expected POLICY-pSECONDS[-lSTEPS]"));
+      }
+      run.policy = parts[0];
+      auto r = LoadPolicy(dir, absl::StrCat("outdoors-", timeline, "-w"));
+      if (!r.ok()) return Fail(std::string(r.status().message()));
+      run.figures = rog::CombinePolicy(run.policy, *r);
+      if (auto json = Read(dir / "workers.json"); json.ok()) {
+        auto late = rog::LateRowsFromWorkersJson(*json);
+        if (!late.ok()) return Fail(absl::StrCat(dir.string(), "/workers.json: ", late.status().message()));
+        run.figures.late_rows = *late;
+      }
+      robot_runs.emplace_back(absl::StrCat(timeline, "_", name), std::move(*r));
+      runs.push_back(std::move(run));
+    }
+  }
+  if (runs.empty()) return Fail(absl::StrCat("no fast/ or replayed/ runs in ", results.string()));
+  // Runs without patience first within a timeline, then by patience.
+  std::vector<size_t> order(runs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const auto key = [&](const rog::StudyRun& r) {
+      const int p = r.policy == "bsp" ? 0 : r.policy == "ssp" ? 1 : 2;
+      return std::make_tuple(r.timeline == "fast" ? 0 : 1, r.patience > 0 ? 1 : 0, p,
+                             r.patience, r.local_steps);
+    };
+    return key(runs[a]) < key(runs[b]);
+  });
+  std::vector<rog::StudyRun> sorted;
+  for (size_t i : order) sorted.push_back(runs[i]);
+  rog::BenchSettings settings;
+  settings.staleness = absl::GetFlag(FLAGS_staleness);
+  settings.trace_scale = absl::GetFlag(FLAGS_scale);
+  settings.traces = absl::StrCat(absl::GetFlag(FLAGS_traces), "/outdoors-{fast,replayed}-w{1..4}.tsv");
+  settings.adapt_seconds = absl::GetFlag(FLAGS_adapt_seconds);
+  settings.cpu = absl::GetFlag(FLAGS_cpu);
+  settings.command = absl::GetFlag(FLAGS_command);
+  absl::Status s = Write(results / "patience.md", rog::PatienceMarkdown(sorted, settings));
+  if (!s.ok()) return Fail(std::string(s.message()));
+  // Accuracy against wall-clock time, one plot per timeline.
+  std::string gp =
+      "# Made by //tools:bench_report --study; run with gnuplot in the results folder.\n"
+      "set terminal pngcairo size 900,540 noenhanced\nset grid\nset key bottom right\n"
+      "set ylabel 'accuracy on degraded test images (team mean)'\n"
+      "set xlabel 'wall-clock time (s)'\n";
+  for (const char* timeline : {"fast", "replayed"}) {
+    std::string plot;
+    for (size_t k = 0; k < robot_runs.size(); ++k) {
+      if (runs[k].timeline != timeline) continue;
+      const auto curve = rog::TeamAccuracy(robot_runs[k].second);
+      std::string dat = "# elapsed_s mean_accuracy\n";
+      for (const auto& [t, a] : curve) absl::StrAppend(&dat, absl::StrFormat("%.3f %.4f\n", t, a));
+      const std::string file = absl::StrCat("team_", robot_runs[k].first, ".dat");
+      absl::Status w = Write(results / file, dat);
+      if (!w.ok()) return Fail(std::string(w.message()));
+      absl::StrAppend(&plot, plot.empty() ? "" : ", ", "'", file,
+                      "' using 1:2 with linespoints title '", robot_runs[k].first.substr(
+                          std::string(timeline).size() + 1), "'");
+    }
+    if (plot.empty()) continue;
+    absl::StrAppend(&gp, "set output 'patience_", timeline, ".png'\n",
+                    "set title 'Accuracy against wall-clock time, ", timeline, " timeline'\n",
+                    "plot ", plot, "\n");
+  }
+  s = Write(results / "plots.gp", gp);
+  if (!s.ok()) return Fail(std::string(s.message()));
+  std::printf("bench_report: wrote %s/patience.md, team_*.dat, plots.gp\n",
+              results.string().c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -177,11 +277,12 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   const fs::path results = absl::GetFlag(FLAGS_results);
   if (results.empty()) return Fail("--results is required (a tools/bench.sh results folder)");
+  if (absl::GetFlag(FLAGS_study)) return Study(results);
   std::vector<rog::PolicyFigures> figures;
   std::vector<std::vector<rog::RobotRun>> runs;
   for (const char* policy : {"bsp", "ssp", "rog"}) {
     if (!fs::is_directory(results / policy)) continue;
-    auto r = LoadPolicy(results / policy);
+    auto r = LoadPolicy(results / policy, absl::GetFlag(FLAGS_trace_prefix));
     if (!r.ok()) return Fail(std::string(r.status().message()));
     figures.push_back(rog::CombinePolicy(policy, *r));
     runs.push_back(std::move(*r));

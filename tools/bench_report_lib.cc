@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
@@ -55,13 +56,19 @@ absl::Status Field(absl::string_view s, absl::string_view name, size_t line, T* 
 constexpr absl::string_view kIterHeader =
     "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,overshoot_s,rows_up,"
     "bytes_up,payload_up,rows_down,bytes_down,payload_down,disconnected,busy_s";
+// Since team patience: two more columns.
+constexpr absl::string_view kIterHeaderPatience =
+    "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,overshoot_s,rows_up,"
+    "bytes_up,payload_up,rows_down,bytes_down,payload_down,disconnected,busy_s,detached_s,"
+    "local_step";
 constexpr absl::string_view kAccHeader = "unix_s,elapsed_s,iteration,accuracy";
 
 }  // namespace
 
 absl::StatusOr<std::vector<IterRecord>> ParseIterCsv(absl::string_view text,
                                                      absl::string_view name) {
-  auto rows = CsvRows(text, name, kIterHeader);
+  const bool patience = absl::StartsWith(text, kIterHeaderPatience);
+  auto rows = CsvRows(text, name, patience ? kIterHeaderPatience : kIterHeader);
   if (!rows.ok()) return rows.status();
   std::vector<IterRecord> out;
   for (size_t i = 0; i < rows->size(); ++i) {
@@ -82,6 +89,14 @@ absl::StatusOr<std::vector<IterRecord>> ParseIterCsv(absl::string_view text,
     }
     r.stalled = stalled != 0;
     r.disconnected = disconnected != 0;
+    if (patience) {
+      int local = 0;
+      for (absl::Status s :
+           {Field(f[16], name, line, &r.detached_s), Field(f[17], name, line, &local)}) {
+        if (!s.ok()) return s;
+      }
+      r.local_step = local != 0;
+    }
     out.push_back(r);
   }
   return out;
@@ -126,7 +141,8 @@ RobotFigures Summarise(const RobotRun& run) {
   if (!run.acc.empty()) f.final_accuracy = run.acc.back().accuracy;
   if (run.iters.empty()) return f;
   const IterRecord& first = run.iters.front();
-  const double begin = first.unix_s - first.stall_s - first.compute_s - first.transmit_s;
+  const double begin =
+      first.unix_s - first.stall_s - first.detached_s - first.compute_s - first.transmit_s;
   f.span_s = std::max(1e-9, run.iters.back().unix_s - begin);
   f.iterations = run.iters.size();
   f.iterations_per_s = f.iterations / f.span_s;
@@ -134,6 +150,8 @@ RobotFigures Summarise(const RobotRun& run) {
     f.compute_s += r.compute_s;
     f.transmit_s += r.transmit_s;
     f.stall_s += r.stall_s;
+    f.detached_s += r.detached_s;
+    f.local_steps += r.local_step ? 1 : 0;
     f.stalls += r.stalled ? 1 : 0;
     f.disconnects += r.disconnected ? 1 : 0;
     f.bytes_up += r.bytes_up;
@@ -195,7 +213,7 @@ std::optional<double> Quantile(std::vector<double> v, double q) {
 PolicyFigures CombinePolicy(const std::string& policy, const std::vector<RobotRun>& runs) {
   PolicyFigures p;
   p.policy = policy;
-  double span = 0, compute = 0, transmit = 0, stall = 0, acc = 0;
+  double span = 0, compute = 0, transmit = 0, stall = 0, detached = 0, acc = 0;
   uint64_t bytes = 0, payload = 0;
   double tx_bytes = 0, tx_capacity = 0;
   int with_acc = 0;
@@ -206,6 +224,8 @@ PolicyFigures CombinePolicy(const std::string& policy, const std::vector<RobotRu
     compute += f.compute_s;
     transmit += f.transmit_s;
     stall += f.stall_s;
+    detached += f.detached_s;
+    p.local_steps += f.local_steps;
     p.stalls += f.stalls;
     p.iterations_per_s += f.iterations_per_s / runs.size();
     p.mb_up += f.bytes_up / 1e6 / runs.size();
@@ -229,6 +249,7 @@ PolicyFigures CombinePolicy(const std::string& policy, const std::vector<RobotRu
     p.stall_share = stall / span;
     p.compute_share = compute / span;
     p.transmit_share = transmit / span;
+    p.detached_share = detached / span;
   }
   if (with_acc > 0) p.final_accuracy = acc / with_acc;
   if (payload > 0) p.index_overhead = static_cast<double>(bytes - payload) / payload;
@@ -382,6 +403,137 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
                     "measured mean compute time per iteration:\n\n```\n",
                     simulator, simulator.back() == '\n' ? "" : "\n", "```\n");
   }
+  return md;
+}
+
+absl::StatusOr<int64_t> LateRowsFromWorkersJson(absl::string_view json) {
+  constexpr absl::string_view kKey = "\"late_rows\":";
+  if (!absl::StrContains(json, "\"workers\"")) {
+    return absl::InvalidArgumentError("not the output of `rogctl workers --json`");
+  }
+  int64_t sum = 0;
+  for (size_t at = json.find(kKey); at != absl::string_view::npos;
+       at = json.find(kKey, at + 1)) {
+    absl::string_view rest = json.substr(at + kKey.size());
+    rest = rest.substr(0, rest.find_first_of(",}"));
+    int64_t n;
+    if (!absl::SimpleAtoi(rest, &n)) {
+      return absl::InvalidArgumentError(absl::StrCat("bad late_rows value '", rest, "'"));
+    }
+    sum += n;
+  }
+  return sum;
+}
+
+std::string PatienceMarkdown(const std::vector<StudyRun>& runs, const BenchSettings& settings) {
+  std::string md = "# Team patience: each policy with and without it, on both timelines\n\n";
+  std::vector<std::string> timelines;
+  for (const StudyRun& r : runs) {
+    if (std::find(timelines.begin(), timelines.end(), r.timeline) == timelines.end()) {
+      timelines.push_back(r.timeline);
+    }
+  }
+  const auto find = [&](absl::string_view timeline, absl::string_view policy,
+                        double patience) -> const StudyRun* {
+    for (const StudyRun& r : runs) {
+      if (r.timeline == timeline && r.policy == policy && r.patience == patience) return &r;
+    }
+    return nullptr;
+  };
+  const auto name = [&](const StudyRun& r) {
+    const std::string p = r.policy == "bsp" ? "BSP"
+                                            : absl::StrCat(r.policy == "ssp" ? "SSP" : "ROG", "(",
+                                                           settings.staleness, ")");
+    if (r.patience <= 0) return absl::StrCat(p, ", no patience");
+    return absl::StrCat(p, absl::StrFormat(", patience %gs", r.patience),
+                        r.local_steps > 0 ? absl::StrCat(", ", r.local_steps, " local steps")
+                                          : std::string());
+  };
+  std::vector<std::string> goals;
+  for (const std::string& t : timelines) {
+    const StudyRun* bsp0 = find(t, "bsp", 0);
+    std::optional<double> target;
+    if (bsp0 != nullptr && bsp0->figures.final_accuracy >= 0) {
+      target = bsp0->figures.final_accuracy;
+    }
+    absl::StrAppend(&md, "## ", t, " timeline\n\n");
+    if (target) {
+      absl::StrAppend(&md, absl::StrFormat("Target accuracy: %.4f (BSP without patience, final).\n\n",
+                                           *target));
+    }
+    absl::StrAppend(&md,
+                    "| run | it/s per robot | vs. no patience | stall share | detached share | "
+                    "local steps | late rows | time to target | final accuracy |\n",
+                    "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    for (const StudyRun& r : runs) {
+      if (r.timeline != t) continue;
+      const PolicyFigures& f = r.figures;
+      const StudyRun* base = find(t, r.policy, 0);
+      std::string ttt = "–";
+      if (target) {
+        auto tt = TimeToAccuracy(f.team_accuracy, *target);
+        ttt = tt ? absl::StrFormat("%.0f s", *tt) : "not reached";
+      }
+      absl::StrAppend(
+          &md, absl::StrFormat(
+                   "| %s | %.2f | %s | %s | %s | %d | %s | %s | %s |\n", name(r),
+                   f.iterations_per_s,
+                   base != nullptr && base != &r
+                       ? Ratio(f.iterations_per_s, base->figures.iterations_per_s)
+                       : "–",
+                   Pct(f.stall_share), Pct(f.detached_share), f.local_steps,
+                   f.late_rows >= 0 ? absl::StrCat(f.late_rows) : "–", ttt,
+                   f.final_accuracy >= 0
+                       ? absl::StrFormat("%.4f (%.4f–%.4f)", f.final_accuracy,
+                                         f.final_accuracy_min, f.final_accuracy_max)
+                       : "–"));
+    }
+    absl::StrAppend(&md, "\n");
+    // The goals of issue 10, for the default patience (the first ROG run
+    // with patience listed).
+    const StudyRun* rog0 = find(t, "rog", 0);
+    const StudyRun* rogp = nullptr;
+    for (const StudyRun& r : runs) {
+      if (r.timeline == t && r.policy == "rog" && r.patience > 0 && rogp == nullptr) rogp = &r;
+    }
+    if (rog0 != nullptr && rogp != nullptr) {
+      const double ratio = rog0->figures.iterations_per_s > 0
+                               ? rogp->figures.iterations_per_s / rog0->figures.iterations_per_s
+                               : 0;
+      std::string line = absl::StrFormat("%s: %s / ROG without patience = %s it/s", t, name(*rogp),
+                                         Ratio(rogp->figures.iterations_per_s,
+                                               rog0->figures.iterations_per_s));
+      if (t == "replayed") absl::StrAppend(&line, ratio >= 5 ? " (goal ≥ 5×: met)" : " (goal ≥ 5×: not met)");
+      if (t == "fast") absl::StrAppend(&line, ratio >= 1 ? " (goal: no worse: met)" : " (goal: no worse: not met)");
+      if (target && bsp0 != nullptr) {
+        auto tb = TimeToAccuracy(bsp0->figures.team_accuracy, *target);
+        auto tr = TimeToAccuracy(rogp->figures.team_accuracy, *target);
+        absl::StrAppend(&line, "; time to BSP's final accuracy ",
+                        tr ? absl::StrFormat("%.0f s", *tr) : "not reached", " vs BSP's ",
+                        tb ? absl::StrFormat("%.0f s", *tb) : "not reached");
+      }
+      if (bsp0 != nullptr && bsp0->figures.final_accuracy >= 0 &&
+          rogp->figures.final_accuracy >= 0) {
+        absl::StrAppend(&line, absl::StrFormat("; final accuracy %+.2f points vs BSP",
+                                               100 * (rogp->figures.final_accuracy -
+                                                      bsp0->figures.final_accuracy)));
+      }
+      goals.push_back(line);
+    }
+  }
+  if (!goals.empty()) {
+    absl::StrAppend(&md, "## Goals\n\n");
+    for (const std::string& g : goals) absl::StrAppend(&md, "- ", g, "\n");
+    absl::StrAppend(&md, "\n");
+  }
+  absl::StrAppend(
+      &md, "How to read it: *it/s per robot* as in summary.md (a detached robot that pauses ",
+      "counts with its few iterations); *detached share*: BeginStep's wait while rogd had the ",
+      "robot detached, over the span; *late rows*: rows rogd folded from robots while they were ",
+      "detached; *time to target*: when the team's mean accuracy first reached the target.\n\n",
+      "Settings: 4 robots, S=", settings.staleness, ", codec ", settings.codec, ", trace scale ",
+      settings.trace_scale, ", ", settings.adapt_seconds, " s of adaptation per run, traces ",
+      settings.traces, "; CPU: ", settings.cpu, "; command: `", settings.command, "`\n");
   return md;
 }
 

@@ -29,6 +29,11 @@ struct IterRecord {
   uint64_t rows_down = 0, bytes_down = 0, payload_down = 0;
   bool disconnected = false;
   double busy_s = 0;  // start of the push to its last ack (no paced wait)
+  // Team patience: BeginStep's wait while rogd had the robot detached, and
+  // whether the iteration was a local step taken detached. Files written
+  // before patience lack both columns (read as 0).
+  double detached_s = 0;
+  bool local_step = false;
 };
 
 // One row of ID.acc.csv: an evaluation on degraded test images; the last
@@ -73,6 +78,8 @@ struct RobotFigures {
   double transmit_bytes_up = 0, transmit_capacity_up = 0;
   std::vector<double> overshoots_s;  // iterations with a window only
   uint64_t disconnects = 0;
+  double detached_s = 0;
+  uint64_t local_steps = 0;
 };
 
 RobotFigures Summarise(const RobotRun& run);
@@ -105,6 +112,11 @@ struct PolicyFigures {
   double index_overhead = 0;                           // (bytes - payload) / payload, both ways
   double link_utilisation = 0;                         // uplink bytes / capacity while transmitting
   std::optional<double> overshoot_p50, overshoot_p99;  // seconds
+  double detached_share = 0;  // detached wait / span, over all robots
+  uint64_t local_steps = 0;
+  // Rows rogd folded from robots while detached (from `rogctl workers`);
+  // -1 when not recorded.
+  int64_t late_rows = -1;
 };
 
 PolicyFigures CombinePolicy(const std::string& policy, const std::vector<RobotRun>& runs);
@@ -127,6 +139,25 @@ struct BenchSettings {
 // settings, quoted as is (empty: left out).
 std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
                             const BenchSettings& settings, const std::string& simulator);
+
+// One run of the patience study: a policy with or without team patience on
+// one timeline of the traces.
+struct StudyRun {
+  std::string timeline;  // "fast", "replayed"
+  std::string policy;    // "bsp", "ssp", "rog"
+  double patience = 0;   // seconds; 0 = off
+  uint32_t local_steps = 0;
+  PolicyFigures figures;
+};
+
+// The sum of "late_rows" over the workers of `rogctl workers --json`.
+absl::StatusOr<int64_t> LateRowsFromWorkersJson(absl::string_view json);
+
+// patience.md: per timeline, every run with its iterations/s (and the ratio
+// to the same policy without patience), stall and detached shares, late
+// rows, time to BSP-without-patience's final accuracy, final accuracy; then
+// the goals checked against these figures.
+std::string PatienceMarkdown(const std::vector<StudyRun>& runs, const BenchSettings& settings);
 
 // "2.60×", or "n/a" when the denominator is not positive.
 std::string Ratio(double num, double den);

@@ -7,9 +7,15 @@
 #
 # Usage: tools/run.sh [--sync=bsp|ssp|rog] [--staleness=S] [--minutes=N]
 #                     [--quick] [--scale=X] [--traces=DIR] [--non_iid] [--seed=N]
-#                     [--lr=X] [--logs=DIR]
+#                     [--lr=X] [--logs=DIR] [--timeline=fast|replayed]
+#                     [--patience=D] [--local_steps=N]
 #   --sync      synchronisation policy (default rog)
 #   --staleness the bound S for ssp and rog (default 4)
+#   --timeline  fast: the traces' recorded cadence (default); replayed: the
+#               paper's replayed timeline, where a link holds a value for
+#               10-90 s (outdoors-replayed-wN.tsv)
+#   --patience  rogd's --patience (default: rogd's default; 0 = off)
+#   --local_steps rogd's --detached_local_steps (default 0)
 #   --minutes   how long the team adapts (default 4.5, about 5 with startup)
 #   --quick     adapt for 60 s (the whole run within 2 minutes once built)
 #   --scale     multiply every trace's bandwidth (default 1)
@@ -25,7 +31,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-sync=rog staleness=4 seconds=270 scale=1 non_iid=() seed=1 lr=0.02 logs=
+sync=rog staleness=4 seconds=270 scale=1 non_iid=() seed=1 lr=0.02 logs= timeline=fast
+patience=() local_steps=0
 traces=../shared/traces; [ -d "$traces" ] || traces=tools/traces
 for a in "$@"; do
   case "$a" in
@@ -39,23 +46,28 @@ for a in "$@"; do
     --seed=*) seed="${a#*=}" ;;
     --lr=*) lr="${a#*=}" ;;
     --logs=*) logs="${a#*=}" ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --timeline=*) timeline="${a#*=}" ;;
+    --patience=*) patience=(--patience="${a#*=}") ;;
+    --local_steps=*) local_steps="${a#*=}" ;;
+    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run: unknown argument '$a' (see tools/run.sh --help)" >&2; exit 2 ;;
   esac
 done
 case "$sync" in bsp|ssp|rog) ;; *) echo "run: --sync must be bsp, ssp or rog" >&2; exit 2 ;; esac
+case "$timeline" in fast|replayed) ;; *) echo "run: --timeline must be fast or replayed" >&2; exit 2 ;; esac
+[[ "$local_steps" =~ ^[0-9]+$ ]] || { echo "run: --local_steps must be a whole number" >&2; exit 2; }
 [ "$seconds" -ge 10 ] 2>/dev/null || { echo "run: --minutes must be at least 0.2" >&2; exit 2; }
 for w in 1 2 3 4; do
-  if [ ! -f "$traces/outdoors-fast-w$w.tsv" ]; then
-    echo "run: $traces/outdoors-fast-w$w.tsv not found; ROG expects the shared folder beside" >&2
-    echo "run: the repository, or pass --traces=DIR holding outdoors-fast-w1..4.tsv" >&2
+  if [ ! -f "$traces/outdoors-$timeline-w$w.tsv" ]; then
+    echo "run: $traces/outdoors-$timeline-w$w.tsv not found; ROG expects the shared folder beside" >&2
+    echo "run: the repository, or pass --traces=DIR holding outdoors-$timeline-w1..4.tsv" >&2
     exit 2
   fi
 done
 
 tools/setup.sh || exit 1
 echo "run: building rogd, trace_relay and fmnist_worker (first time: a few minutes)"
-targets=(//server:rogd //tools:trace_relay //client/examples:fmnist_worker)
+targets=(//server:rogd //tools:trace_relay //tools:rogctl //client/examples:fmnist_worker)
 # In the background, so that a TERM or Ctrl-C during the build stops it at
 # once (bash runs traps only between foreground commands).
 bazel build --color=no --curses=no -c opt "${targets[@]}" >/tmp/rog-run-build.log 2>&1 &
@@ -106,6 +118,7 @@ sed 's/^/run: /' "$work/pretrain.log"
 
 "$bin/server/rogd" --listen=127.0.0.1:0 --port_file="$work/rogd.port" --sync="$sync" \
   --staleness="$staleness" --workers=4 --lease=60s --checkpoint_dir="$work" \
+  "${patience[@]}" --detached_local_steps="$local_steps" \
   > "$work/rogd.log" 2>&1 &
 pids+=($!)
 rogd_port=$(port_of "$work/rogd.port" "$work/rogd.log") || exit 1
@@ -114,7 +127,7 @@ echo "run:   bazel run //tools:rogctl -- --server=127.0.0.1:$rogd_port status|wo
 
 for w in 1 2 3 4; do
   "$bin/tools/trace_relay" --upstream="127.0.0.1:$rogd_port" --listen_port_file="$work/relay$w.port" \
-    --trace="$traces/outdoors-fast-w$w.tsv" --scale="$scale" > "$work/relay$w.log" 2>&1 &
+    --trace="$traces/outdoors-$timeline-w$w.tsv" --scale="$scale" > "$work/relay$w.log" 2>&1 &
   pids+=($!)
 done
 workers=()
@@ -128,7 +141,8 @@ for w in 1 2 3 4; do
 done
 
 shards=IID; [ ${#non_iid[@]} -gt 0 ] && shards=label-skewed
-echo "run: sync=$sync S=$staleness lr=$lr seed=$seed, $shards shards, 4 robots on outdoors-fast-w1..4 (scale $scale), adapting for $seconds s"
+patience_used=$(sed -nE 's/.* patience=([^ ]+) .*/\1/p' "$work/rogd.log" | head -1)
+echo "run: sync=$sync S=$staleness patience=${patience_used:-?} lr=$lr seed=$seed, $shards shards, 4 robots on outdoors-$timeline-w1..4 (scale $scale), adapting for $seconds s"
 echo "run: every 5 s: elapsed | per robot rN: iterations, degraded-test accuracy (every 10 s), stall share"
 start=$(date +%s)
 running=4
@@ -152,8 +166,12 @@ failed=0
 for i in 0 1 2 3; do
   wait "${workers[$i]}" || { failed=1; echo "run: robot$((i + 1)) failed; see $work/robot$((i + 1)).log" >&2; tail -3 "$work/robot$((i + 1)).log" >&2; }
 done
+# What rogd knew of every robot (detachments, late rows), for the benchmark.
+"$bin/tools/rogctl" --server="127.0.0.1:$rogd_port" workers --json > "$work/workers.json" 2>/dev/null ||
+  rm -f "$work/workers.json"
+detaches=$(grep -c "detached worker" "$work/rogd.log")
 echo
-echo "Summary: sync=$sync S=$staleness lr=$lr seed=$seed, $shards shards, $seconds s of adaptation, traces outdoors-fast-w1..4 × $scale"
+echo "Summary: sync=$sync S=$staleness patience=${patience_used:-?} lr=$lr seed=$seed, $shards shards, $seconds s of adaptation, traces outdoors-$timeline-w1..4 × $scale; rogd detached robots $detaches times"
 printf '%-8s %10s %7s %10s %11s %7s %8s %8s\n' robot iterations it/s "accuracy" "stall share" stalls "MB up" "MB down"
 for w in 1 2 3 4; do
   f=$(grep -E '^final' "$work/robot$w.log" | tail -1)

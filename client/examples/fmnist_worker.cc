@@ -198,7 +198,7 @@ class CsvFiles {
     std::fprintf(iters_,
                  "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,overshoot_s,"
                  "rows_up,bytes_up,payload_up,rows_down,bytes_down,payload_down,disconnected,"
-                 "busy_s\n");
+                 "busy_s,detached_s,local_step\n");
     std::fprintf(acc_, "unix_s,elapsed_s,iteration,accuracy\n");
     std::fflush(iters_);
     std::fflush(acc_);
@@ -210,14 +210,15 @@ class CsvFiles {
   }
   void Iteration(const rog::IterationStats& s) {
     if (iters_ == nullptr) return;
-    std::fprintf(iters_, "%.6f,%lu,%.6f,%d,%.6f,%.6f,%.6f,%.6f,%lu,%lu,%lu,%lu,%lu,%lu,%d,%.6f\n",
+    std::fprintf(iters_,
+                 "%.6f,%lu,%.6f,%d,%.6f,%.6f,%.6f,%.6f,%lu,%lu,%lu,%lu,%lu,%lu,%d,%.6f,%.6f,%d\n",
                  UnixSeconds(), static_cast<unsigned long>(s.iteration), s.stall_seconds,
                  s.stalled ? 1 : 0, s.compute_seconds, s.transmit_seconds, s.window_seconds,
                  s.overshoot_seconds, static_cast<unsigned long>(s.rows_up),
                  static_cast<unsigned long>(s.bytes_up), static_cast<unsigned long>(s.payload_up),
                  static_cast<unsigned long>(s.rows_down), static_cast<unsigned long>(s.bytes_down),
                  static_cast<unsigned long>(s.payload_down), s.disconnected ? 1 : 0,
-                 s.busy_seconds);
+                 s.busy_seconds, s.detached_seconds, s.detached ? 1 : 0);
     std::fflush(iters_);
   }
   void Accuracy(double elapsed, uint64_t iteration, double accuracy) {

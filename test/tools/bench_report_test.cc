@@ -158,5 +158,66 @@ TEST_CASE("summary.md states the ratios, every figure and the settings", "[bench
   CHECK(Ratio(5.2, 2) == "2.60×");
 }
 
+TEST_CASE("files since team patience carry detached time and local steps", "[bench]") {
+  auto it = ParseIterCsv(std::string(kIterHeader).substr(0, std::string(kIterHeader).size() - 1) +
+                             ",detached_s,local_step\n"
+                             "100,1,0.25,1,0.1,0.15,0.1,0,3,1100,1000,2,550,500,0,0.12,0,0\n"
+                             "110,2,0,0,0.1,0,0,0,0,0,0,0,0,0,0,0,9.5,1\n",
+                         "r.csv");
+  REQUIRE(it.ok());
+  REQUIRE(it->size() == 2);
+  CHECK((*it)[1].detached_s == 9.5);
+  CHECK((*it)[1].local_step);
+  RobotRun r;
+  r.id = "robot1";
+  r.iters = *it;
+  const RobotFigures f = Summarise(r);
+  CHECK(f.detached_s == 9.5);
+  CHECK(f.local_steps == 1);
+  const PolicyFigures p = CombinePolicy("rog", {r});
+  // Span: from 100 - 0.25 - 0.1 - 0.15 = 99.5 to 110.
+  CHECK(p.detached_share == Approx(9.5 / 10.5));
+}
+
+TEST_CASE("late rows add up over rogctl workers --json", "[bench]") {
+  auto late = LateRowsFromWorkersJson(
+      "{\"workers\":[{\"id\":\"a\",\"late_rows\":12,\"x\":1},{\"id\":\"b\",\"late_rows\":30}]}");
+  REQUIRE(late.ok());
+  CHECK(*late == 42);
+  CHECK_FALSE(LateRowsFromWorkersJson("{}").ok());
+  CHECK_FALSE(LateRowsFromWorkersJson("{\"workers\":[{\"late_rows\":x}]}").ok());
+}
+
+TEST_CASE("patience.md compares every run with the same policy without patience", "[bench]") {
+  auto robot = [](double span_per_iter, double detached, double acc) {
+    RobotRun r;
+    r.id = "robot1";
+    for (int i = 1; i <= 10; ++i) {
+      IterRecord it;
+      it.unix_s = i * span_per_iter;
+      it.iteration = i;
+      it.compute_s = span_per_iter - detached;
+      it.detached_s = detached;
+      r.iters.push_back(it);
+    }
+    r.acc = {{0, 0, 0, 0.2}, {0, 5, 5, acc}, {0, 10, 10, acc}};
+    return r;
+  };
+  StudyRun bsp0{"replayed", "bsp", 0, 0, CombinePolicy("bsp", {robot(1.0, 0, 0.70)})};
+  StudyRun rog0{"replayed", "rog", 0, 0, CombinePolicy("rog", {robot(1.0, 0, 0.70)})};
+  StudyRun rogp{"replayed", "rog", 0.5, 0, CombinePolicy("rog", {robot(0.1, 0.02, 0.71)})};
+  rogp.figures.late_rows = 7;
+  BenchSettings s;
+  s.command = "tools/bench.sh --study=patience";
+  const std::string md = PatienceMarkdown({bsp0, rog0, rogp}, s);
+  INFO(md);
+  CHECK(md.find("## replayed timeline") != std::string::npos);
+  CHECK(md.find("| ROG(4), patience 0.5s | 10.00 | 10.00× | 0.0% | 20.0% | 0 | 7 | 5 s |") !=
+        std::string::npos);
+  CHECK(md.find("| BSP, no patience | 1.00 | – |") != std::string::npos);
+  CHECK(md.find("(goal ≥ 5×: met)") != std::string::npos);
+  CHECK(md.find("final accuracy +1.00 points vs BSP") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace rog
