@@ -175,6 +175,8 @@ struct Worker::Impl {
   double begin_returned = 0;
   bool in_iteration = false;
   double total_compute = 0, total_transmit = 0, total_stall = 0, total_detached = 0;
+  // Waits of BeginIteration calls that timed out, for the next stats.
+  double carry_stall = 0, carry_detached = 0;
   uint64_t total_stalls = 0;
   double last_overshoot = 0;
 
@@ -952,6 +954,13 @@ absl::Status Worker::BeginIteration(absl::Span<float> params, double timeout_sec
     waited = true;
     const double now = Now();
     if (now >= until) {
+      // The wait counts all the same: in the totals now, and in the stats
+      // of the iteration that starts eventually.
+      const double stalled = now - t0 - detached_wait;
+      m.carry_stall += stalled;
+      m.carry_detached += detached_wait;
+      m.total_stall += stalled;
+      m.total_detached += detached_wait;
       return absl::DeadlineExceededError(
           absl::StrCat("worker '", m.opt.worker_id, "' could not start iteration ",
                        m.state.clock() + 1, " within ", timeout_seconds, " s: ", m.WaitReason()));
@@ -967,11 +976,15 @@ absl::Status Worker::BeginIteration(absl::Span<float> params, double timeout_sec
   fresh.bytes_down = m.current.bytes_down;
   fresh.payload_down = m.current.payload_down;
   m.current = fresh;
-  m.current.detached_seconds = std::min(detached_wait, now - t0);
-  m.total_detached += m.current.detached_seconds;
-  m.current.stall_seconds = waited ? now - t0 - m.current.detached_seconds : 0;
-  m.current.stalled = waited && m.current.stall_seconds > 0;
-  m.total_stall += m.current.stall_seconds;
+  detached_wait = std::min(detached_wait, now - t0);
+  const double stalled = waited ? now - t0 - detached_wait : 0;
+  m.total_detached += detached_wait;
+  m.total_stall += stalled;
+  // Earlier calls that timed out waiting for this iteration count too.
+  m.current.detached_seconds = detached_wait + m.carry_detached;
+  m.current.stall_seconds = stalled + m.carry_stall;
+  m.carry_stall = m.carry_detached = 0;
+  m.current.stalled = (waited && stalled > 0) || m.current.stall_seconds > 0;
   if (m.current.stalled) ++m.total_stalls;
   if (m.detached) {
     // A local step: outside the bound.
@@ -1171,6 +1184,16 @@ uint64_t Worker::clock() const {
 bool Worker::connected() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->active;
+}
+
+double Worker::stall_seconds() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->total_stall;
+}
+
+double Worker::detached_seconds() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->total_detached;
 }
 
 bool Worker::detached() const {

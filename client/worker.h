@@ -196,6 +196,10 @@ class Worker {
   // how often that happened.
   bool detached() const;
   uint64_t detaches() const;
+  // Seconds BeginIteration waited in all, at the bound or for a connection
+  // (stall) and while detached, including calls that timed out.
+  double stall_seconds() const;
+  double detached_seconds() const;
   // Acknowledged batches replayed to a rogd that restarted from a
   // checkpoint, and those dropped from the replay buffer before rogd
   // checkpointed them (see WorkerOptions::replay_buffer_bytes).

@@ -60,7 +60,7 @@ constexpr absl::string_view kIterHeader =
 constexpr absl::string_view kIterHeaderPatience =
     "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,overshoot_s,rows_up,"
     "bytes_up,payload_up,rows_down,bytes_down,payload_down,disconnected,busy_s,detached_s,"
-    "local_step";
+    "kind";
 constexpr absl::string_view kAccHeader = "unix_s,elapsed_s,iteration,accuracy";
 
 }  // namespace
@@ -90,12 +90,17 @@ absl::StatusOr<std::vector<IterRecord>> ParseIterCsv(absl::string_view text,
     r.stalled = stalled != 0;
     r.disconnected = disconnected != 0;
     if (patience) {
-      int local = 0;
+      int kind = 0;
       for (absl::Status s :
-           {Field(f[16], name, line, &r.detached_s), Field(f[17], name, line, &local)}) {
+           {Field(f[16], name, line, &r.detached_s), Field(f[17], name, line, &kind)}) {
         if (!s.ok()) return s;
       }
-      r.local_step = local != 0;
+      if (kind < 0 || kind > 2) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, " line ", line, ": kind must be 0, 1 or 2, not ", kind));
+      }
+      r.local_step = kind == 1;
+      r.no_iteration = kind == 2;
     }
     out.push_back(r);
   }
@@ -144,7 +149,7 @@ RobotFigures Summarise(const RobotRun& run) {
   const double begin =
       first.unix_s - first.stall_s - first.detached_s - first.compute_s - first.transmit_s;
   f.span_s = std::max(1e-9, run.iters.back().unix_s - begin);
-  f.iterations = run.iters.size();
+  for (const IterRecord& r : run.iters) f.iterations += r.no_iteration ? 0 : 1;
   f.iterations_per_s = f.iterations / f.span_s;
   for (const IterRecord& r : run.iters) {
     f.compute_s += r.compute_s;

@@ -30,10 +30,13 @@ struct IterRecord {
   bool disconnected = false;
   double busy_s = 0;  // start of the push to its last ack (no paced wait)
   // Team patience: BeginStep's wait while rogd had the robot detached, and
-  // whether the iteration was a local step taken detached. Files written
-  // before patience lack both columns (read as 0).
+  // the record's kind: an iteration, a local step taken detached, or no
+  // iteration (the adaptation time ran out during BeginStep's wait; the
+  // record carries that wait). Files written before patience lack both
+  // columns (read as 0, an iteration).
   double detached_s = 0;
   bool local_step = false;
+  bool no_iteration = false;
 };
 
 // One row of ID.acc.csv: an evaluation on degraded test images; the last

@@ -198,7 +198,7 @@ class CsvFiles {
     std::fprintf(iters_,
                  "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,overshoot_s,"
                  "rows_up,bytes_up,payload_up,rows_down,bytes_down,payload_down,disconnected,"
-                 "busy_s,detached_s,local_step\n");
+                 "busy_s,detached_s,kind\n");
     std::fprintf(acc_, "unix_s,elapsed_s,iteration,accuracy\n");
     std::fflush(iters_);
     std::fflush(acc_);
@@ -208,7 +208,10 @@ class CsvFiles {
     if (iters_ != nullptr) std::fclose(iters_);
     if (acc_ != nullptr) std::fclose(acc_);
   }
-  void Iteration(const rog::IterationStats& s) {
+  // kind: 0 an iteration, 1 a local step taken while detached, 2 no
+  // iteration: the adaptation time ran out while BeginStep waited (its wait
+  // only, so that every robot's records cover the whole time).
+  void Iteration(const rog::IterationStats& s, int kind) {
     if (iters_ == nullptr) return;
     std::fprintf(iters_,
                  "%.6f,%lu,%.6f,%d,%.6f,%.6f,%.6f,%.6f,%lu,%lu,%lu,%lu,%lu,%lu,%d,%.6f,%.6f,%d\n",
@@ -218,7 +221,7 @@ class CsvFiles {
                  static_cast<unsigned long>(s.bytes_up), static_cast<unsigned long>(s.payload_up),
                  static_cast<unsigned long>(s.rows_down), static_cast<unsigned long>(s.bytes_down),
                  static_cast<unsigned long>(s.payload_down), s.disconnected ? 1 : 0,
-                 s.busy_seconds, s.detached_seconds, s.detached ? 1 : 0);
+                 s.busy_seconds, s.detached_seconds, kind);
     std::fflush(iters_);
   }
   void Accuracy(double elapsed, uint64_t iteration, double accuracy) {
@@ -306,6 +309,8 @@ int main(int argc, char** argv) {
     }
   }
   uint64_t stalls = 0, up = 0, down = 0, iter = 0;
+  // The worker's wait totals when the last record was written.
+  double stall_total = 0, detached_total = 0;
   const int batch = absl::GetFlag(FLAGS_batch);
   while (elapsed() < absl::GetFlag(FLAGS_seconds)) {
     if (elapsed() >= next_eval) {
@@ -320,7 +325,27 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       next_progress = elapsed() + absl::GetFlag(FLAGS_progress_every);
     }
-    absl::Status s = (*rog)->BeginStep(120);
+    // Wait in slices, so that the adaptation time ends on time even while
+    // rogd has this robot detached (its link too slow for the team; it
+    // pauses until reattached). Any other wait longer than 120 s fails.
+    absl::Status s;
+    double waited = 0;
+    while (elapsed() < absl::GetFlag(FLAGS_seconds)) {
+      const double slice = std::min(5.0, absl::GetFlag(FLAGS_seconds) - elapsed());
+      s = (*rog)->BeginStep(std::max(slice, 0.01));
+      if (!absl::IsDeadlineExceeded(s)) break;
+      if (!(*rog)->worker().detached()) waited += slice;
+      if (waited >= 120) break;
+    }
+    if (absl::IsDeadlineExceeded(s) && waited < 120) {
+      // The time is up while waiting: record the wait.
+      rog::IterationStats tail;
+      tail.iteration = iter;
+      tail.stall_seconds = (*rog)->worker().stall_seconds() - stall_total;
+      tail.detached_seconds = (*rog)->worker().detached_seconds() - detached_total;
+      csv.Iteration(tail, 2);
+      break;
+    }
     if (!s.ok()) {
       std::fprintf(stderr, "fmnist_worker %s: %s\n", id.c_str(), std::string(s.message()).c_str());
       return 1;
@@ -339,7 +364,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     iter = st->iteration;
-    csv.Iteration(*st);
+    csv.Iteration(*st, st->detached ? 1 : 0);
+    stall_total = (*rog)->worker().stall_seconds();
+    detached_total = (*rog)->worker().detached_seconds();
     stall += st->stall_seconds;
     stalls += st->stalled;
     up += st->bytes_up;

@@ -160,23 +160,28 @@ TEST_CASE("summary.md states the ratios, every figure and the settings", "[bench
 
 TEST_CASE("files since team patience carry detached time and local steps", "[bench]") {
   auto it = ParseIterCsv(std::string(kIterHeader).substr(0, std::string(kIterHeader).size() - 1) +
-                             ",detached_s,local_step\n"
+                             ",detached_s,kind\n"
                              "100,1,0.25,1,0.1,0.15,0.1,0,3,1100,1000,2,550,500,0,0.12,0,0\n"
-                             "110,2,0,0,0.1,0,0,0,0,0,0,0,0,0,0,0,9.5,1\n",
+                             "110,2,0,0,0.1,0,0,0,0,0,0,0,0,0,0,0,9.5,1\n"
+                             "120,2,0.5,0,0,0,0,0,0,0,0,0,0,0,0,0,9.5,2\n",
                          "r.csv");
   REQUIRE(it.ok());
-  REQUIRE(it->size() == 2);
+  REQUIRE(it->size() == 3);
   CHECK((*it)[1].detached_s == 9.5);
   CHECK((*it)[1].local_step);
+  CHECK((*it)[2].no_iteration);
   RobotRun r;
   r.id = "robot1";
   r.iters = *it;
   const RobotFigures f = Summarise(r);
-  CHECK(f.detached_s == 9.5);
+  // The last record is the wait the adaptation time cut: time, no iteration.
+  CHECK(f.iterations == 2);
+  CHECK(f.detached_s == 19);
   CHECK(f.local_steps == 1);
   const PolicyFigures p = CombinePolicy("rog", {r});
-  // Span: from 100 - 0.25 - 0.1 - 0.15 = 99.5 to 110.
-  CHECK(p.detached_share == Approx(9.5 / 10.5));
+  // Span: from 100 - 0.25 - 0.1 - 0.15 = 99.5 to 120.
+  CHECK(p.detached_share == Approx(19 / 20.5));
+  CHECK(p.iterations_per_s == Approx(2 / 20.5));
 }
 
 TEST_CASE("late rows add up over rogctl workers --json", "[bench]") {
