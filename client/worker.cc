@@ -366,7 +366,8 @@ struct Worker::Impl {
     absl::StatusOr<std::vector<RowId>> rows = DecodeRowIds(
         absl::MakeConstSpan(b.row_delta().data(), b.row_delta_size()), layout.num_rows());
     if (!rows.ok()) return rows.status();
-    if (b.count_size() != static_cast<int>(rows->size()) ||
+    // `count` is optional downlink (rogd >= 0.1 leaves it empty).
+    if ((b.count_size() != 0 && b.count_size() != static_cast<int>(rows->size())) ||
         b.version_lag_size() != static_cast<int>(rows->size())) {
       return absl::InternalError("downlink batch index sizes differ");
     }

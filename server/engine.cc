@@ -411,7 +411,6 @@ struct Engine::Impl {
     const AttachedSet attached = AttachedWorkers();
     pb::RowBatch* b = m->mutable_batch();
     std::vector<RowId> rows;
-    std::vector<uint32_t> counts;
     std::string* payload = b->mutable_payload();
     if (r.resync_next < layout->num_rows()) {
       BatchFill fill(*layout, Codec::kFp32, opt.batch_bytes);
@@ -422,10 +421,7 @@ struct Engine::Impl {
       b->set_kind(pb::BATCH_KIND_VALUES);
       b->set_codec(pb::CODEC_FP32);
       b->set_applied_uplink_seq(r.last_applied);
-      for (RowId row : rows) {
-        state->TakeValues(r.index, row, payload);
-        counts.push_back(0);
-      }
+      for (RowId row : rows) state->TakeValues(r.index, row, payload);
     } else {
       BatchFill fill(*layout, opt.codec, opt.batch_bytes);
       if (r.stalled) {
@@ -462,17 +458,16 @@ struct Engine::Impl {
       for (RowId row : rows) {
         const uint32_t numel = layout->row(row).numel;
         decoded.resize(numel);
-        counts.push_back(static_cast<uint32_t>(std::min<uint64_t>(
-            state->TakeDownlink(r.index, row, opt.codec, payload, absl::MakeSpan(decoded)),
-            std::numeric_limits<uint32_t>::max())));
+        state->TakeDownlink(r.index, row, opt.codec, payload, absl::MakeSpan(decoded));
       }
     }
     if (rows.empty()) return false;
     b->set_seq(r.next_down_seq++);
     b->set_iteration(r.clock);
     for (uint32_t d : EncodeRowIds(rows)) b->add_row_delta(d);
+    // No `count` downlink: workers do not use it, and on the main job's
+    // model it was a quarter of the index bytes.
     for (size_t k = 0; k < rows.size(); ++k) {
-      b->add_count(counts[k]);
       const uint64_t version = ReportedVersion(r, rows[k], attached);
       b->add_version_lag(static_cast<int64_t>(r.clock) - static_cast<int64_t>(version));
     }

@@ -519,10 +519,8 @@ TEST_CASE("the first worker's initial values are validated too", "[protocol]") {
 // --- a slow link ------------------------------------------------------------------
 
 TEST_CASE("on a slow link the window cuts sharply", "[protocol][slow]") {
-  // ATP's own window: both links need 1.3 s for their MTA share, more than
-  // the default patience, which would cap the window below it.
-  auto rogd = RogdProcess::Start(
-      {"--sync=rog", "--staleness=2", "--workers=2", "--batch_bytes=4096", "--patience=0"});
+  auto rogd =
+      RogdProcess::Start({"--sync=rog", "--staleness=2", "--workers=2", "--batch_bytes=4096"});
   REQUIRE(rogd.ok());
   RateProxy::Options link;
   link.rate_bytes_per_sec = 250e3;  // 2 Mbit/s

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/convert.h"
@@ -92,6 +93,12 @@ absl::StatusOr<std::unique_ptr<RogdProcess>> RogdProcess::Start(std::vector<std:
   p->log_path_ = dir + "/rogd.log";
   std::vector<std::string> args = {RogdBinary(), absl::StrCat("--listen=127.0.0.1:", port),
                                    "--port_file=" + port_file};
+  // The paper's protocol unless a test asks for team patience: the checks of
+  // the bound (Team) assume every worker stays attached, and a loaded
+  // machine can stall a worker past rogd's default patience.
+  bool patience = false;
+  for (const std::string& f : flags) patience |= absl::StartsWith(f, "--patience");
+  if (!patience) args.push_back("--patience=0");
   args.insert(args.end(), flags.begin(), flags.end());
   const pid_t parent = getpid();
   const pid_t pid = fork();

@@ -24,7 +24,8 @@ namespace rog {
 class RogdProcess {
  public:
   // Starts rogd with `flags` (besides --listen and --port_file) and waits
-  // up to 20 s until it serves. `port` 0 picks a free port.
+  // up to 20 s until it serves. `port` 0 picks a free port. Without a
+  // --patience flag, rogd runs with --patience=0 (the paper's protocol).
   static absl::StatusOr<std::unique_ptr<RogdProcess>> Start(std::vector<std::string> flags,
                                                             int port = 0);
   ~RogdProcess();  // SIGKILL if still running
