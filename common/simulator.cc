@@ -81,7 +81,7 @@ struct Batch {
   std::vector<uint32_t> counts;
   // Downlink: each row's versions (every worker) the replica holds after it.
   std::vector<uint64_t> held;
-  std::vector<float> decoded;      // rows' decoded values, concatenated
+  std::vector<float> decoded;  // rows' decoded values, concatenated
   uint64_t wire = 0;
   uint64_t payload = 0;
 };
@@ -120,9 +120,9 @@ struct SimWorker {
 
   // Team patience.
   double detached_since = 0;
-  uint64_t detach_epoch = 0;      // tags this detachment's reattach ticks
-  uint32_t local_left = 0;        // local iterations it may still run
-  double good_since = -1;         // goodput good enough since (-1: not now)
+  uint64_t detach_epoch = 0;             // tags this detachment's reattach ticks
+  uint32_t local_left = 0;               // local iterations it may still run
+  double good_since = -1;                // goodput good enough since (-1: not now)
   RowId up_cursor = 0, down_cursor = 0;  // background round-robin
 
   SimWorkerReport report;
@@ -297,8 +297,8 @@ absl::StatusOr<SimReport> Simulation::Run() {
         if (!attached_[e.worker] && workers_[e.worker].detach_epoch == e.batch &&
             workers_[e.worker].phase != Phase::kDone) {
           EvaluateReattach(e.worker);
-          if (!attached_[e.worker]) Schedule(now_ + kReattachTick, EventType::kReattachTick,
-                                             e.worker, e.batch);
+          if (!attached_[e.worker])
+            Schedule(now_ + kReattachTick, EventType::kReattachTick, e.worker, e.batch);
         }
         break;
     }
@@ -438,8 +438,8 @@ void Simulation::OnComputeDone(size_t w) {
       goodputs.push_back(g);
     }
     double window = TransmissionWindow(goodputs, share, 0, 0);
-    if (patience() && !unknown) window = goodputs.empty() ? cfg_.patience
-                                                          : std::min(window, cfg_.patience);
+    if (patience() && !unknown)
+      window = goodputs.empty() ? cfg_.patience : std::min(window, cfg_.patience);
     if (window > 0) {
       sw.deadline = now_ + window;
       Schedule(sw.deadline, EventType::kWindowEnd, w);
@@ -660,8 +660,7 @@ void Simulation::OnDownlinkArrive(size_t w, uint64_t id) {
 void Simulation::OnEnd() {
   for (size_t w = 0; w < workers_.size(); ++w) {
     SimWorker& sw = workers_[w];
-    if (sw.phase == Phase::kStalled || sw.phase == Phase::kReady ||
-        sw.phase == Phase::kDetached) {
+    if (sw.phase == Phase::kStalled || sw.phase == Phase::kReady || sw.phase == Phase::kDetached) {
       TryStart(w);
     }
   }
@@ -736,9 +735,9 @@ void Simulation::CheckPatience() {
       for (size_t q : plan.waiting_for) {
         if (q == s || !attached_[q] || chosen[q]) continue;
         chosen[q] = true;
-        detach.emplace_back(q, absl::StrFormat(
-                                   "w%d kept w%d waiting %.2f s at the bound before iteration %d",
-                                   q, s, now_ - sw.phase_start, sw.state->clock() + 1));
+        detach.emplace_back(
+            q, absl::StrFormat("w%d kept w%d waiting %.2f s at the bound before iteration %d", q, s,
+                               now_ - sw.phase_start, sw.state->clock() + 1));
       }
     }
     if (detach.empty()) break;
@@ -803,8 +802,8 @@ void Simulation::StartDetached(size_t w) {
   const double jitter = cfg_.compute_jitter * (2 * rng.Uniform() - 1);
   sw.phase = Phase::kComputing;
   sw.phase_start = now_;
-  Schedule(now_ + cfg_.compute_seconds * sw.compute_factor * (1 + jitter),
-           EventType::kComputeDone, w);
+  Schedule(now_ + cfg_.compute_seconds * sw.compute_factor * (1 + jitter), EventType::kComputeDone,
+           w);
 }
 
 double Simulation::LinkGoodput(size_t w) const {
@@ -885,12 +884,12 @@ void Simulation::Reattach(size_t w) {
   attached_[w] = true;
   ++sw.report.reattaches;
   sw.report.detached_seconds += Clipped(sw.detached_since);
-  report_.transitions.push_back(SimTransition{
-      now_, w, true,
-      absl::StrFormat("w%d reattached: goodput %.3f Mbit/s moved its share in %.3f s "
-                      "(<= patience/2) for %.1f s; clock %d -> %d",
-                      w, 8e-6 * LinkGoodput(w), ExpectedShareBytes() / LinkGoodput(w),
-                      kReattachHold, own, clock)});
+  report_.transitions.push_back(
+      SimTransition{now_, w, true,
+                    absl::StrFormat("w%d reattached: goodput %.3f Mbit/s moved its share in %.3f s "
+                                    "(<= patience/2) for %.1f s; clock %d -> %d",
+                                    w, 8e-6 * LinkGoodput(w), ExpectedShareBytes() / LinkGoodput(w),
+                                    kReattachHold, own, clock)});
   RefreshKnown();
   sw.phase = Phase::kReady;
   TryStart(w);
@@ -972,9 +971,9 @@ std::string Simulation::Describe() const {
     static const char* kPhase[] = {"ready",   "computing", "transmitting",
                                    "stalled", "done",      "detached"};
     absl::StrAppend(&s, "w", w, "{", kPhase[static_cast<int>(sw.phase)],
-                    attached_[w] ? "" : " detached",
-                    " clock=", sw.state->clock(), " up_busy=", sw.up_busy,
-                    " down_busy=", sw.down_busy, " forced=", sw.forced.size(), "} ");
+                    attached_[w] ? "" : " detached", " clock=", sw.state->clock(),
+                    " up_busy=", sw.up_busy, " down_busy=", sw.down_busy,
+                    " forced=", sw.forced.size(), "} ");
   }
   return s;
 }
