@@ -48,8 +48,8 @@ ABSL_FLAG(double, patience, 0,
           "Team patience in seconds (0: off, the paper's behaviour). ROG's window never exceeds "
           "it and ignores links that cannot move their MTA share within it; a worker stalled at "
           "the bound this long detaches the workers it waits for (every policy). Detached "
-          "workers drain in the background and reattach when their goodput moves their share "
-          "within patience/2 for 1 s. Adds the columns detached share, detaches/reattaches "
+          "workers drain in the background and reattach, once drained, when their goodput "
+          "moves their share within patience/2 for 1 s. Adds the columns detached share, detaches/reattaches "
           "and late rows");
 ABSL_FLAG(uint32_t, detached_local_steps, 0,
           "With --patience: local iterations a detached worker may run per detachment "
