@@ -186,7 +186,7 @@ TEST_CASE(
   c.workers = 4;
   c.staleness = 3;
   c.seconds = 90;
-  c.compute_seconds = 0.1;
+  c.compute_seconds = 0.2;
   c.compute_factors = {1.0, 0.9, 1.2, 1.0};
   // Worker 0 dies for a minute at 0.01 Mbit/s; worker 2 goes to exactly 0
   // for 15 s in the middle of it and to 0.01 Mbit/s for 10 s after it.
