@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/batch_plan.h"
 #include "common/goodput.h"
 #include "common/mta.h"
@@ -45,7 +46,21 @@ uint64_t SeedFor(uint64_t seed, size_t worker, uint64_t iteration, uint64_t purp
   return Mix(Mix(Mix(seed ^ (purpose << 56)) ^ worker) ^ iteration);
 }
 
-enum class EventType { kComputeDone, kUplinkArrive, kDownlinkArrive, kWindowEnd, kEnd };
+enum class EventType {
+  kComputeDone,
+  kUplinkArrive,
+  kDownlinkArrive,
+  kWindowEnd,
+  kEnd,
+  kPatience,      // a stall may have lasted the patience
+  kReattachTick,  // a detached worker's link is measured again
+};
+
+// Team patience: how long a detached worker's goodput must stay good enough
+// before it reattaches, and how often it is looked at in between (besides at
+// every acknowledged batch).
+constexpr double kReattachHold = 1.0;
+constexpr double kReattachTick = 0.05;
 
 struct Event {
   double time;
@@ -64,13 +79,16 @@ struct EventLater {
 struct Batch {
   std::vector<RowId> rows;
   std::vector<uint32_t> counts;
-  std::vector<uint64_t> versions;  // downlink: the lowest other-worker version held after
-  std::vector<float> decoded;      // rows' decoded values, concatenated
+  // Downlink: each row's versions (every worker) the replica holds after it.
+  std::vector<uint64_t> held;
+  std::vector<float> decoded;  // rows' decoded values, concatenated
   uint64_t wire = 0;
   uint64_t payload = 0;
 };
 
-enum class Phase { kReady, kComputing, kTransmitting, kStalled, kDone };
+// kDetached: detached and paused (a detached worker running a local step is
+// kComputing).
+enum class Phase { kReady, kComputing, kTransmitting, kStalled, kDone, kDetached };
 
 struct SimWorker {
   std::unique_ptr<WorkerState> state;
@@ -91,6 +109,21 @@ struct SimWorker {
 
   GoodputEstimator up_goodput;
   GoodputEstimator down_goodput;
+  // The batch in flight each way (sent when, wire bytes) and the last ack.
+  double up_sent = 0, down_sent = 0;
+  uint64_t up_wire = 0, down_wire = 0;
+  double up_last_ack = -kInf, down_last_ack = -kInf;
+
+  // What the replica holds of every worker, row by row (the server's copy
+  // versions as of the last batch that arrived).
+  VersionStore held;
+
+  // Team patience.
+  double detached_since = 0;
+  uint64_t detach_epoch = 0;             // tags this detachment's reattach ticks
+  uint32_t local_left = 0;               // local iterations it may still run
+  double good_since = -1;                // goodput good enough since (-1: not now)
+  RowId up_cursor = 0, down_cursor = 0;  // background round-robin
 
   SimWorkerReport report;
   double staleness_sum = 0;
@@ -137,6 +170,21 @@ class Simulation {
   }
   void ReplanStalls();
   void CheckBound(size_t w);
+  // Team patience.
+  bool patience() const { return cfg_.patience > 0; }
+  void CheckPatience();
+  void Detach(size_t q, const std::string& reason);
+  void StartDetached(size_t w);
+  void EvaluateReattach(size_t w);
+  void Reattach(size_t w);
+  double LinkGoodput(size_t w) const;
+  // Re-derives every replica's lowest held version per row after the
+  // attached set changed (rogd recomputes MayStart from the copies).
+  void RefreshKnown();
+  // The version a replica holding `count` real iterations of worker q holds:
+  // a reattach raised q's versions past iterations it never ran (raises_).
+  double EffectiveVersion(size_t q, double count) const;
+  uint64_t ExpectedShareBytes() const { return static_cast<uint64_t>(mta_ * model_wire_bytes_); }
   void Drain();
   std::string Describe() const;
 
@@ -162,6 +210,10 @@ class Simulation {
   SimReport report_;
   std::string scratch_;
   std::vector<float> update_;
+  std::vector<float> zeros_;
+  // Per worker: (real iterations at a reattach, versions raised past them).
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> raises_;
+  bool in_patience_ = false;
 };
 
 absl::StatusOr<SimReport> Simulation::Run() {
@@ -177,6 +229,9 @@ absl::StatusOr<SimReport> Simulation::Run() {
   if (cfg_.batch_bytes < 64) return absl::InvalidArgumentError("batch_bytes must be >= 64");
   if (cfg_.max_update < 1 || cfg_.max_update > 1000) {
     return absl::InvalidArgumentError("max_update must be between 1 and 1000");
+  }
+  if (!(cfg_.patience >= 0) || !std::isfinite(cfg_.patience)) {
+    return absl::InvalidArgumentError("patience must be >= 0 seconds (0: off)");
   }
   if (cfg_.compute_factors.empty()) cfg_.compute_factors = {1.0};
   static const Trace kDefaultTrace = Trace::Constant(100);
@@ -204,7 +259,10 @@ absl::StatusOr<SimReport> Simulation::Run() {
     sw.trace = cfg_.traces.empty() ? &kDefaultTrace : &cfg_.traces[w % cfg_.traces.size()];
     sw.compute_factor = cfg_.compute_factors[w % cfg_.compute_factors.size()];
     sw.is_forced.assign(layout_.num_rows(), false);
+    sw.held = VersionStore(layout_.num_rows(), n);
   }
+  raises_.resize(n);
+  zeros_.assign(layout_.max_row_numel(), 0.0f);
 
   Schedule(cfg_.seconds, EventType::kEnd, 0);
   for (size_t w = 0; w < n; ++w) TryStart(w);
@@ -232,6 +290,17 @@ absl::StatusOr<SimReport> Simulation::Run() {
       case EventType::kEnd:
         OnEnd();
         break;
+      case EventType::kPatience:
+        CheckPatience();
+        break;
+      case EventType::kReattachTick:
+        if (!attached_[e.worker] && workers_[e.worker].detach_epoch == e.batch &&
+            workers_[e.worker].phase != Phase::kDone) {
+          EvaluateReattach(e.worker);
+          if (!attached_[e.worker])
+            Schedule(now_ + kReattachTick, EventType::kReattachTick, e.worker, e.batch);
+        }
+        break;
     }
   }
   for (size_t w = 0; w < n; ++w) {
@@ -254,6 +323,10 @@ absl::StatusOr<SimReport> Simulation::Run() {
 void Simulation::TryStart(size_t w) {
   SimWorker& sw = workers_[w];
   if (sw.phase == Phase::kDone || sw.phase == Phase::kComputing) return;
+  if (!attached_[w]) {
+    StartDetached(w);
+    return;
+  }
   if (now_ >= cfg_.seconds) {
     if (sw.phase == Phase::kStalled) sw.report.stall_seconds += Clipped(sw.phase_start);
     sw.phase = Phase::kDone;
@@ -264,6 +337,7 @@ void Simulation::TryStart(size_t w) {
       sw.phase = Phase::kStalled;
       sw.phase_start = now_;
       ++sw.report.stalls;
+      if (patience()) Schedule(now_ + cfg_.patience, EventType::kPatience, w);
       ReplanStalls();
     }
     return;
@@ -292,7 +366,7 @@ void Simulation::CheckBound(size_t w) {
     if (info.numel < n) continue;
     for (size_t q = 0; q < n; ++q) {
       if (q == w || !attached_[q]) continue;
-      const double held = replica[info.offset + q] - initial_[info.offset + q];
+      const double held = EffectiveVersion(q, replica[info.offset + q] - initial_[info.offset + q]);
       if (held < static_cast<double>(needed)) violated = true;
       const double lag = std::max(0.0, static_cast<double>(clock) - held);
       workers_[w].report.max_staleness =
@@ -311,6 +385,7 @@ void Simulation::OnComputeDone(size_t w) {
   if (now_ > cfg_.seconds) {
     // The iteration finished after training time: it does not count, and its
     // update is never produced.
+    if (!attached_[w]) sw.report.detached_seconds += Clipped(sw.detached_since);
     sw.phase = Phase::kDone;
     return;
   }
@@ -336,20 +411,35 @@ void Simulation::OnComputeDone(size_t w) {
   sw.state->ApplyLocalUpdate(update_);
   ++sw.report.iterations;
 
+  if (!attached_[w]) {
+    // Detached: no window, no plans; the uplink drains in the background.
+    sw.phase = Phase::kDetached;
+    KickUplink(w);
+    TryStart(w);
+    return;
+  }
   sw.phase = Phase::kTransmitting;
   sw.phase_start = now_;
   sw.last_arrival = now_;
   sw.deadline = kInf;
   if (cfg_.policy == SyncPolicy::kRog) {
+    const double share = mta_ * static_cast<double>(model_wire_bytes_);
     std::vector<double> goodputs;
+    bool unknown = false;
     for (size_t q = 0; q < n; ++q) {
       if (!attached_[q]) continue;
       const SimWorker& o = workers_[q];
       const bool known = o.up_goodput.has_estimate() && o.down_goodput.has_estimate();
-      goodputs.push_back(known ? std::min(o.up_goodput.rate(), o.down_goodput.rate()) : 0.0);
+      const double g = known ? std::min(o.up_goodput.rate(), o.down_goodput.rate()) : 0.0;
+      // Patience: a link too slow to move its share within the patience no
+      // longer sets the window (one without an estimate still lifts it).
+      if (patience() && g > 0 && share / g > cfg_.patience) continue;
+      unknown = unknown || !(g > 0);
+      goodputs.push_back(g);
     }
-    const double window =
-        TransmissionWindow(goodputs, mta_ * static_cast<double>(model_wire_bytes_), 0, 0);
+    double window = TransmissionWindow(goodputs, share, 0, 0);
+    if (patience() && !unknown)
+      window = goodputs.empty() ? cfg_.patience : std::min(window, cfg_.patience);
     if (window > 0) {
       sw.deadline = now_ + window;
       Schedule(sw.deadline, EventType::kWindowEnd, w);
@@ -414,7 +504,18 @@ void Simulation::KickUplink(size_t w) {
     sw.is_forced[r] = false;
     if (ws.unpushed(r) > 0) fill.Add(r);
   }
-  if (sw.phase == Phase::kTransmitting) {
+  if (!attached_[w]) {
+    // Detached: everything unpushed, no window, round robin over the rows so
+    // that local steps cannot starve the later ones.
+    const RowId rows = layout_.num_rows();
+    for (RowId k = 0; k < rows; ++k) {
+      const RowId r = (sw.up_cursor + k) % rows;
+      if (ws.unpushed(r) == 0 || fill.Has(r)) continue;
+      if (!fill.Fits(r)) break;
+      fill.Add(r);
+      sw.up_cursor = (r + 1) % rows;
+    }
+  } else if (sw.phase == Phase::kTransmitting) {
     FillFromPlan(&sw.up, now_ < sw.deadline, SpeculativeAllowed(w), &fill,
                  [&](RowId r) { return ws.unpushed(r) == 0; });  // pushed on request
   }
@@ -435,6 +536,8 @@ void Simulation::KickUplink(size_t w) {
   const std::vector<uint64_t> lags(rows.size(), 0);
   b.wire = b.payload + IndexBytes(b.rows, b.counts, lags) + kBatchHeaderBytes;
   sw.up_busy = true;
+  sw.up_sent = now_;
+  sw.up_wire = b.wire;
   sw.up_goodput.OnSend(now_, b.wire);
   Schedule(sw.trace->TransferEnd(now_, static_cast<double>(b.wire), cfg_.trace_scale),
            EventType::kUplinkArrive, w, id);
@@ -452,7 +555,17 @@ void Simulation::KickDownlink(size_t w) {
     if (!fill.Fits(r)) break;
     fill.Add(r);
   }
-  if (sw.phase == Phase::kTransmitting) {
+  if (!attached_[w]) {
+    // Detached: every pending row, no window, round robin.
+    const RowId rows = layout_.num_rows();
+    for (RowId k = 0; k < rows; ++k) {
+      const RowId r = (sw.down_cursor + k) % rows;
+      if (!server_->HasPending(w, r) || fill.Has(r)) continue;
+      if (!fill.Fits(r)) break;
+      fill.Add(r);
+      sw.down_cursor = (r + 1) % rows;
+    }
+  } else if (sw.phase == Phase::kTransmitting) {
     const bool open = now_ < sw.deadline;
     const bool speculate = SpeculativeAllowed(w);
     // Time left in the window: stream what other workers pushed since.
@@ -475,8 +588,9 @@ void Simulation::KickDownlink(size_t w) {
     const uint64_t included = server_->TakeDownlink(
         w, r, cfg_.codec, &scratch_, absl::MakeSpan(b.decoded.data() + at, info.numel));
     b.counts.push_back(static_cast<uint32_t>(included));
-    const uint64_t version = MinOtherVersion(server_->copy_versions(w), r, w, attached_);
-    b.versions.push_back(version);
+    const VersionStore& copy = server_->copy_versions(w);
+    for (size_t q = 0; q < workers_.size(); ++q) b.held.push_back(copy.Get(r, q));
+    const uint64_t version = MinOtherVersion(copy, r, w, attached_);
     // The wire carries iteration − version zigzag-coded (it may be negative).
     const int64_t lag = static_cast<int64_t>(clock) - static_cast<int64_t>(version);
     lags.push_back(lag >= 0 ? 2 * static_cast<uint64_t>(lag) : 2 * static_cast<uint64_t>(-lag) - 1);
@@ -484,6 +598,8 @@ void Simulation::KickDownlink(size_t w) {
   }
   b.wire = b.payload + IndexBytes(b.rows, b.counts, lags) + kBatchHeaderBytes;
   sw.down_busy = true;
+  sw.down_sent = now_;
+  sw.down_wire = b.wire;
   sw.down_goodput.OnSend(now_, b.wire);
   Schedule(sw.trace->TransferEnd(now_, static_cast<double>(b.wire), cfg_.trace_scale),
            EventType::kDownlinkArrive, w, id);
@@ -495,6 +611,8 @@ void Simulation::OnUplinkArrive(size_t w, uint64_t id) {
   batches_.erase(id);
   sw.up_busy = false;
   sw.up_goodput.OnAck(now_, b.wire);
+  sw.up_last_ack = now_;
+  if (!attached_[w]) sw.report.late_rows += b.rows.size();
   size_t at = 0;
   for (size_t k = 0; k < b.rows.size(); ++k) {
     const uint32_t numel = layout_.row(b.rows[k]).numel;
@@ -509,6 +627,7 @@ void Simulation::OnUplinkArrive(size_t w, uint64_t id) {
   ReplanStalls();
   for (size_t q = 0; q < workers_.size(); ++q) KickDownlink(q);
   MaybeEndPhase(w);
+  if (patience() && !attached_[w]) EvaluateReattach(w);
 }
 
 void Simulation::OnDownlinkArrive(size_t w, uint64_t id) {
@@ -517,11 +636,15 @@ void Simulation::OnDownlinkArrive(size_t w, uint64_t id) {
   batches_.erase(id);
   sw.down_busy = false;
   sw.down_goodput.OnAck(now_, b.wire);
+  sw.down_last_ack = now_;
+  const size_t n = workers_.size();
   size_t at = 0;
   for (size_t k = 0; k < b.rows.size(); ++k) {
-    const uint32_t numel = layout_.row(b.rows[k]).numel;
-    sw.state->ApplyDownlink(b.rows[k], absl::MakeConstSpan(b.decoded.data() + at, numel),
-                            b.versions[k]);
+    const RowId r = b.rows[k];
+    const uint32_t numel = layout_.row(r).numel;
+    for (size_t q = 0; q < n; ++q) sw.held.Set(r, q, b.held[k * n + q]);
+    sw.state->ApplyDownlink(r, absl::MakeConstSpan(b.decoded.data() + at, numel),
+                            MinOtherVersion(sw.held, r, w, attached_));
     at += numel;
   }
   sw.report.bytes_down += b.wire;
@@ -531,12 +654,15 @@ void Simulation::OnDownlinkArrive(size_t w, uint64_t id) {
   KickDownlink(w);
   if (sw.phase == Phase::kStalled) TryStart(w);
   MaybeEndPhase(w);
+  if (patience() && !attached_[w]) EvaluateReattach(w);
 }
 
 void Simulation::OnEnd() {
   for (size_t w = 0; w < workers_.size(); ++w) {
     SimWorker& sw = workers_[w];
-    if (sw.phase == Phase::kStalled || sw.phase == Phase::kReady) TryStart(w);
+    if (sw.phase == Phase::kStalled || sw.phase == Phase::kReady || sw.phase == Phase::kDetached) {
+      TryStart(w);
+    }
   }
 }
 
@@ -568,6 +694,7 @@ uint64_t Simulation::MinAttachedClock() const {
 }
 
 void Simulation::ReplanStalls() {
+  if (patience()) CheckPatience();
   for (size_t s = 0; s < workers_.size(); ++s) {
     if (workers_[s].phase != Phase::kStalled) continue;
     const StallPlan plan =
@@ -585,6 +712,209 @@ void Simulation::ReplanStalls() {
     }
     KickDownlink(s);
   }
+}
+
+// --- Team patience ---------------------------------------------------------
+
+void Simulation::CheckPatience() {
+  if (!patience() || in_patience_ || now_ >= cfg_.seconds) return;
+  in_patience_ = true;
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    // Every attached worker stalled at the bound for the patience detaches
+    // all attached workers it waits for, at once.
+    std::vector<std::pair<size_t, std::string>> detach;
+    std::vector<bool> chosen(workers_.size(), false);
+    for (size_t s = 0; s < workers_.size(); ++s) {
+      const SimWorker& sw = workers_[s];
+      if (!attached_[s] || sw.phase != Phase::kStalled) continue;
+      if (now_ < sw.phase_start + cfg_.patience) continue;
+      const StallPlan plan =
+          PlanStall(server_->versions(), server_->copy_versions(s), s, attached_, Needed(s));
+      for (size_t q : plan.waiting_for) {
+        if (q == s || !attached_[q] || chosen[q]) continue;
+        chosen[q] = true;
+        detach.emplace_back(
+            q, absl::StrFormat("w%d kept w%d waiting %.2f s at the bound before iteration %d", q, s,
+                               now_ - sw.phase_start, sw.state->clock() + 1));
+      }
+    }
+    if (detach.empty()) break;
+    for (const auto& d : detach) Detach(d.first, d.second);
+    RefreshKnown();
+    changed = true;
+    // Waiters may go on now, and so may workers holding for the slowest.
+    for (size_t s = 0; s < workers_.size(); ++s) {
+      if (attached_[s] && workers_[s].phase == Phase::kStalled) TryStart(s);
+    }
+    for (size_t s = 0; s < workers_.size(); ++s) MaybeEndPhase(s);
+  }
+  in_patience_ = false;
+}
+
+void Simulation::Detach(size_t q, const std::string& reason) {
+  SimWorker& sw = workers_[q];
+  attached_[q] = false;
+  ++sw.report.detaches;
+  sw.detached_since = now_;
+  sw.local_left = cfg_.detached_local_steps;
+  sw.good_since = -1;
+  ++sw.detach_epoch;
+  report_.transitions.push_back(SimTransition{now_, q, false, reason});
+  switch (sw.phase) {
+    case Phase::kStalled:
+      sw.report.stall_seconds += Clipped(sw.phase_start);
+      sw.phase = Phase::kDetached;
+      break;
+    case Phase::kTransmitting:
+      sw.report.transmit_seconds += Clipped(sw.phase_start);
+      sw.phase = Phase::kDetached;
+      break;
+    case Phase::kReady:
+      sw.phase = Phase::kDetached;
+      break;
+    default:  // computing: the iteration finishes, detached
+      break;
+  }
+  sw.deadline = kInf;
+  for (RowId r : sw.forced) sw.is_forced[r] = false;
+  sw.forced.clear();
+  Schedule(now_ + kReattachTick, EventType::kReattachTick, q, sw.detach_epoch);
+  TryStart(q);  // a local step, or pause
+  KickUplink(q);
+  KickDownlink(q);
+}
+
+void Simulation::StartDetached(size_t w) {
+  SimWorker& sw = workers_[w];
+  if (now_ >= cfg_.seconds) {
+    sw.report.detached_seconds += Clipped(sw.detached_since);
+    sw.detached_since = cfg_.seconds;
+    sw.phase = Phase::kDone;
+    return;
+  }
+  sw.phase = Phase::kDetached;
+  if (sw.local_left == 0) return;  // paused
+  --sw.local_left;
+  ++sw.report.local_steps;
+  Rng rng(SeedFor(cfg_.seed, w, sw.state->clock(), 2));
+  const double jitter = cfg_.compute_jitter * (2 * rng.Uniform() - 1);
+  sw.phase = Phase::kComputing;
+  sw.phase_start = now_;
+  Schedule(now_ + cfg_.compute_seconds * sw.compute_factor * (1 + jitter), EventType::kComputeDone,
+           w);
+}
+
+double Simulation::LinkGoodput(size_t w) const {
+  // What the link carries now: each direction's estimate from acks, never
+  // more than its unacknowledged batch shows so far (a link that died keeps
+  // its old estimate until the next ack, which may take a minute), and a
+  // direction idle for longer than the hold says nothing any more.
+  const SimWorker& sw = workers_[w];
+  double g = kInf;
+  auto look = [&](const GoodputEstimator& est, bool busy, double sent, uint64_t wire,
+                  double last_ack) {
+    if (!est.has_estimate()) return;
+    if (busy) {
+      double rate = est.rate();
+      if (now_ > sent) rate = std::min(rate, static_cast<double>(wire) / (now_ - sent));
+      g = std::min(g, rate);
+    } else if (now_ - last_ack <= kReattachHold) {
+      g = std::min(g, est.rate());
+    }
+  };
+  look(sw.up_goodput, sw.up_busy, sw.up_sent, sw.up_wire, sw.up_last_ack);
+  look(sw.down_goodput, sw.down_busy, sw.down_sent, sw.down_wire, sw.down_last_ack);
+  return g == kInf ? 0 : g;
+}
+
+void Simulation::EvaluateReattach(size_t w) {
+  SimWorker& sw = workers_[w];
+  if (attached_[w] || sw.phase == Phase::kDone || now_ >= cfg_.seconds) return;
+  const double g = LinkGoodput(w);
+  const bool good = g > 0 && static_cast<double>(ExpectedShareBytes()) / g <= cfg_.patience / 2;
+  if (!good) {
+    sw.good_since = -1;
+    return;
+  }
+  if (sw.good_since < 0) sw.good_since = now_;
+  if (now_ - sw.good_since < kReattachHold) return;
+  // Its own updates first: a reattach raises its versions, which may only
+  // cover iterations it never ran, so it waits until everything it ran is
+  // folded in (paused, uplink drained).
+  if (sw.phase != Phase::kDetached || sw.up_busy) return;
+  for (RowId r = 0; r < layout_.num_rows(); ++r) {
+    if (sw.state->unpushed(r) > 0) return;
+  }
+  Reattach(w);
+}
+
+void Simulation::Reattach(size_t w) {
+  SimWorker& sw = workers_[w];
+  const uint64_t own = sw.state->clock();
+  uint64_t slowest = std::numeric_limits<uint64_t>::max();
+  for (size_t q = 0; q < workers_.size(); ++q) {
+    if (q != w && attached_[q]) slowest = std::min(slowest, workers_[q].state->clock());
+  }
+  const uint64_t clock =
+      slowest == std::numeric_limits<uint64_t>::max() ? own : std::max(own, slowest);
+  if (clock > own) {
+    // Every row holds all `own` iterations (drained). Copies, replicas and
+    // batches on their way that hold all of them are raised with the rows.
+    uint64_t raised = 0;  // by earlier reattaches: `own` counts those too
+    for (const auto& raise : raises_[w]) raised += raise.second;
+    raises_[w].emplace_back(own - raised, clock - own);
+    server_->RaiseVersion(w, clock);
+    for (size_t a = 0; a < workers_.size(); ++a) {
+      if (a == w) continue;
+      for (RowId r = 0; r < layout_.num_rows(); ++r) {
+        if (workers_[a].held.Get(r, w) == own) workers_[a].held.Set(r, w, clock);
+      }
+    }
+    const size_t n = workers_.size();
+    for (auto& entry : batches_) {
+      std::vector<uint64_t>& held = entry.second.held;
+      for (size_t k = 0; k * n < held.size(); ++k) {
+        if (held[k * n + w] == own) held[k * n + w] = clock;
+      }
+    }
+    sw.state->Rebase(clock);
+  }
+  attached_[w] = true;
+  ++sw.report.reattaches;
+  sw.report.detached_seconds += Clipped(sw.detached_since);
+  report_.transitions.push_back(
+      SimTransition{now_, w, true,
+                    absl::StrFormat("w%d reattached: goodput %.3f Mbit/s moved its share in %.3f s "
+                                    "(<= patience/2) for %.1f s; clock %d -> %d",
+                                    w, 8e-6 * LinkGoodput(w), ExpectedShareBytes() / LinkGoodput(w),
+                                    kReattachHold, own, clock)});
+  RefreshKnown();
+  sw.phase = Phase::kReady;
+  TryStart(w);
+  ReplanStalls();
+  for (size_t q = 0; q < workers_.size(); ++q) MaybeEndPhase(q);
+}
+
+void Simulation::RefreshKnown() {
+  for (size_t a = 0; a < workers_.size(); ++a) {
+    SimWorker& sa = workers_[a];
+    for (RowId r = 0; r < layout_.num_rows(); ++r) {
+      const uint64_t known = MinOtherVersion(sa.held, r, a, attached_);
+      if (known == sa.state->known_version(r)) continue;
+      // Adding zeros changes no value; it records the version.
+      sa.state->ApplyDownlink(r, absl::MakeConstSpan(zeros_.data(), layout_.row(r).numel), known);
+    }
+  }
+}
+
+double Simulation::EffectiveVersion(size_t q, double count) const {
+  double version = count;
+  for (const auto& raise : raises_[q]) {
+    if (count >= static_cast<double>(raise.first)) version += static_cast<double>(raise.second);
+  }
+  return version;
 }
 
 void Simulation::Drain() {
@@ -638,10 +968,12 @@ std::string Simulation::Describe() const {
   std::string s;
   for (size_t w = 0; w < workers_.size(); ++w) {
     const SimWorker& sw = workers_[w];
-    static const char* kPhase[] = {"ready", "computing", "transmitting", "stalled", "done"};
+    static const char* kPhase[] = {"ready",   "computing", "transmitting",
+                                   "stalled", "done",      "detached"};
     absl::StrAppend(&s, "w", w, "{", kPhase[static_cast<int>(sw.phase)],
-                    " clock=", sw.state->clock(), " up_busy=", sw.up_busy,
-                    " down_busy=", sw.down_busy, " forced=", sw.forced.size(), "} ");
+                    attached_[w] ? "" : " detached", " clock=", sw.state->clock(),
+                    " up_busy=", sw.up_busy, " down_busy=", sw.down_busy,
+                    " forced=", sw.forced.size(), "} ");
   }
   return s;
 }
@@ -677,6 +1009,31 @@ uint64_t SimReport::bytes_up() const {
 uint64_t SimReport::bytes_down() const {
   uint64_t total = 0;
   for (const SimWorkerReport& w : workers) total += w.bytes_down;
+  return total;
+}
+
+double SimReport::detached_share() const {
+  if (workers.empty() || seconds <= 0) return 0;
+  double total = 0;
+  for (const SimWorkerReport& w : workers) total += w.detached_seconds;
+  return total / (workers.size() * seconds);
+}
+
+uint64_t SimReport::detaches() const {
+  uint64_t total = 0;
+  for (const SimWorkerReport& w : workers) total += w.detaches;
+  return total;
+}
+
+uint64_t SimReport::reattaches() const {
+  uint64_t total = 0;
+  for (const SimWorkerReport& w : workers) total += w.reattaches;
+  return total;
+}
+
+uint64_t SimReport::late_rows() const {
+  uint64_t total = 0;
+  for (const SimWorkerReport& w : workers) total += w.late_rows;
   return total;
 }
 

@@ -18,6 +18,22 @@
 // independently of any version bookkeeping, how many iterations of each
 // worker it holds; the simulator checks the staleness bound against them at
 // every compute start.
+//
+// Team patience (DESIGN.md "Team patience", semantics in issue 10's shared
+// spec), off when `patience` is 0: ROG's window counts only attached workers
+// whose expected MTA time fits in the patience and never exceeds it; a worker
+// stalled at the bound for `patience` seconds detaches every attached worker
+// it waits for (any policy). A detached worker leaves the bound and the
+// window, pushes all it has and receives every pending row in the background
+// (what it pushes is folded in and counted as late rows), and pauses training
+// or runs up to `detached_local_steps` local iterations. It reattaches when
+// its uplink is drained and its measured goodput (never more than what its
+// oldest unacknowledged batch shows) has moved its share (MTA share under
+// ROG, the whole model under BSP and SSP) within patience/2 for 1 s: its
+// clock becomes max(own, slowest attached other), its versions are raised to
+// it, and it catches up through the normal stall handling. The counters of
+// the bound check count those raised iterations as held by a replica that
+// holds every real iteration before them.
 #ifndef ROG_COMMON_SIMULATOR_H_
 #define ROG_COMMON_SIMULATOR_H_
 
@@ -66,6 +82,20 @@ struct SimConfig {
   int drain_rounds = 1;
   // Stop with an error instead of simulating past this many events.
   uint64_t max_events = 200'000'000;
+  // Team patience in seconds; 0: off (the paper's behaviour, today's results).
+  double patience = 0;
+  // With patience: local iterations a detached worker may run per detachment
+  // before it pauses (0: it pauses at once). Not subject to the bound.
+  uint32_t detached_local_steps = 0;
+};
+
+// One attach-state change of a worker, with the reason (rogd logs one line
+// for each).
+struct SimTransition {
+  double time = 0;
+  size_t worker = 0;
+  bool attached = false;  // true: reattached; false: detached
+  std::string reason;
 };
 
 struct SimWorkerReport {
@@ -86,6 +116,14 @@ struct SimWorkerReport {
   uint64_t max_staleness = 0;
   // Time past the window end until the last byte of the iteration arrived.
   std::vector<double> overshoots;
+  // Team patience: time spent detached (within the training time), how often
+  // the worker was detached and reattached, iterations it ran while detached,
+  // and rows of it folded while it was detached.
+  double detached_seconds = 0;
+  uint64_t detaches = 0;
+  uint64_t reattaches = 0;
+  uint64_t local_steps = 0;
+  uint64_t late_rows = 0;
 };
 
 struct SimReport {
@@ -93,7 +131,8 @@ struct SimReport {
   double seconds = 0;  // training time simulated
   std::vector<SimWorkerReport> workers;
   // Compute starts where a replica held fewer iterations of some other
-  // worker than the bound requires (must be 0).
+  // attached worker than the bound requires (must be 0). Detached workers
+  // are not checked, nor is anyone checked against them.
   uint64_t bound_violations = 0;
   uint64_t bound_checks = 0;
   // After draining: largest |replica - global| over workers and elements,
@@ -105,12 +144,19 @@ struct SimReport {
   double max_residual = 0;
   double max_update_element = 0;
   uint64_t events = 0;
+  // Detaches and reattaches in time order (empty without patience).
+  std::vector<SimTransition> transitions;
 
   double iterations_per_second() const;  // mean per worker
   double stall_share() const;            // stall time / (workers × seconds)
   uint64_t stalls() const;
   uint64_t bytes_up() const;
   uint64_t bytes_down() const;
+  // Team patience: detached time / (workers × seconds), and totals.
+  double detached_share() const;
+  uint64_t detaches() const;
+  uint64_t reattaches() const;
+  uint64_t late_rows() const;
 };
 
 // Runs one simulation. Errors: invalid config (InvalidArgument saying which

@@ -44,6 +44,18 @@ ABSL_FLAG(bool, laggard_mta_only, true,
           "ROG: the worker at the slowest clock sends only mandatory rows and its MTA share");
 ABSL_FLAG(uint32_t, pace_lead, 1,
           "ROG: iterations a worker may lead the slowest before it holds for its window");
+ABSL_FLAG(double, patience, 0,
+          "Team patience in seconds (0: off, the paper's behaviour). ROG's window never exceeds "
+          "it and ignores links that cannot move their MTA share within it; a worker stalled at "
+          "the bound this long detaches the workers it waits for (every policy). Detached "
+          "workers drain in the background and reattach, once drained, when their goodput "
+          "moves their share within patience/2 for 1 s. Adds the columns detached share, detaches/reattaches "
+          "and late rows");
+ABSL_FLAG(uint32_t, detached_local_steps, 0,
+          "With --patience: local iterations a detached worker may run per detachment "
+          "(0: it pauses)");
+ABSL_FLAG(bool, transitions, false,
+          "With --patience: print every detach and reattach with its reason");
 
 namespace {
 
@@ -115,8 +127,9 @@ int Fail(const absl::Status& status) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Simulates one ROG server and N workers on replayed bandwidth traces and compares "
-      "BSP, SSP(S) and ROG(S) on the same workload.\n"
-      "Example: bazel run //tools:sim -- --seconds=300 --staleness=4\n");
+      "BSP, SSP(S) and ROG(S) on the same workload, optionally with team patience.\n"
+      "Example: bazel run //tools:sim -- --seconds=300 --staleness=4\n"
+      "         bazel run //tools:sim -- --trace_filter=outdoors-replayed --patience=1\n");
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
   if (rest.size() > 1) {
     return Fail(absl::InvalidArgumentError(
@@ -149,6 +162,12 @@ int main(int argc, char** argv) {
   base.batch_bytes = absl::GetFlag(FLAGS_batch_bytes);
   base.pace_lead = absl::GetFlag(FLAGS_pace_lead);
   base.laggard_mta_only = absl::GetFlag(FLAGS_laggard_mta_only);
+  base.patience = absl::GetFlag(FLAGS_patience);
+  base.detached_local_steps = absl::GetFlag(FLAGS_detached_local_steps);
+  if (!(base.patience >= 0)) {
+    return Fail(absl::InvalidArgumentError("--patience must be >= 0 seconds (0: off)"));
+  }
+  const bool patience = base.patience > 0;
 
   std::printf(
       "model %s: %zu tensors, %zu rows, %.2f MB fp32 | %zu workers | S=%u (MTA %.3f) | "
@@ -158,6 +177,10 @@ int main(int argc, char** argv) {
       rog::MinimumTransmissionAmount(base.staleness),
       std::string(rog::CodecName(base.codec)).c_str(), base.seconds, base.compute_seconds,
       base.compute_jitter * 100, static_cast<unsigned long long>(base.seed));
+  if (patience) {
+    std::printf("  team patience %.3g s, detached workers run up to %u local steps\n",
+                base.patience, base.detached_local_steps);
+  }
   if (base.traces.empty()) std::printf("  every worker: a constant 100 Mbit/s link (no --traces)\n");
   for (size_t w = 0; w < base.workers && !base.traces.empty(); ++w) {
     const rog::Trace& t = base.traces[w % base.traces.size()];
@@ -165,11 +188,17 @@ int main(int argc, char** argv) {
                 std::filesystem::path(t.name()).filename().c_str(), t.mean_mbit(),
                 base.trace_scale);
   }
-  std::printf("\n%-6s %7s %8s %8s %8s %7s %7s %7s %8s %8s %8s %8s %s\n", "policy", "it/s",
+  // Without patience the table is exactly what it always was (tools/bench.sh
+  // embeds it); with patience three columns come before the per-worker ones.
+  const std::string extra_head1 =
+      patience ? absl::StrFormat(" %8s %9s %8s", "detached", "detaches/", "late") : "";
+  const std::string extra_head2 =
+      patience ? absl::StrFormat(" %8s %9s %8s", "share", "reattach.", "rows") : "";
+  std::printf("\n%-6s %7s %8s %8s %8s %7s %7s %7s %8s %8s %8s %8s%s %s\n", "policy", "it/s",
               "compute", "transmit", "stall", "stalls", "stale", "stale", "MB-up", "MB-down",
-              "oversh.", "oversh.", "per-worker it/s");
-  std::printf("%-6s %7s %8s %8s %8s %7s %7s %7s %8s %8s %8s %8s\n", "", "", "share", "share",
-              "share", "", "mean", "max", "", "", "p50 ms", "p99 ms");
+              "oversh.", "oversh.", extra_head1.c_str(), "per-worker it/s");
+  std::printf("%-6s %7s %8s %8s %8s %7s %7s %7s %8s %8s %8s %8s%s\n", "", "", "share", "share",
+              "share", "", "mean", "max", "", "", "p50 ms", "p99 ms", extra_head2.c_str());
   double bsp = 0, ssp = 0, rog_ips = 0;
   bool ok = true;
   for (rog::SyncPolicy policy : policies) {
@@ -192,15 +221,25 @@ int main(int argc, char** argv) {
     }
     const bool has_window = !overshoots.empty();
     const double worker_seconds = r->seconds * r->workers.size();
+    const std::string extra =
+        patience ? absl::StrFormat(" %7.1f%% %9s %8d", 100 * r->detached_share(),
+                                   absl::StrCat(r->detaches(), "/", r->reattaches()),
+                                   r->late_rows())
+                 : "";
     std::printf(
-        "%-6s %7.3f %7.1f%% %7.1f%% %7.1f%% %7llu %7.2f %7llu %8.1f %8.1f %8s %8s %s\n",
+        "%-6s %7.3f %7.1f%% %7.1f%% %7.1f%% %7llu %7.2f %7llu %8.1f %8.1f %8s %8s%s %s\n",
         std::string(rog::SyncPolicyName(policy)).c_str(), r->iterations_per_second(),
         100 * compute / worker_seconds, 100 * transmit / worker_seconds, 100 * r->stall_share(),
         static_cast<unsigned long long>(r->stalls()), stale_sum / r->workers.size(),
         static_cast<unsigned long long>(stale_max), r->bytes_up() / 1e6, r->bytes_down() / 1e6,
         has_window ? absl::StrFormat("%.0f", 1e3 * Percentile(overshoots, 0.5)).c_str() : "-",
         has_window ? absl::StrFormat("%.0f", 1e3 * Percentile(overshoots, 0.99)).c_str() : "-",
-        absl::StrJoin(per_worker, " ").c_str());
+        extra.c_str(), absl::StrJoin(per_worker, " ").c_str());
+    if (absl::GetFlag(FLAGS_transitions)) {
+      for (const rog::SimTransition& t : r->transitions) {
+        std::printf("       %9.3f s  %s\n", t.time, t.reason.c_str());
+      }
+    }
     if (r->bound_violations != 0 || r->max_replica_error != 0 || r->max_sum_error != 0) {
       if (rog::IsLossless(cfg.codec)) ok = false;
       std::printf("       ! bound violations %llu of %llu checks, replica error %g, sum error %g\n",
@@ -216,8 +255,8 @@ int main(int argc, char** argv) {
   if (rog_ips > 0 && bsp > 0) std::printf("ROG/BSP throughput: %.2fx\n", rog_ips / bsp);
   if (rog_ips > 0 && ssp > 0) std::printf("ROG/SSP throughput: %.2fx\n", rog_ips / ssp);
   std::printf(
-      "invariants (staleness bound at every compute start, exact conservation after "
+      "invariants (staleness bound at every compute start%s, exact conservation after "
       "draining): %s\n",
-      ok ? "hold" : "VIOLATED");
+      patience ? " among attached workers" : "", ok ? "hold" : "VIOLATED");
   return ok ? 0 : 1;
 }

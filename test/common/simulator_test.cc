@@ -2,7 +2,10 @@
 // seeds, random links (including near-dead stretches), all three policies.
 #include "common/simulator.h"
 
+#include <cstdio>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "catch2/catch.hpp"
@@ -138,6 +141,162 @@ TEST_CASE("with one slow link ROG outruns BSP and SSP and stalls less", "[simula
   CHECK(rog.iterations_per_second() > 1.2 * ssp.iterations_per_second());
   CHECK(rog.stall_share() < ssp.stall_share());
   CHECK(rog.stall_share() < bsp.stall_share());
+}
+
+struct DeadStretch {
+  double from, to, mbit;
+};
+
+// A link at about `mbit` (±20%, so that goodput estimates move) that drops
+// to near nothing during each stretch and comes back: a robot behind an
+// obstacle. Samples every 0.5 s; long enough not to loop in a test.
+Trace DyingTrace(double mbit, std::vector<DeadStretch> dead, double length = 200) {
+  std::string text = "# seconds\tmbit_per_s\n";
+  for (int i = 0; i * 0.5 < length; ++i) {
+    const double t = i * 0.5;
+    double v = mbit * (1 + 0.1 * ((i % 5) - 2));
+    for (const DeadStretch& d : dead) {
+      if (t >= d.from && t < d.to) v = d.mbit;
+    }
+    absl::StrAppend(&text, t, "\t", v, "\n");
+  }
+  auto trace = Trace::Parse(text, "dying");
+  REQUIRE(trace.ok());
+  return *trace;
+}
+
+// Mean iterations per second of every worker but `except`.
+double OthersRate(const SimReport& r, size_t except) {
+  double sum = 0;
+  for (size_t w = 0; w < r.workers.size(); ++w) {
+    if (w != except) sum += r.workers[w].iterations;
+  }
+  return sum / (r.workers.size() - 1) / r.seconds;
+}
+
+TEST_CASE(
+    "team patience: links that die for a minute and come back; the others keep going, the bound "
+    "holds among attached workers, nothing is lost",
+    "[simulator][patience][property]") {
+  auto layout = SyntheticLayout("fmnist");  // 82 KB: a minute at 0.01 Mbit/s moves 75 KB
+  REQUIRE(layout.ok());
+  const SyncPolicy policy = GENERATE(SyncPolicy::kBsp, SyncPolicy::kSsp, SyncPolicy::kRog);
+  SimConfig c;
+  c.policy = policy;
+  c.workers = 4;
+  c.staleness = 3;
+  c.seconds = 90;
+  c.compute_seconds = 0.2;
+  c.compute_factors = {1.0, 0.9, 1.2, 1.0};
+  // Worker 0 dies for a minute at 0.01 Mbit/s; worker 2 goes to exactly 0
+  // for 15 s in the middle of it and to 0.01 Mbit/s for 10 s after it.
+  c.traces = {DyingTrace(20, {{5, 65, 0.01}}), DyingTrace(30, {}),
+              DyingTrace(15, {{30, 45, 0.0}, {70, 80, 0.01}}), DyingTrace(25, {})};
+  auto run = [&](double patience, uint32_t local_steps) {
+    SimConfig k = c;
+    k.patience = patience;
+    k.detached_local_steps = local_steps;
+    absl::StatusOr<SimReport> r = RunSimulation(k, *layout);
+    REQUIRE(r.ok());
+    return *r;
+  };
+  const SimReport off = run(0, 0);
+  CAPTURE(SyncPolicyName(policy));
+  // Without patience nobody detaches and the others wait for worker 0.
+  CHECK(off.detaches() == 0);
+  CHECK(off.reattaches() == 0);
+  CHECK(off.transitions.empty());
+  CHECK(off.detached_share() == 0);
+  CHECK(off.bound_violations == 0);
+  CHECK(off.max_sum_error == 0.0);
+  // detached_local_steps means nothing without patience.
+  CHECK(run(0, 8).events == off.events);
+
+  for (const uint32_t local_steps : {0u, 8u}) {
+    const SimReport on = run(1.0, local_steps);
+    CAPTURE(local_steps);
+    // The bound holds among attached workers at every compute start (checked
+    // against the counters, raised versions included).
+    CHECK(on.bound_checks > 0);
+    CHECK(on.bound_violations == 0);
+    // Conservation through detach and reattach, after draining.
+    CHECK(on.max_replica_error == 0.0);
+    CHECK(on.max_sum_error == 0.0);
+    // Worker 0 is detached for most of its dead minute and comes back.
+    const SimWorkerReport& w0 = on.workers[0];
+    CAPTURE(w0.detaches, w0.reattaches, w0.detached_seconds, w0.late_rows, w0.local_steps,
+            w0.iterations, on.workers[2].detaches, on.workers[2].reattaches);
+    CHECK(w0.detaches >= 1);
+    CHECK(w0.reattaches >= 1);
+    CHECK(w0.detached_seconds > 45);
+    CHECK(w0.detached_seconds < 75);
+    CHECK(w0.late_rows > 0);
+    // Worker 2's link dies twice; it is detached at least for the second time,
+    // when worker 0 is back.
+    CHECK(on.workers[2].detaches >= 1);
+    CHECK(on.workers[2].reattaches >= 1);
+    // Local steps: up to N per detachment, none when pausing.
+    CHECK(w0.local_steps <= uint64_t{local_steps} * w0.detaches);
+    if (local_steps == 0) CHECK(on.workers[2].local_steps == 0);
+    if (local_steps > 0) CHECK(w0.local_steps >= 1);
+    // Transitions alternate per worker: detach, reattach, detach, ...
+    CHECK(on.transitions.size() == on.detaches() + on.reattaches());
+    std::vector<bool> attached(c.workers, true);
+    for (const SimTransition& t : on.transitions) {
+      CAPTURE(t.time, t.worker, t.reason);
+      CHECK(attached[t.worker] != t.attached);
+      attached[t.worker] = t.attached;
+      CHECK(t.time <= c.seconds);
+      CHECK_FALSE(t.reason.empty());
+    }
+    // The others keep going: at least twice the iterations per second.
+    const double before = OthersRate(off, 0), after = OthersRate(on, 0);
+    std::printf(
+        "%s patience 0: others %.2f it/s, stall %.1f%% | patience 1 s, %u local steps: "
+        "others %.2f it/s (%.1fx), stall %.1f%%, detached %.1f%%, %llu/%llu "
+        "detaches/reattaches, %llu late rows\n",
+        std::string(SyncPolicyName(policy)).c_str(), before, 100 * off.stall_share(), local_steps,
+        after, after / before, 100 * on.stall_share(), 100 * on.detached_share(),
+        static_cast<unsigned long long>(on.detaches()),
+        static_cast<unsigned long long>(on.reattaches()),
+        static_cast<unsigned long long>(on.late_rows()));
+    CHECK(after >= 2 * before);
+    CHECK(on.stall_share() < off.stall_share());
+  }
+}
+
+TEST_CASE("team patience on random links: bound among attached workers and conservation",
+          "[simulator][patience][property]") {
+  const Layout layout = Tiny();
+  const SyncPolicy policy = GENERATE(SyncPolicy::kBsp, SyncPolicy::kSsp, SyncPolicy::kRog);
+  uint64_t detaches = 0, reattaches = 0;
+  for (uint64_t seed = 300; seed < 320; ++seed) {
+    SimConfig c = RandomConfig(policy, seed);
+    c.patience = 0.2 + 0.1 * (seed % 4);
+    c.detached_local_steps = static_cast<uint32_t>(seed % 3) * 3;
+    CAPTURE(SyncPolicyName(policy), seed, c.workers, c.staleness, c.patience,
+            c.detached_local_steps);
+    absl::StatusOr<SimReport> r = RunSimulation(c, layout);
+    REQUIRE(r.ok());
+    CHECK(r->bound_checks > 0);
+    CHECK(r->bound_violations == 0);
+    CHECK(r->max_replica_error == 0.0);
+    CHECK(r->max_sum_error == 0.0);
+    CHECK(r->reattaches() <= r->detaches());
+    CHECK(r->detached_share() <= 1.0);
+    detaches += r->detaches();
+    reattaches += r->reattaches();
+  }
+  // The random links have near-dead stretches: patience must have acted.
+  CAPTURE(detaches, reattaches);
+  CHECK(detaches > 0);
+  CHECK(reattaches > 0);
+}
+
+TEST_CASE("a negative patience is refused", "[simulator][patience]") {
+  SimConfig c;
+  c.patience = -1;
+  CHECK(RunSimulation(c, Tiny()).status().code() == absl::StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("the simulator is deterministic for a seed", "[simulator]") {
