@@ -533,6 +533,15 @@ struct Worker::Impl {
         spdlog::info("worker {}: reattached to the team at iteration {}: {}", opt.worker_id,
                      state.clock(), d.reattached().reason());
         break;
+      case pb::Directive::kKnownVersions:
+        // Mid-resync the VALUES rows carry their own; otherwise exact.
+        if (resync_rows > 0 || d.known_versions().version_size() != static_cast<int>(layout.num_rows())) {
+          break;
+        }
+        for (RowId row = 0; row < layout.num_rows(); ++row) {
+          state.SetKnownVersion(row, d.known_versions().version(row));
+        }
+        break;
       case pb::Directive::kEvicted:
         if (said_goodbye) break;  // our own Close
         spdlog::warn("worker {}: evicted by rogd: {}", opt.worker_id, d.evicted().reason());

@@ -55,6 +55,9 @@ class WorkerState {
   // the lowest version of other workers it now holds.
   void ApplyDownlink(RowId row, absl::Span<const float> decoded, uint64_t min_version);
   uint64_t known_version(RowId row) const { return known_[row]; }
+  // Sets what the replica holds of the other workers' updates in `row`, as
+  // the server computed it (after the team changed).
+  void SetKnownVersion(RowId row, uint64_t version) { known_[row] = version; }
 
   // Whether every row holds the other workers' updates up to `needed`.
   bool HasAllUpTo(uint64_t needed) const;

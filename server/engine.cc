@@ -63,6 +63,7 @@ const char* StateName(WState s) {
 struct InFlight {
   uint64_t seq;
   uint64_t bytes;
+  double sent_at;
 };
 
 struct WorkerRec {
@@ -101,6 +102,7 @@ struct WorkerRec {
   // Team patience: outside the bound and the window while detached.
   bool detached = false;
   double detached_at = 0;
+  uint64_t detached_clock = 0;  // its clock when detached (local steps count from it)
   double detached_total = 0;  // seconds, over earlier detachments
   double reattach_ok_since = 0;  // 0: its link does not qualify (yet)
   uint64_t detaches = 0, reattaches = 0, late_rows = 0;
@@ -247,10 +249,13 @@ struct Engine::Impl {
       any = true;
       const double up = r->progress.uplink_goodput();
       const bool known = up > 0 && r->down_goodput.has_estimate();
-      const double goodput = known ? std::min(up, r->down_goodput.rate()) : 0.0;
+      // A link without an estimate yet: unlimited, so the first iteration
+      // measures it (TransmissionWindow would return the cap instead).
+      if (!known) return 0;
+      const double goodput = std::min(up, r->down_goodput.rate());
       // Patience: a link too slow to move its share within it does not set
       // the team's window.
-      if (opt.patience > 0 && known && ShareBytes() > opt.patience * goodput) continue;
+      if (opt.patience > 0 && ShareBytes() > opt.patience * goodput) continue;
       goodputs.push_back(goodput);
     }
     if (goodputs.empty()) return any && opt.patience > 0 ? opt.patience : 0;
@@ -491,7 +496,7 @@ struct Engine::Impl {
         break;
       }
       const uint64_t bytes = m.batch().ByteSizeLong();
-      r.inflight.push_back(InFlight{m.batch().seq(), bytes});
+      r.inflight.push_back(InFlight{m.batch().seq(), bytes, Now()});
       r.inflight_bytes += bytes;
       r.bytes_down += bytes;
       r.down_goodput.OnSend(Now(), bytes);
@@ -526,6 +531,9 @@ struct Engine::Impl {
   void OnClosed(uint64_t session);
   void OnTick();
   void CheckPatience(double now);
+  bool MayReattach(WorkerRec& q, double now);
+  double DownlinkRate(const WorkerRec& q, double now) const;
+  void SendKnownVersions(const WorkerRec* except);
   void Detach(WorkerRec& q, const std::string& reason);
   void Reattach(WorkerRec& q, const std::string& reason);
   void SendDetached(WorkerRec& q);
@@ -869,22 +877,64 @@ void Engine::Impl::CheckPatience(double now) {
   // streams every pending row to a detached worker, so it stays fresh.
   for (auto& q : workers) {
     if (!q->detached || q->state != WState::kConnected) continue;
-    if (q->resync_next < layout->num_rows() || !q->down_goodput.has_estimate()) continue;
-    const double rate = q->down_goodput.rate();
-    if (ShareBytes() > kReattachFraction * opt.patience * rate) {
-      q->reattach_ok_since = 0;
-      continue;
-    }
-    if (q->reattach_ok_since == 0) q->reattach_ok_since = now;
-    if (now - q->reattach_ok_since < kReattachHold) continue;
+    if (!MayReattach(*q, now)) continue;
+    const double rate = DownlinkRate(*q, now);
     Reattach(*q, absl::StrFormat("its link moves its share (%d bytes) in %.2f s, within half the "
-                                 "patience, for %.1f s",
+                                 "patience, for %.1f s, and what it computed is folded",
                                  static_cast<uint64_t>(ShareBytes()), ShareBytes() / rate,
                                  now - q->reattach_ok_since));
   }
   if (!detach.empty()) {
+    SendKnownVersions(nullptr);
     ReplanStalls();
     PumpAll();
+  }
+}
+
+// The downlink goodput estimate, capped by what the oldest unacknowledged
+// batch shows: on a link that just died the estimate keeps its last value
+// until an ack comes, which may take many seconds.
+double Engine::Impl::DownlinkRate(const WorkerRec& q, double now) const {
+  double rate = q.down_goodput.has_estimate() ? q.down_goodput.rate() : 0;
+  if (!q.inflight.empty() && now > q.inflight.front().sent_at) {
+    rate = std::min(rate, q.inflight.front().bytes / (now - q.inflight.front().sent_at));
+  }
+  return rate;
+}
+
+bool Engine::Impl::MayReattach(WorkerRec& q, double now) {
+  if (q.resync_next < layout->num_rows() || !q.down_goodput.has_estimate()) return false;
+  if (ShareBytes() > kReattachFraction * opt.patience * DownlinkRate(q, now)) {
+    q.reattach_ok_since = 0;
+    return false;
+  }
+  if (q.reattach_ok_since == 0) q.reattach_ok_since = now;
+  if (now - q.reattach_ok_since < kReattachHold) return false;
+  // Everything it computed is folded (the global rows hold its clock in
+  // every row): raising its versions to the team's clock then claims
+  // nothing that is still in its accumulator or in flight.
+  for (RowId row = 0; row < layout->num_rows(); ++row) {
+    if (state->versions().Get(row, q.index) < q.clock) return false;
+  }
+  // Local steps: only once it has taken them all (no step under way).
+  return opt.detached_local_steps == 0 || q.clock >= q.detached_clock + opt.detached_local_steps;
+}
+
+// Tells every connected worker (but `except`) which versions its replica
+// holds, row by row, over the attached workers now: after the team changed,
+// what earlier batches said is stale (too high once a worker rejoins the
+// bound). Sent after the batches already queued, so it overrides them.
+void Engine::Impl::SendKnownVersions(const WorkerRec* except) {
+  const AttachedSet attached = AttachedWorkers();
+  for (auto& w : workers) {
+    if (w.get() == except || w->state != WState::kConnected || !w->outbox) continue;
+    if (w->resync_next < layout->num_rows()) continue;  // the resync reports them
+    SendDirective(*w, [&](pb::Directive* d) {
+      pb::KnownVersions* k = d->mutable_known_versions();
+      for (RowId row = 0; row < layout->num_rows(); ++row) {
+        k->add_version(ReportedVersion(*w, row, attached));
+      }
+    });
   }
 }
 
@@ -899,6 +949,7 @@ void Engine::Impl::Detach(WorkerRec& q, const std::string& reason) {
   const double now = Now();
   q.detached = true;
   q.detached_at = now;
+  q.detached_clock = q.clock;
   q.reattach_ok_since = 0;
   ++q.detaches;
   q.detach_reason = reason;
@@ -935,6 +986,7 @@ void Engine::Impl::Reattach(WorkerRec& q, const std::string& reason) {
     d->mutable_reattached()->set_iteration(clock);
     d->mutable_reattached()->set_reason(reason);
   });
+  SendKnownVersions(&q);
   ReplanStalls();
   PumpAll();
 }
