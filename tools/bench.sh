@@ -139,7 +139,7 @@ if [ "$study" = patience ]; then
     exit 1
   fi
   bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
-  "$bin/tools/bench_report" --study --results="$out" --traces="$traces" --scale="$scale" \
+  "$bin/tools/bench_report" --study --patience="$p" --results="$out" --traces="$traces" --scale="$scale" \
     --staleness="$staleness" --adapt_seconds="$seconds" --command="$command" --cpu="$cpu" ||
     exit 1
   if command -v gnuplot > /dev/null; then

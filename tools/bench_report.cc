@@ -37,6 +37,7 @@ ABSL_FLAG(std::string, command, "tools/bench.sh", "the command that made the res
 ABSL_FLAG(std::string, cpu, "", "the CPU the run had, for the settings list");
 ABSL_FLAG(double, target, -1, "accuracy target; below 0: BSP's final accuracy");
 ABSL_FLAG(std::string, simulator, "", "a file with //tools:sim's output for the same settings");
+ABSL_FLAG(double, patience, 0, "with --study: the main patience, whose ROG run the goals use");
 ABSL_FLAG(bool, study, false,
           "the patience study (tools/bench.sh --study=patience): read RESULTS/TIMELINE/"
           "POLICY-pSECONDS[-lSTEPS]/ runs and write patience.md, team_*.dat and plots.gp");
@@ -233,7 +234,8 @@ int Study(const fs::path& results) {
   settings.adapt_seconds = absl::GetFlag(FLAGS_adapt_seconds);
   settings.cpu = absl::GetFlag(FLAGS_cpu);
   settings.command = absl::GetFlag(FLAGS_command);
-  absl::Status s = Write(results / "patience.md", rog::PatienceMarkdown(sorted, settings));
+  absl::Status s = Write(results / "patience.md",
+                         rog::PatienceMarkdown(sorted, settings, absl::GetFlag(FLAGS_patience)));
   if (!s.ok()) return Fail(std::string(s.message()));
   // Accuracy against wall-clock time, one plot per timeline.
   std::string gp =

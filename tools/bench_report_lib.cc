@@ -430,7 +430,8 @@ absl::StatusOr<int64_t> LateRowsFromWorkersJson(absl::string_view json) {
   return sum;
 }
 
-std::string PatienceMarkdown(const std::vector<StudyRun>& runs, const BenchSettings& settings) {
+std::string PatienceMarkdown(const std::vector<StudyRun>& runs, const BenchSettings& settings,
+                             double main_patience) {
   std::string md = "# Team patience: each policy with and without it, on both timelines\n\n";
   std::vector<std::string> timelines;
   for (const StudyRun& r : runs) {
@@ -494,12 +495,12 @@ std::string PatienceMarkdown(const std::vector<StudyRun>& runs, const BenchSetti
                        : "–"));
     }
     absl::StrAppend(&md, "\n");
-    // The goals of issue 10, for the default patience (the first ROG run
-    // with patience listed).
+    // The goals of issue 10, for the main patience.
     const StudyRun* rog0 = find(t, "rog", 0);
     const StudyRun* rogp = nullptr;
     for (const StudyRun& r : runs) {
-      if (r.timeline == t && r.policy == "rog" && r.patience > 0 && rogp == nullptr) rogp = &r;
+      if (r.timeline != t || r.policy != "rog" || r.patience <= 0 || r.local_steps > 0) continue;
+      if (rogp == nullptr || r.patience == main_patience) rogp = &r;
     }
     if (rog0 != nullptr && rogp != nullptr) {
       const double ratio = rog0->figures.iterations_per_s > 0

@@ -159,8 +159,11 @@ absl::StatusOr<int64_t> LateRowsFromWorkersJson(absl::string_view json);
 // patience.md: per timeline, every run with its iterations/s (and the ratio
 // to the same policy without patience), stall and detached shares, late
 // rows, time to BSP-without-patience's final accuracy, final accuracy; then
-// the goals checked against these figures.
-std::string PatienceMarkdown(const std::vector<StudyRun>& runs, const BenchSettings& settings);
+// the goals checked against these figures for ROG with
+// `main_patience` and no local steps (the first ROG run with patience when
+// there is none such).
+std::string PatienceMarkdown(const std::vector<StudyRun>& runs, const BenchSettings& settings,
+                             double main_patience = 0);
 
 // "2.60×", or "n/a" when the denominator is not positive.
 std::string Ratio(double num, double den);
