@@ -596,7 +596,8 @@ void Simulation::KickDownlink(size_t w) {
     lags.push_back(lag >= 0 ? 2 * static_cast<uint64_t>(lag) : 2 * static_cast<uint64_t>(-lag) - 1);
     b.payload += scratch_.size();
   }
-  b.wire = b.payload + IndexBytes(b.rows, b.counts, lags) + kBatchHeaderBytes;
+  // rogd sends no counts downlink (workers learn versions from the lags).
+  b.wire = b.payload + IndexBytes(b.rows, {}, lags) + kBatchHeaderBytes;
   sw.down_busy = true;
   sw.down_sent = now_;
   sw.down_wire = b.wire;

@@ -170,10 +170,15 @@ fi
 bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
 
 # The simulator on the same settings, with the compute time measured above.
-compute=$(cat "$out"/*/robot*.iters.csv | awk -F, '$1 != "unix_s" { s += $5; n++ }
+# (Records of kind 2 are waits, not iterations.)
+compute=$(cat "$out"/*/robot*.iters.csv | awk -F, '$1 != "unix_s" && $18 != 2 { s += $5; n++ }
   END { if (n) printf "%.4f", s / n; else print 0 }')
-echo "bench: simulator: fmnist layout, compute $compute s per iteration, $seconds s"
+# The patience rogd ran with ("patience=500ms" in its first line; "off").
+sim_patience=$(sed -nE '1,3s/.* patience=([^ ]+) .*/\1/p' "$out/rog/rogd.log" | head -1 |
+  awk '/ms$/ { print $0 / 1000; next } /s$/ { print $0 + 0; next } { print 0 }')
+echo "bench: simulator: fmnist layout, compute $compute s per iteration, $seconds s, patience ${sim_patience:-0} s"
 "$bin/tools/sim" --model=fmnist --compute_seconds="$compute" --seconds="$seconds" \
+  --patience="${sim_patience:-0}" \
   --staleness="$staleness" --traces="$traces" --trace_filter="outdoors-$timeline" \
   --trace_scale="$scale" --seed="$seed" > "$out/simulator.txt" 2>&1 ||
   echo "bench: the simulator failed; see $out/simulator.txt" >&2
