@@ -2,6 +2,7 @@
 // one of them behind a user-space link (RateProxy) that drops to near zero
 // for a while, as a robot behind an obstacle. Each case is bounded: workers
 // give up after 60 s, rogd is killed with the test.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,34 @@ struct Dip {
   uint32_t local_steps = 0;
 };
 
+// Three workers training the big layout: a and c on loopback, b behind
+// its own link (up at kUp), each to `until` iterations.
+struct Obstacle {
+  std::unique_ptr<RateProxy> link_b;
+  Layout layout = BigLayout();
+  std::unique_ptr<Team> team;
+  Member* a = nullptr;
+  Member* b = nullptr;
+  Member* c = nullptr;
+
+  static std::unique_ptr<Obstacle> Start(RogdProcess& rogd, uint32_t bound, uint64_t until) {
+    auto o = std::make_unique<Obstacle>();
+    RateProxy::Options link;
+    link.rate_bytes_per_sec = kUp;
+    auto proxy = RateProxy::Start(rogd.address(), link);
+    if (!proxy.ok()) return nullptr;
+    o->link_b = std::move(*proxy);
+    o->team = std::make_unique<Team>(rogd.address(), bound, &o->layout);
+    o->a = &o->team->Add("a", 0);
+    WorkerOptions options;
+    options.server = o->link_b->address();
+    o->b = &o->team->Add("b", 1, options);
+    o->c = &o->team->Add("c", 2);
+    for (Member* m : {o->a, o->b, o->c}) o->team->Train(*m, until, 5);
+    return o;
+  }
+};
+
 TEST_CASE("a robot behind an obstacle is detached, the team goes on, it reattaches, nothing lost",
           "[patience]") {
   for (const Dip& d : {Dip{"rog", 2}, Dip{"ssp", 2}, Dip{"bsp", 0}, Dip{"rog", 2, "1s", 3}}) {
@@ -43,24 +72,17 @@ TEST_CASE("a robot behind an obstacle is detached, the team goes on, it reattach
                                       absl::StrCat("--patience=", d.patience),
                                       absl::StrCat("--detached_local_steps=", d.local_steps)});
       REQUIRE(rogd.ok());
-      RateProxy::Options link;
-      link.rate_bytes_per_sec = kUp;
-      auto link_b = RateProxy::Start((*rogd)->address(), link);
-      REQUIRE(link_b.ok());
-      const Layout big = BigLayout();
-      Team team((*rogd)->address(), d.bound, &big);
-      Member& a = team.Add("a", 0);
-      WorkerOptions options;
-      options.server = (*link_b)->address();
-      Member& b = team.Add("b", 1, options);
-      Member& c = team.Add("c", 2);
-      for (Member* m : {&a, &b, &c}) team.Train(*m, 80, 5);
+      auto o = Obstacle::Start(**rogd, d.bound, 80);
+      REQUIRE(o != nullptr);
+      Team& team = *o->team;
+      Member &a = *o->a, &b = *o->b, &c = *o->c;
+      auto& link_b = o->link_b;
       REQUIRE(WaitFor(30, [&] { return b.worker->clock() >= 5; }));
 
       // The obstacle. b's own iterations stop counting for the others'
       // bound check from here (it leaves the bound once detached).
       team.Detach(1);
-      (*link_b)->SetRate(kDip);
+      link_b->SetRate(kDip);
       const uint64_t a_at_dip = a.worker->clock();
       REQUIRE(WaitFor(30, [&] {
         return (*rogd)->log().find("detached worker b") != std::string::npos;
@@ -79,7 +101,7 @@ TEST_CASE("a robot behind an obstacle is detached, the team goes on, it reattach
       CHECK(WaitFor(30, [&] { return b.worker->detached(); }));
 
       // The link recovers: b reattaches by itself and trains to the end.
-      (*link_b)->SetRate(kUp);
+      link_b->SetRate(kUp);
       REQUIRE(WaitFor(40, [&] {
         return (*rogd)->log().find("reattached worker b") != std::string::npos;
       }));
@@ -106,20 +128,13 @@ TEST_CASE("without patience the same obstacle holds the whole team at the bound"
   auto rogd = RogdProcess::Start({"--sync=rog", "--staleness=2", "--workers=3", "--lease=60s",
                                   "--patience=0"});
   REQUIRE(rogd.ok());
-  RateProxy::Options link;
-  link.rate_bytes_per_sec = kUp;
-  auto link_b = RateProxy::Start((*rogd)->address(), link);
-  REQUIRE(link_b.ok());
-  const Layout big = BigLayout();
-  Team team((*rogd)->address(), 2, &big);
-  Member& a = team.Add("a", 0);
-  WorkerOptions options;
-  options.server = (*link_b)->address();
-  Member& b = team.Add("b", 1, options);
-  Member& c = team.Add("c", 2);
-  for (Member* m : {&a, &b, &c}) team.Train(*m, 40, 5);
+  auto o = Obstacle::Start(**rogd, 2, 40);
+  REQUIRE(o != nullptr);
+  Team& team = *o->team;
+  Member &a = *o->a, &b = *o->b;
+  auto& link_b = o->link_b;
   REQUIRE(WaitFor(30, [&] { return b.worker->clock() >= 5; }));
-  (*link_b)->SetRate(kDip);
+  link_b->SetRate(kDip);
   // Let b's last push leave before the dip counts.
   std::this_thread::sleep_for(std::chrono::seconds(1));
   const uint64_t b_at_dip = b.worker->clock();
@@ -128,7 +143,7 @@ TEST_CASE("without patience the same obstacle holds the whole team at the bound"
   INFO("b " << b_at_dip << " -> " << b_after << ", a " << a_after);
   CHECK(a_after <= b_after + 3);  // the bound: a waits for b
   CHECK(b_after <= b_at_dip + 2);  // b's link moves its share in tens of seconds
-  (*link_b)->SetRate(kUp);
+  link_b->SetRate(kUp);
   team.JoinAll();
   RequireClean(team);
   CHECK((*rogd)->log().find("detached worker") == std::string::npos);
