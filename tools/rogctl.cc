@@ -77,8 +77,11 @@ constexpr char kUsage[] =
 usage: rogctl [--server=HOST:PORT] [--json] [--timeout=5s] COMMAND [flags]
 
 commands:
-  status      sync policy, S, MTA, model size, workers, iterations, checkpoint, rejections
-  workers     one row per worker: state, iteration, lag, goodput, stalls, rows/bytes per iteration
+  status      sync policy, S, MTA, model size, workers (detached too), team patience,
+              iterations, checkpoint, rejections
+  workers     one row per worker: state, team (attached, or detached by rogd's --patience
+              and for how long), detaches, iteration, lag, goodput, stalls, rows/bytes per
+              iteration
   staleness   per row: how far each worker's copy is behind, oldest unpushed update, heat map
               [--tensor=NAME] [--worker=ID] [--top=N]
   checkpoint  write a checkpoint now (rogd needs --checkpoint_dir)

@@ -270,15 +270,15 @@ std::string StatusJson(const pb::StatusReply& s, double now_unix) {
              .Raw("workers", Obj()
                                  .Int("connected", s.workers_connected())
                                  .Int("lagging", s.workers_lagging())
-                                 .Int("detached", s.workers_detached())
                                  .Int("evicted", s.workers_evicted())
+                                 .Int("detached", s.workers_detached())
                                  .Done())
-             .Num("patience_seconds", s.patience())
-             .Int("detached_local_steps", s.detached_local_steps())
              .Raw("iterations",
                   Obj().Int("min", s.min_iteration()).Int("max", s.max_iteration()).Done())
              .Raw("last_checkpoint", s.last_checkpoint_unix() > 0 ? ckpt.Done() : "null")
              .Raw("rejected", rejected.Done())
+             .Num("patience_seconds", s.patience())
+             .Int("detached_local_steps", s.detached_local_steps())
              .Done() +
          "\n";
 }
@@ -322,13 +322,6 @@ std::string WorkersJson(const pb::WorkersReply& w) {
                         .Num("downlink_goodput_bytes_per_second", i.downlink_goodput())
                         .Num("stall_share", i.stall_share())
                         .Int("stalls", i.stalls())
-                        .Bool("detached", i.detached())
-                        .Num("detached_for_seconds", i.detached_for_seconds())
-                        .Int("detaches", i.detaches())
-                        .Int("reattaches", i.reattaches())
-                        .Num("detached_seconds", i.detached_seconds())
-                        .Int("late_rows", i.late_rows())
-                        .Str("detach_reason", i.detach_reason())
                         .Num("rows_pushed_per_iteration", i.rows_pushed_per_iteration())
                         .Num("rows_pulled_per_iteration", i.rows_pulled_per_iteration())
                         .Num("bytes_pushed_per_iteration", i.bytes_pushed_per_iteration())
@@ -337,6 +330,13 @@ std::string WorkersJson(const pb::WorkersReply& w) {
                         .Num("last_seen_seconds", i.last_seen_seconds())
                         .Str("sdk_version", i.sdk_version())
                         .Str("peer", i.peer())
+                        .Bool("detached", i.detached())
+                        .Num("detached_for_seconds", i.detached_for_seconds())
+                        .Int("detaches", i.detaches())
+                        .Int("reattaches", i.reattaches())
+                        .Num("detached_seconds", i.detached_seconds())
+                        .Int("late_rows", i.late_rows())
+                        .Str("detach_reason", i.detach_reason())
                         .Done());
   }
   return Obj().Raw("workers", absl::StrCat("[", absl::StrJoin(items, ","), "]")).Done() + "\n";

@@ -115,11 +115,11 @@ TEST_CASE("status table and JSON carry every field", "[rogctl]") {
         "{\"version\":\"0.1.0\",\"sync\":\"rog\",\"staleness\":4,\"mta\":0.317672196171981,"
         "\"codec\":\"bf16\",\"has_model\":true,\"model\":{\"tensors\":4,\"rows\":82,\"bytes\":"
         "16516},\"worker_copy_bytes\":2048,\"uptime_seconds\":3725,\"team_ready\":true,"
-        "\"workers\":{\"connected\":2,\"lagging\":1,\"detached\":1,\"evicted\":0},"
-        "\"patience_seconds\":1.5,\"detached_local_steps\":2,\"iterations\":{\"min\":10,"
+        "\"workers\":{\"connected\":2,\"lagging\":1,\"evicted\":0,\"detached\":1},"
+        "\"iterations\":{\"min\":10,"
         "\"max\":14},\"last_checkpoint\":{\"unix\":1000,\"path\":\"/var/lib/rog/\\\"odd\\\"\\\\"
         "dir\\n/rogd.ckpt\",\"age_seconds\":90},\"rejected\":{\"bad_fingerprint\":1,"
-        "\"row_out_of_range\":3}}\n");
+        "\"row_out_of_range\":3},\"patience_seconds\":1.5,\"detached_local_steps\":2}\n");
 
   pb::StatusReply empty;
   CHECK(absl::StrContains(StatusTable(empty, 5), "none yet"));
@@ -177,12 +177,12 @@ TEST_CASE("workers table and JSON", "[rogctl]") {
   CHECK(WorkersJson(w) ==
         "{\"workers\":[{\"id\":\"robot1\",\"state\":\"connected\",\"iteration\":42,\"lag\":3,"
         "\"uplink_goodput_bytes_per_second\":2048,\"downlink_goodput_bytes_per_second\":1048576,"
-        "\"stall_share\":0.125,\"stalls\":7,\"detached\":true,\"detached_for_seconds\":12,"
-        "\"detaches\":2,\"reattaches\":1,\"detached_seconds\":30,\"late_rows\":9,"
-        "\"detach_reason\":\"kept robot2 waiting\",\"rows_pushed_per_iteration\":4.5,"
+        "\"stall_share\":0.125,\"stalls\":7,\"rows_pushed_per_iteration\":4.5,"
         "\"rows_pulled_per_iteration\":16,\"bytes_pushed_per_iteration\":100,"
         "\"bytes_pulled_per_iteration\":4096,\"window_overshoot_seconds\":0.002,"
-        "\"last_seen_seconds\":1.5,\"sdk_version\":\"0.1.0\",\"peer\":\"ipv4:127.0.0.1:5555\"}]}"
+        "\"last_seen_seconds\":1.5,\"sdk_version\":\"0.1.0\",\"peer\":\"ipv4:127.0.0.1:5555\","
+        "\"detached\":true,\"detached_for_seconds\":12,\"detaches\":2,\"reattaches\":1,"
+        "\"detached_seconds\":30,\"late_rows\":9,\"detach_reason\":\"kept robot2 waiting\"}]}"
         "\n");
 }
 
