@@ -609,6 +609,13 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
       spdlog::info("worker {} rejoined from {} ({}) at iteration {}", r->id, peer,
                    was_evicted ? "was evicted" : "new incarnation", r->clock);
     } else {
+      if (workers.size() >= opt.max_workers) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "rogd keeps ", workers.size(), " worker records (--max_workers), evicted ones "
+            "included, and '", hello.worker_id(), "' would be a new one: restart robots under "
+            "their old worker ids (a stable id, e.g. the host name, rejoins), or raise "
+            "--max_workers"));
+      }
       auto rec = std::make_unique<WorkerRec>();
       rec->id = hello.worker_id();
       rec->clock = alone ? hello.iteration() : team_min;
