@@ -129,8 +129,11 @@ class Engine {
   absl::StatusOr<Admission> Hello(std::shared_ptr<Outbox> outbox, const pb::Hello& hello,
                                   std::string peer);
   void Batch(uint64_t session, UplinkBatch batch);
-  void Ack(uint64_t session, const pb::Ack& ack);
-  void Progress(uint64_t session, const pb::Progress& progress);
+  // `hold` (may be null) is released once the engine is done with the
+  // event, as UplinkBatch::hold is.
+  void Ack(uint64_t session, const pb::Ack& ack, std::shared_ptr<const void> hold = nullptr);
+  void Progress(uint64_t session, const pb::Progress& progress,
+                std::shared_ptr<const void> hold = nullptr);
   void Goodbye(uint64_t session, std::string reason);
   // The stream ended (any reason). Idempotent.
   void Closed(uint64_t session);

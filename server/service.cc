@@ -465,6 +465,10 @@ class Finally {
   F fn_;
 };
 
+// What an ack or a progress report costs while it waits for the engine
+// thread: the copied message and the queued task.
+constexpr uint64_t kSmallEventBytes = 512;
+
 uint64_t HeldBytes(const UplinkBatch& b) {
   return sizeof(UplinkBatch) + b.values.size() * sizeof(float) + b.rows.size() * sizeof(RowId) +
          b.counts.size() * sizeof(uint32_t);
@@ -548,6 +552,16 @@ grpc::Status TrainerService::Session(
   uint64_t expected_seq = admitted->next_uplink_seq;
   const bool accepts_values = admitted->accepts_values;
   auto budget = std::make_shared<UplinkBudget>(limits_.max_uplink_bytes);
+  // Every event this stream hands the engine holds part of its budget until
+  // the engine has run it: while the engine thread is behind, the stream
+  // is not read (StreamLimits::max_uplink_bytes). Null when the stream
+  // ended while waiting.
+  const auto hold_for = [&](uint64_t bytes) -> std::shared_ptr<const void> {
+    if (!budget->Acquire(bytes, [&] { return context->IsCancelled() || outbox->ended(); })) {
+      return nullptr;
+    }
+    return std::make_shared<UplinkHold>(budget, bytes);
+  };
   grpc::Status result = grpc::Status::OK;
   bool clean = false;
   while (stream->Read(&m)) {
@@ -563,20 +577,18 @@ grpc::Status TrainerService::Session(
               reject(reason, static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
           break;
         }
-        // Waits while the engine thread has this stream's earlier batches
-        // to fold (StreamLimits::max_uplink_bytes).
-        const uint64_t held = HeldBytes(batch);
-        if (!budget->Acquire(held, [&] { return context->IsCancelled() || outbox->ended(); })) {
-          break;
-        }
-        batch.hold = std::make_shared<UplinkHold>(budget, held);
+        batch.hold = hold_for(HeldBytes(batch));
+        if (batch.hold == nullptr) break;
         if (batch.seq == expected_seq) ++expected_seq;
         engine_->Batch(session, std::move(batch));
         continue;
       }
-      case pb::WorkerMessage::kAck:
-        engine_->Ack(session, m.ack());
+      case pb::WorkerMessage::kAck: {
+        std::shared_ptr<const void> hold = hold_for(kSmallEventBytes);
+        if (hold == nullptr) break;
+        engine_->Ack(session, m.ack(), std::move(hold));
         continue;
+      }
       case pb::WorkerMessage::kProgress: {
         const pb::Progress& p = m.progress();
         if (!ValidSeconds(p.compute_seconds()) || !ValidSeconds(p.transmit_seconds()) ||
@@ -586,7 +598,9 @@ grpc::Status TrainerService::Session(
                           "progress carries a negative or non-finite time or goodput");
           break;
         }
-        engine_->Progress(session, p);
+        std::shared_ptr<const void> hold = hold_for(kSmallEventBytes);
+        if (hold == nullptr) break;
+        engine_->Progress(session, p, std::move(hold));
         continue;
       }
       case pb::WorkerMessage::kGoodbye:

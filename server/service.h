@@ -53,9 +53,10 @@ absl::Status ValidateUplinkBatch(const pb::RowBatch& batch, const Layout& layout
 // do, counted in StatusReply.rejected, and changes no model state.
 struct StreamLimits {
   BatchLimits batch{65536, 16 << 20};
-  // Decoded uplink bytes of one stream waiting for the engine thread; past
-  // it the stream's reading pauses (TCP pushes back on the worker), so a
-  // fast sender cannot queue unbounded memory ahead of the engine.
+  // Bytes of one stream's events waiting for the engine thread (decoded
+  // batches; 512 per ack or progress report); past it the stream's
+  // reading pauses (flow control pushes back on the worker), so a fast
+  // sender cannot queue unbounded memory ahead of the engine.
   uint64_t max_uplink_bytes = 16 << 20;
   // Serialized downlink bytes (row batches, acks, directives) queued for one
   // stream and not yet taken by the transport: a worker that stops reading
