@@ -2,8 +2,9 @@
 // fault_worker processes, each behind its own relay, for --minutes, with
 // random kill -9s of workers (restarted under the same id after 0.5-6 s,
 // i.e. before or after the lease) and link drops (a relay at 0 bytes/s for
-// 1-8 s). rogd's resident memory is sampled from /proc into rss.csv. At the
-// end every worker is stopped with SIGTERM (Sync, Close) and the model is
+// 1-15 s: the long ones outlast rogd's keepalive (2 + 5 s) and the lease,
+// so the worker is evicted and rejoins by itself). rogd's resident memory is sampled from /proc
+// into rss.csv. At the end every worker is stopped with SIGTERM (Sync, Close) and the model is
 // checked for conservation (test/fault/fault_model.h), with what the kills
 // lost. Writes summary.txt; exit status 0 when everything held, 1 if not,
 // 2 for bad flags.
@@ -172,7 +173,7 @@ int Run() {
             static_cast<unsigned long>(incarnations.back().computed), s.restart_at - now);
       } else if (s.link_up_at == 0) {
         s.link->SetRate(0);
-        s.link_up_at = now + uniform(1, 8);
+        s.link_up_at = now + uniform(1, 15);
         ++drops;
         std::printf("soak: %6.0f s: link of %s down for %.1f s\n", now - t0, s.id.c_str(),
                     s.link_up_at - now);
