@@ -647,6 +647,16 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
       spdlog::info("worker {} rejoined from {} ({}) at iteration {}", r->id, peer,
                    was_evicted ? "was evicted" : "new incarnation", r->clock);
     } else {
+      if (workers.size() >= opt.max_workers) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "rogd keeps ", workers.size(),
+            " worker records (--max_workers), evicted ones "
+            "included, and '",
+            hello.worker_id(),
+            "' would be a new one: restart robots under "
+            "their old worker ids (a stable id, e.g. the host name, rejoins), or raise "
+            "--max_workers"));
+      }
       auto rec = std::make_unique<WorkerRec>();
       rec->id = hello.worker_id();
       rec->clock = alone ? hello.iteration() : team_min;
@@ -1160,12 +1170,13 @@ void Engine::Batch(uint64_t session, UplinkBatch batch) {
   impl_->Post([this, session, shared] { impl_->OnBatch(session, *shared); });
 }
 
-void Engine::Ack(uint64_t session, const pb::Ack& ack) {
-  impl_->Post([this, session, ack] { impl_->OnAck(session, ack); });
+void Engine::Ack(uint64_t session, const pb::Ack& ack, std::shared_ptr<const void> hold) {
+  impl_->Post([this, session, ack, hold] { impl_->OnAck(session, ack); });
 }
 
-void Engine::Progress(uint64_t session, const pb::Progress& progress) {
-  impl_->Post([this, session, progress] { impl_->OnProgress(session, progress); });
+void Engine::Progress(uint64_t session, const pb::Progress& progress,
+                      std::shared_ptr<const void> hold) {
+  impl_->Post([this, session, progress, hold] { impl_->OnProgress(session, progress); });
 }
 
 void Engine::Goodbye(uint64_t session, std::string reason) {

@@ -41,6 +41,10 @@ struct EngineOptions {
   // How long a disconnected worker's state is kept before it is evicted.
   double lease_seconds = 30;
   uint64_t max_message_bytes = 4 << 20;
+  // Worker records kept (connected, disconnected and evicted): each holds a
+  // copy of the model and a column of versions. A hello with a new worker id
+  // beyond it is refused with RESOURCE_EXHAUSTED.
+  size_t max_workers = 256;
   // Payload budget of one downlink row batch.
   size_t batch_bytes = 16 * 1024;
   // Unacknowledged downlink bytes: this many seconds of measured goodput.
@@ -83,6 +87,9 @@ struct UplinkBatch {
   std::vector<float> values;  // the rows' decoded values, concatenated
   uint64_t wire_bytes = 0;
   uint64_t payload_bytes = 0;
+  // Released with the batch once the engine is done with it: the stream
+  // handler's bound on the uplink memory of one stream.
+  std::shared_ptr<const void> hold;
 };
 
 // The engine's answer to a hello.
@@ -129,8 +136,11 @@ class Engine {
   absl::StatusOr<Admission> Hello(std::shared_ptr<Outbox> outbox, const pb::Hello& hello,
                                   std::string peer);
   void Batch(uint64_t session, UplinkBatch batch);
-  void Ack(uint64_t session, const pb::Ack& ack);
-  void Progress(uint64_t session, const pb::Progress& progress);
+  // `hold` (may be null) is released once the engine is done with the
+  // event, as UplinkBatch::hold is.
+  void Ack(uint64_t session, const pb::Ack& ack, std::shared_ptr<const void> hold = nullptr);
+  void Progress(uint64_t session, const pb::Progress& progress,
+                std::shared_ptr<const void> hold = nullptr);
   void Goodbye(uint64_t session, std::string reason);
   // The stream ended (any reason). Idempotent.
   void Closed(uint64_t session);

@@ -53,6 +53,29 @@ ABSL_FLAG(std::string, init, "",
           "checkpoint file to start from (otherwise the first worker's hello brings the model)");
 ABSL_FLAG(uint64_t, max_message_bytes, 4 << 20, "largest message accepted from a worker, bytes");
 ABSL_FLAG(uint32_t, batch_bytes, 16 * 1024, "payload budget of one downlink row batch, bytes");
+
+// Resource limits against a hostile or broken client (README "Resource
+// limits"); each refusal is a RESOURCE_EXHAUSTED (or DEADLINE_EXCEEDED)
+// status naming the flag, counted by reason in `rogctl status`.
+ABSL_FLAG(uint32_t, max_batch_rows, 65536,
+          "most rows one uplink row batch may list (rog::Worker's default batches carry at most "
+          "4096)");
+ABSL_FLAG(uint64_t, max_stream_uplink_bytes, 16 << 20,
+          "memory one worker stream may hold in decoded row batches waiting for the engine, "
+          "bytes: past it rogd stops reading the stream until the engine catches up; a single "
+          "batch decoding to more is refused");
+ABSL_FLAG(uint64_t, max_stream_backlog_bytes, 4 << 20,
+          "downlink bytes (row batches, acks, directives) queued for one worker stream that its "
+          "worker has not read: past it the stream ends (the worker stopped reading)");
+ABSL_FLAG(uint32_t, max_streams, 256, "worker streams open at once, before or after their hello");
+ABSL_FLAG(uint32_t, max_streams_per_worker, 4,
+          "worker streams open at once under one worker id (a reconnecting worker briefly "
+          "needs 2)");
+ABSL_FLAG(absl::Duration, hello_timeout, absl::Seconds(10),
+          "time a new worker stream has to send its Hello before it is closed");
+ABSL_FLAG(uint32_t, max_workers, 256,
+          "worker records kept, evicted ones included (each holds a copy of the model): a hello "
+          "with a new worker id beyond it is refused");
 ABSL_FLAG(std::string, port_file, "",
           "write the port actually bound to this file once serving (for scripts and tests)");
 ABSL_FLAG(std::string, metrics_listen, "",
@@ -266,6 +289,46 @@ int main(int argc, char** argv) {
   if (options.batch_bytes < 256 || options.batch_bytes > options.max_message_bytes / 2) {
     return Fail("--batch_bytes must be at least 256 and at most half of --max_message_bytes");
   }
+  rog::StreamLimits limits;
+  limits.batch.max_rows = absl::GetFlag(FLAGS_max_batch_rows);
+  if (limits.batch.max_rows < 1) return Fail("--max_batch_rows must be at least 1");
+  limits.max_uplink_bytes = absl::GetFlag(FLAGS_max_stream_uplink_bytes);
+  limits.batch.max_decoded_bytes = limits.max_uplink_bytes;
+  if (limits.max_uplink_bytes < (64u << 10)) {
+    return Fail("--max_stream_uplink_bytes must be at least 65536");
+  }
+  limits.max_backlog_bytes = absl::GetFlag(FLAGS_max_stream_backlog_bytes);
+  // Row batches alone may queue 256 KiB plus one batch (the engine stops
+  // forming them there); the rest is for acks and directives.
+  const uint64_t min_backlog = (256 << 10) + 2 * options.batch_bytes + (64 << 10);
+  if (limits.max_backlog_bytes < min_backlog) {
+    return Fail(absl::StrCat("--max_stream_backlog_bytes must be at least ", min_backlog,
+                             " (256 KiB of row batches, two of --batch_bytes and 64 KiB)"));
+  }
+  limits.max_streams = absl::GetFlag(FLAGS_max_streams);
+  limits.max_streams_per_worker = absl::GetFlag(FLAGS_max_streams_per_worker);
+  if (limits.max_streams_per_worker < 2) {
+    return Fail(
+        "--max_streams_per_worker must be at least 2 (a reconnecting worker's new "
+        "stream replaces its old one, which takes a moment to end)");
+  }
+  if (limits.max_streams < limits.max_streams_per_worker) {
+    return Fail("--max_streams must be at least --max_streams_per_worker");
+  }
+  const absl::Duration hello_timeout = absl::GetFlag(FLAGS_hello_timeout);
+  if (hello_timeout < absl::Milliseconds(100)) {
+    return Fail("--hello_timeout must be at least 100ms, e.g. 10s");
+  }
+  limits.hello_timeout_seconds = absl::ToDoubleSeconds(hello_timeout);
+  options.max_workers = absl::GetFlag(FLAGS_max_workers);
+  if (options.max_workers < options.team_size) {
+    return Fail(absl::StrCat("--max_workers (", options.max_workers,
+                             ") must be at least --workers (", options.team_size, ")"));
+  }
+  if (limits.max_streams < options.team_size) {
+    return Fail(absl::StrCat("--max_streams (", limits.max_streams,
+                             ") must be at least --workers (", options.team_size, ")"));
+  }
   const std::string listen = absl::GetFlag(FLAGS_listen);
   absl::StatusOr<Security> security = LoadSecurity(IsLoopback(listen));
   if (!security.ok()) return Fail(std::string(security.status().message()));
@@ -310,7 +373,7 @@ int main(int argc, char** argv) {
                  metrics_listen.substr(0, colon), metrics->port());
   }
 
-  rog::TrainerService trainer(engine->get());
+  rog::TrainerService trainer(engine->get(), limits);
   rog::AdminService admin(engine->get());
   trainer.set_token_auth(security->tokens.get());
   admin.set_token_auth(security->tokens.get());

@@ -1,10 +1,12 @@
 #include "server/service.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -18,13 +20,136 @@
 namespace rog {
 namespace {
 
+double SteadyNow() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Cancels streams at a time set in advance, on one thread for all streams:
+// the synchronous API has no deadline for a server's Read or Write.
+class Canceller {
+ public:
+  Canceller() : thread_([this] { Loop(); }) {}
+  ~Canceller() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  // Cancels `context` `seconds` from now, setting *fired first, unless
+  // Remove(id) comes before. REQUIRES: Remove(id) before `context` dies.
+  uint64_t Add(grpc::ServerContext* context, double seconds, std::atomic<bool>* fired) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const uint64_t id = next_id_++;
+    timers_[id] = Timer{SteadyNow() + seconds, context, fired};
+    cv_.notify_all();
+    return id;
+  }
+
+  // After it returns the timer no longer touches its context.
+  void Remove(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    timers_.erase(id);
+  }
+
+ private:
+  struct Timer {
+    double at;
+    grpc::ServerContext* context;
+    std::atomic<bool>* fired;
+  };
+
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      double next = SteadyNow() + 1;
+      const double now = SteadyNow();
+      for (auto it = timers_.begin(); it != timers_.end();) {
+        if (it->second.at <= now) {
+          // Under the lock, so that Remove cannot return meanwhile.
+          it->second.fired->store(true);
+          it->second.context->TryCancel();
+          it = timers_.erase(it);
+        } else {
+          next = std::min(next, it->second.at);
+          ++it;
+        }
+      }
+      cv_.wait_for(lock, std::chrono::duration<double>(std::max(0.0, next - now)));
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<uint64_t, Timer> timers_;
+  uint64_t next_id_ = 1;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once the rest is constructed
+};
+
+// Decoded uplink bytes of one stream that the engine has not yet folded in
+// (StreamLimits::max_uplink_bytes). Shared with the batches' holds, which
+// may outlive the stream.
+class UplinkBudget {
+ public:
+  explicit UplinkBudget(uint64_t limit) : limit_(limit) {}
+
+  // Waits until `bytes` more fit (one batch always fits when nothing is
+  // held), or `give_up()` (checked every 50 ms); false then.
+  template <typename F>
+  bool Acquire(uint64_t bytes, F give_up) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (held_ > 0 && held_ + bytes > limit_) {
+      if (give_up()) return false;
+      cv_.wait_for(lock, std::chrono::milliseconds(50));
+    }
+    held_ += bytes;
+    return true;
+  }
+
+  void Release(uint64_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held_ -= bytes;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  const uint64_t limit_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t held_ = 0;
+};
+
+// Gives its bytes back to the budget when the engine drops the batch.
+class UplinkHold {
+ public:
+  UplinkHold(std::shared_ptr<UplinkBudget> budget, uint64_t bytes)
+      : budget_(std::move(budget)), bytes_(bytes) {}
+  ~UplinkHold() { budget_->Release(bytes_); }
+  UplinkHold(const UplinkHold&) = delete;
+  UplinkHold& operator=(const UplinkHold&) = delete;
+
+ private:
+  std::shared_ptr<UplinkBudget> budget_;
+  uint64_t bytes_;
+};
+
 // Counts uplink batches handed to the engine; a stream's writer and reader
 // each have their own thread.
 class StreamOutbox final : public Outbox {
  public:
   StreamOutbox(grpc::ServerContext* context,
-               grpc::ServerReaderWriter<pb::ServerMessage, pb::WorkerMessage>* stream)
-      : context_(context), stream_(stream), writer_([this] { WriterLoop(); }) {}
+               grpc::ServerReaderWriter<pb::ServerMessage, pb::WorkerMessage>* stream,
+               uint64_t max_backlog_bytes, Canceller* canceller)
+      : context_(context),
+        stream_(stream),
+        max_backlog_(max_backlog_bytes),
+        canceller_(canceller),
+        writer_([this] { WriterLoop(); }) {}
 
   ~StreamOutbox() override { Stop(/*cancel=*/true); }
 
@@ -33,6 +158,24 @@ class StreamOutbox final : public Outbox {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_ || ending_) return;
+      if (queued_.load() + bytes > max_backlog_) {
+        // The worker stopped reading. Its stream ends; what was queued is
+        // dropped (a reconnect resends and resyncs everything).
+        ending_ = true;
+        backlogged_ = true;
+        end_reason_ = absl::StrCat(
+            "the worker stopped reading its stream: ", queued_.load(),
+            " bytes of row batches, acknowledgements and directives are waiting for it, and "
+            "--max_stream_backlog_bytes is ",
+            max_backlog_, "; read the stream continuously (rog::Worker does), then reconnect");
+        for (const pb::ServerMessage& m : queue_) queued_ -= m.ByteSizeLong();
+        queue_.clear();
+        // The reading thread waits for the worker's next message and the
+        // writer for the worker to read: give them 2 s, then cancel.
+        backlog_timer_ = canceller_->Add(context_, 2, &backlog_cancelled_);
+        cv_.notify_all();
+        return;
+      }
       if (message.has_ack()) {
         // Acks have no order to keep with batches and directives; a worker's
         // window cutoff waits on them, so they go ahead of queued rows.
@@ -68,12 +211,20 @@ class StreamOutbox final : public Outbox {
     return end_reason_;
   }
 
+  // Ended because the worker stopped reading (StreamLimits::max_backlog_bytes).
+  bool backlogged() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return backlogged_;
+  }
+
   // Stops the writer: after the queued messages unless `cancel`, and within
   // two seconds in any case (a peer that stopped reading is cancelled).
   void Stop(bool cancel) {
     {
       std::unique_lock<std::mutex> lock(mu_);
       stop_ = true;
+      if (backlog_timer_ != 0) canceller_->Remove(backlog_timer_);
+      backlog_timer_ = 0;
       if (cancel) queue_.clear();
       cv_.notify_all();
       if (!cv_.wait_for(lock, std::chrono::seconds(2), [&] { return writer_done_; })) {
@@ -110,6 +261,8 @@ class StreamOutbox final : public Outbox {
 
   grpc::ServerContext* context_;
   grpc::ServerReaderWriter<pb::ServerMessage, pb::WorkerMessage>* stream_;
+  const uint64_t max_backlog_;
+  Canceller* canceller_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<pb::ServerMessage> queue_;
@@ -117,6 +270,9 @@ class StreamOutbox final : public Outbox {
   bool stop_ = false;
   bool ending_ = false;
   bool writer_done_ = false;
+  bool backlogged_ = false;
+  uint64_t backlog_timer_ = 0;  // Canceller id while one is set
+  std::atomic<bool> backlog_cancelled_{false};
   std::string end_reason_;
   std::thread writer_;  // last: starts once the rest is constructed
 };
@@ -133,7 +289,10 @@ const std::vector<std::string>& RejectionReasons() {
       "bad_seq", "unexpected_values", "bad_codec", "bad_kind", "bad_row_ids", "empty_batch",
       "bad_index", "bad_count", "payload_size", "bad_values",
       // Anything else on a stream.
-      "bad_progress", "second_hello", "unknown_message"};
+      "bad_progress", "second_hello", "unknown_message",
+      // Resource limits (StreamLimits, EngineOptions::max_workers).
+      "too_many_rows", "batch_too_large", "too_many_streams", "worker_streams", "no_hello",
+      "downlink_backlog", "too_many_workers"};
   return reasons;
 }
 
@@ -143,11 +302,19 @@ grpc::Status ToGrpc(const absl::Status& status) {
 }
 
 absl::Status ValidateUplinkBatch(const pb::RowBatch& b, const Layout& layout, uint64_t expected_seq,
-                                 bool accepts_values, UplinkBatch* out, std::string* reason) {
+                                 bool accepts_values, UplinkBatch* out, std::string* reason,
+                                 const BatchLimits& limits) {
   const auto fail = [&](const char* why, std::string message) {
     *reason = why;
     return absl::InvalidArgumentError(std::move(message));
   };
+  // Before anything is decoded or allocated for the batch.
+  if (static_cast<uint64_t>(b.row_delta_size()) > limits.max_rows) {
+    *reason = "too_many_rows";
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "a row batch of ", b.row_delta_size(), " rows; rogd takes at most ", limits.max_rows,
+        " per batch (--max_batch_rows): send smaller batches (WorkerOptions.batch_bytes)"));
+  }
   if (b.seq() > expected_seq || b.seq() == 0) {
     return fail("bad_seq", absl::StrCat("row batch seq ", b.seq(), " where ", expected_seq,
                                         " was expected: seqs start at 1 and rise by 1 per "
@@ -204,6 +371,14 @@ absl::Status ValidateUplinkBatch(const pb::RowBatch& b, const Layout& layout, ui
         layout.row(r).numel);
     values += layout.row(r).numel;
   }
+  if (values > limits.max_decoded_bytes / 4) {
+    *reason = "batch_too_large";
+    return absl::ResourceExhaustedError(
+        absl::StrCat("a row batch of ", rows->size(), " rows decodes to ", values * 4,
+                     " bytes; rogd takes at most ", limits.max_decoded_bytes,
+                     " per batch (--max_stream_uplink_bytes): send smaller batches "
+                     "(WorkerOptions.batch_bytes)"));
+  }
   if (b.payload().size() != expected_bytes) {
     return fail(
         "payload_size",
@@ -233,6 +408,74 @@ absl::Status ValidateUplinkBatch(const pb::RowBatch& b, const Layout& layout, ui
   return absl::OkStatus();
 }
 
+// Streams open at once, in all and by worker id (StreamLimits), and the
+// timer that cancels streams past their time.
+class TrainerService::Streams {
+ public:
+  // A slot among the open streams; false when all are taken.
+  bool Open(uint32_t max) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (open_ >= max) return false;
+    ++open_;
+    return true;
+  }
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    --open_;
+  }
+  // A slot among the streams of worker `id`; false when all are taken.
+  bool OpenFor(const std::string& id, uint32_t max) {
+    std::lock_guard<std::mutex> lock(mu_);
+    uint32_t& n = by_id_[id];
+    if (n >= max) return false;
+    ++n;
+    return true;
+  }
+  void CloseFor(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_id_.find(id);
+    if (it != by_id_.end() && --it->second == 0) by_id_.erase(it);
+  }
+  Canceller& canceller() { return canceller_; }
+
+ private:
+  std::mutex mu_;
+  uint32_t open_ = 0;
+  std::map<std::string, uint32_t> by_id_;
+  Canceller canceller_;
+};
+
+TrainerService::TrainerService(Engine* engine, StreamLimits limits)
+    : engine_(engine), limits_(limits), streams_(std::make_unique<Streams>()) {}
+
+TrainerService::~TrainerService() = default;
+
+namespace {
+
+// Runs `fn` when the scope ends, however it ends.
+template <typename F>
+class Finally {
+ public:
+  explicit Finally(F fn) : fn_(std::move(fn)) {}
+  ~Finally() { fn_(); }
+  Finally(const Finally&) = delete;
+  Finally& operator=(const Finally&) = delete;
+
+ private:
+  F fn_;
+};
+
+// What an ack or a progress report costs while it waits for the engine
+// thread: the copied message and the queued task.
+constexpr uint64_t kSmallEventBytes = 512;
+
+uint64_t HeldBytes(const UplinkBatch& b) {
+  return sizeof(UplinkBatch) + b.values.size() * sizeof(float) + b.rows.size() * sizeof(RowId) +
+         b.counts.size() * sizeof(uint32_t);
+}
+
+}  // namespace
+
 grpc::Status TrainerService::Session(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<pb::ServerMessage, pb::WorkerMessage>* stream) {
@@ -241,14 +484,36 @@ grpc::Status TrainerService::Session(
     grpc::Status allowed = auth_->Check(context->client_metadata(), Caller::kWorker, peer);
     if (!allowed.ok()) return allowed;
   }
-  pb::WorkerMessage m;
-  if (!stream->Read(&m)) return grpc::Status(grpc::StatusCode::CANCELLED, "no hello");
   const auto reject = [&](const std::string& reason, grpc::StatusCode code,
                           const std::string& message) {
     engine_->CountRejection(reason);
     spdlog::warn("rejected a message from {}: {}", peer, message);
     return grpc::Status(code, message);
   };
+  if (!streams_->Open(limits_.max_streams)) {
+    return reject("too_many_streams", grpc::StatusCode::RESOURCE_EXHAUSTED,
+                  absl::StrCat("rogd serves at most ", limits_.max_streams,
+                               " worker streams at once (--max_streams) and all are open; retry "
+                               "later, or raise --max_streams"));
+  }
+  Finally close_slot([&] { streams_->Close(); });
+
+  pb::WorkerMessage m;
+  {
+    // A stream that sends nothing would hold its slot and thread for ever.
+    std::atomic<bool> timed_out{false};
+    const uint64_t timer =
+        streams_->canceller().Add(context, limits_.hello_timeout_seconds, &timed_out);
+    const bool read = stream->Read(&m);
+    streams_->canceller().Remove(timer);
+    if (timed_out.load()) {
+      return reject("no_hello", grpc::StatusCode::DEADLINE_EXCEEDED,
+                    absl::StrCat("no Hello within ", limits_.hello_timeout_seconds,
+                                 " s of opening the stream (--hello_timeout): a worker sends "
+                                 "its Hello first, at once"));
+    }
+    if (!read) return grpc::Status(grpc::StatusCode::CANCELLED, "no hello");
+  }
   if (m.kind_case() != pb::WorkerMessage::kHello) {
     return reject("not_hello", grpc::StatusCode::INVALID_ARGUMENT,
                   "the first message of a stream must be a Hello");
@@ -258,23 +523,45 @@ grpc::Status TrainerService::Session(
                   absl::StrCat("worker id '", m.hello().worker_id().substr(0, 80),
                                "' is invalid: use 1-64 letters, digits, '.', '_' or '-'"));
   }
-  auto outbox = std::make_shared<StreamOutbox>(context, stream);
+  const std::string worker_id = m.hello().worker_id();
+  if (!streams_->OpenFor(worker_id, limits_.max_streams_per_worker)) {
+    return reject(
+        "worker_streams", grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("worker '", worker_id, "' already has ", limits_.max_streams_per_worker,
+                     " streams open (--max_streams_per_worker): a worker needs one; close the "
+                     "others (is a second process running under this id?), or retry once "
+                     "they have ended"));
+  }
+  Finally close_worker_slot([&] { streams_->CloseFor(worker_id); });
+  auto outbox = std::make_shared<StreamOutbox>(context, stream, limits_.max_backlog_bytes,
+                                               &streams_->canceller());
   absl::StatusOr<Admission> admitted = engine_->Hello(outbox, m.hello(), peer);
   if (!admitted.ok()) {
     outbox->Stop(/*cancel=*/false);
-    if (admitted.status().code() == absl::StatusCode::kUnavailable) {
+    const absl::StatusCode code = admitted.status().code();
+    if (code == absl::StatusCode::kUnavailable) {
       return ToGrpc(admitted.status());  // retried by the worker; not a bad message
     }
-    return reject(admitted.status().code() == absl::StatusCode::kFailedPrecondition
-                      ? "layout_mismatch"
-                      : "bad_hello",
-                  static_cast<grpc::StatusCode>(admitted.status().code()),
-                  std::string(admitted.status().message()));
+    return reject(code == absl::StatusCode::kFailedPrecondition  ? "layout_mismatch"
+                  : code == absl::StatusCode::kResourceExhausted ? "too_many_workers"
+                                                                 : "bad_hello",
+                  static_cast<grpc::StatusCode>(code), std::string(admitted.status().message()));
   }
   const uint64_t session = admitted->session;
   const Layout& layout = *admitted->layout;
   uint64_t expected_seq = admitted->next_uplink_seq;
   const bool accepts_values = admitted->accepts_values;
+  auto budget = std::make_shared<UplinkBudget>(limits_.max_uplink_bytes);
+  // Every event this stream hands the engine holds part of its budget until
+  // the engine has run it: while the engine thread is behind, the stream
+  // is not read (StreamLimits::max_uplink_bytes). Null when the stream
+  // ended while waiting.
+  const auto hold_for = [&](uint64_t bytes) -> std::shared_ptr<const void> {
+    if (!budget->Acquire(bytes, [&] { return context->IsCancelled() || outbox->ended(); })) {
+      return nullptr;
+    }
+    return std::make_shared<UplinkHold>(budget, bytes);
+  };
   grpc::Status result = grpc::Status::OK;
   bool clean = false;
   while (stream->Read(&m)) {
@@ -283,19 +570,25 @@ grpc::Status TrainerService::Session(
       case pb::WorkerMessage::kBatch: {
         UplinkBatch batch;
         std::string reason;
-        absl::Status s =
-            ValidateUplinkBatch(m.batch(), layout, expected_seq, accepts_values, &batch, &reason);
+        absl::Status s = ValidateUplinkBatch(m.batch(), layout, expected_seq, accepts_values,
+                                             &batch, &reason, limits_.batch);
         if (!s.ok()) {
-          result = reject(reason, grpc::StatusCode::INVALID_ARGUMENT, std::string(s.message()));
+          result =
+              reject(reason, static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
           break;
         }
+        batch.hold = hold_for(HeldBytes(batch));
+        if (batch.hold == nullptr) break;
         if (batch.seq == expected_seq) ++expected_seq;
         engine_->Batch(session, std::move(batch));
         continue;
       }
-      case pb::WorkerMessage::kAck:
-        engine_->Ack(session, m.ack());
+      case pb::WorkerMessage::kAck: {
+        std::shared_ptr<const void> hold = hold_for(kSmallEventBytes);
+        if (hold == nullptr) break;
+        engine_->Ack(session, m.ack(), std::move(hold));
         continue;
+      }
       case pb::WorkerMessage::kProgress: {
         const pb::Progress& p = m.progress();
         if (!ValidSeconds(p.compute_seconds()) || !ValidSeconds(p.transmit_seconds()) ||
@@ -305,7 +598,9 @@ grpc::Status TrainerService::Session(
                           "progress carries a negative or non-finite time or goodput");
           break;
         }
-        engine_->Progress(session, p);
+        std::shared_ptr<const void> hold = hold_for(kSmallEventBytes);
+        if (hold == nullptr) break;
+        engine_->Progress(session, p, std::move(hold));
         continue;
       }
       case pb::WorkerMessage::kGoodbye:
@@ -324,6 +619,12 @@ grpc::Status TrainerService::Session(
     break;
   }
   engine_->Closed(session);
+  if (result.ok() && outbox->backlogged()) {
+    // Counted here, once: the outbox only ends the stream.
+    result = reject("downlink_backlog", grpc::StatusCode::RESOURCE_EXHAUSTED, outbox->end_reason());
+    outbox->Stop(/*cancel=*/true);
+    return result;
+  }
   if (result.ok() && outbox->ended() && !clean) {
     const std::string why = outbox->end_reason();
     outbox->Stop(/*cancel=*/true);

@@ -15,6 +15,8 @@
 #ifndef ROG_SERVER_SERVICE_H_
 #define ROG_SERVER_SERVICE_H_
 
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,13 +30,48 @@
 
 namespace rog {
 
+// What one uplink batch may cost rogd, checked before anything is allocated
+// for it (RESOURCE_EXHAUSTED beyond).
+struct BatchLimits {
+  // Rows listed in the batch.
+  uint64_t max_rows = std::numeric_limits<uint64_t>::max();
+  // Bytes the batch decodes to (4 per value): a sign-coded payload decodes
+  // to 32 times its size.
+  uint64_t max_decoded_bytes = std::numeric_limits<uint64_t>::max();
+};
+
 // Validates an uplink batch against the model layout and the stream's
 // expected sequence number, decoding its payload into *out. On failure
 // *reason gets a short machine-readable reason (counted per reason) and the
 // status says what was wrong and what to do. Pure: no state changes.
 absl::Status ValidateUplinkBatch(const pb::RowBatch& batch, const Layout& layout,
                                  uint64_t expected_seq, bool accepts_values, UplinkBatch* out,
-                                 std::string* reason);
+                                 std::string* reason, const BatchLimits& limits = {});
+
+// What one client may hold of rogd (rogd's --max_* flags, README "Resource
+// limits"). Every refusal is a gRPC status saying which limit and what to
+// do, counted in StatusReply.rejected, and changes no model state.
+struct StreamLimits {
+  BatchLimits batch{65536, 16 << 20};
+  // Bytes of one stream's events waiting for the engine thread (decoded
+  // batches; 512 per ack or progress report); past it the stream's
+  // reading pauses (flow control pushes back on the worker), so a fast
+  // sender cannot queue unbounded memory ahead of the engine.
+  uint64_t max_uplink_bytes = 16 << 20;
+  // Serialized downlink bytes (row batches, acks, directives) queued for one
+  // stream and not yet taken by the transport: a worker that stops reading
+  // its stream while still sending makes it grow; past it the stream ends
+  // with RESOURCE_EXHAUSTED. Row batches stop at 256 KiB queued on their
+  // own, so a worker that reads never comes near it.
+  uint64_t max_backlog_bytes = 4 << 20;
+  // Worker streams open at once, before or after their hello.
+  uint32_t max_streams = 256;
+  // Streams open at once that name the same worker id (a reconnecting
+  // worker briefly has two: the new one and the one it replaces).
+  uint32_t max_streams_per_worker = 4;
+  // A stream must send its Hello within this many seconds of opening.
+  double hello_timeout_seconds = 10;
+};
 
 // Every reason a stream handler counts a refused message under (the keys of
 // StatusReply.rejected), so that metrics can show each one from zero. Add
@@ -43,7 +80,9 @@ const std::vector<std::string>& RejectionReasons();
 
 class TrainerService final : public pb::Trainer::Service {
  public:
-  explicit TrainerService(Engine* engine) : engine_(engine) {}
+  explicit TrainerService(Engine* engine, StreamLimits limits = {});
+  // REQUIRES: every Session has returned (the server is shut down).
+  ~TrainerService() override;
   // From now on every stream presents the worker token before its first
   // message is read. Call before the server starts; `auth` (null: no
   // tokens) must outlive the service.
@@ -53,8 +92,12 @@ class TrainerService final : public pb::Trainer::Service {
       grpc::ServerReaderWriter<pb::ServerMessage, pb::WorkerMessage>* stream) override;
 
  private:
+  class Streams;  // open streams by worker id, and the timer that cancels them
+
   Engine* engine_;
   const TokenAuth* auth_ = nullptr;
+  StreamLimits limits_;
+  std::unique_ptr<Streams> streams_;
 };
 
 class AdminService final : public pb::Admin::Service {

@@ -26,6 +26,14 @@ for a in "$@"; do
   case "$a" in -*) flags+=("$a") ;; *) has_pattern=1 ;; esac
 done
 [ "$has_pattern" -eq 0 ] && targets+=("//...")
+# TSan's suppressions file needs an absolute path (Bazel 4 does not expand
+# %workspace% in .bazelrc flag values); the options repeat .bazelrc's
+# because a --test_env replaces the variable.
+for a in "${flags[@]+"${flags[@]}"}"; do
+  if [ "$a" = --config=tsan ]; then
+    targets+=("--test_env=TSAN_OPTIONS=second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$PWD/tools/tsan.supp")
+  fi
+done
 
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT

@@ -15,6 +15,7 @@
 #include "catch2/catch.hpp"
 #include "grpcpp/grpcpp.h"
 #include "rog.grpc.pb.h"
+#include "test/integration/raw_stream.h"
 #include "test/integration/rogd_harness.h"
 #include "test/integration/team.h"
 #include "test/integration/team_checks.h"
@@ -291,53 +292,6 @@ TEST_CASE("a corrupt checkpoint is refused at start, naming the file and why", "
 }
 
 // --- malformed messages ---------------------------------------------------------
-
-struct RawResult {
-  grpc::StatusCode code;
-  std::string message;
-};
-
-// Opens a raw stream, writes `messages`, and returns how rogd ended it.
-RawResult Raw(const std::string& address, const std::vector<pb::WorkerMessage>& messages) {
-  auto stub =
-      pb::Trainer::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  auto stream = stub->Session(&ctx);
-  for (const pb::WorkerMessage& m : messages) {
-    if (!stream->Write(m)) break;
-  }
-  stream->WritesDone();
-  pb::ServerMessage reply;
-  while (stream->Read(&reply)) {
-  }
-  grpc::Status s = stream->Finish();
-  return RawResult{s.error_code(), s.error_message()};
-}
-
-pb::WorkerMessage HelloFor(const std::string& id, const Layout& layout) {
-  pb::WorkerMessage m;
-  pb::Hello* h = m.mutable_hello();
-  h->set_worker_id(id);
-  h->set_layout_fingerprint(layout.fingerprint());
-  *h->mutable_layout() = LayoutToProto(layout);
-  return m;
-}
-
-// A well-formed one-row update of row 1 with `numel` fp32 values.
-pb::WorkerMessage GoodBatch(uint64_t seq, uint32_t numel) {
-  pb::WorkerMessage m;
-  pb::RowBatch* b = m.mutable_batch();
-  b->set_seq(seq);
-  b->set_iteration(1);
-  b->set_codec(pb::CODEC_FP32);
-  b->set_kind(pb::BATCH_KIND_UPDATE);
-  b->add_row_delta(1);
-  b->add_count(1);
-  b->add_version_lag(0);
-  b->set_payload(std::string(numel * 4, '\0'));
-  return m;
-}
 
 TEST_CASE("every kind of malformed message is refused with its reason and changes nothing",
           "[protocol]") {

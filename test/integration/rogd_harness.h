@@ -31,6 +31,7 @@ class RogdProcess {
   ~RogdProcess();  // SIGKILL if still running
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   std::string address() const;
   // Sends `sig` and waits up to `timeout_seconds` for the exit (then
   // SIGKILL); returns the exit status as from waitpid's WEXITSTATUS, or
