@@ -5,7 +5,7 @@
 # what the kills lost. Not part of tools/test.sh.
 #
 #   tools/soak.sh [--minutes=30] [--workers=8] [--out=DIR] [--seed=N]
-#                 [--event_seconds=15] [--link_bytes_per_sec=1e6]
+#                 [--event_seconds=15] [--link_bytes_per_sec=1e6] [--patience=0.5s]
 #
 # Writes DIR/rss.csv (rogd's RSS every 5 s), DIR/summary.txt, rogd's and
 # every worker process's log; DIR defaults to soak-results/<time>. Exit
@@ -19,7 +19,7 @@ args=()
 for a in "$@"; do
   case "$a" in
     --out=*) out="${a#--out=}" ;;
-    --minutes=*|--workers=*|--seed=*|--event_seconds=*|--link_bytes_per_sec=*|--sample_seconds=*|--lease_seconds=*)
+    --minutes=*|--workers=*|--seed=*|--event_seconds=*|--link_bytes_per_sec=*|--sample_seconds=*|--lease_seconds=*|--patience=*)
       args+=("$a") ;;
     -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "soak.sh: unknown argument $a (see --help)" >&2; exit 2 ;;

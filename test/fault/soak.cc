@@ -40,6 +40,8 @@ ABSL_FLAG(double, link_bytes_per_sec, 1e6, "every relay's rate while up");
 ABSL_FLAG(double, sample_seconds, 5, "time between memory samples");
 ABSL_FLAG(uint64_t, seed, 1, "random seed of the fault schedule");
 ABSL_FLAG(double, lease_seconds, 3, "rogd --lease");
+ABSL_FLAG(std::string, patience, "0.5s",
+          "rogd --patience (team patience: link drops detach and reattach workers too)");
 
 namespace rog {
 namespace {
@@ -94,7 +96,8 @@ int Run() {
   };
 
   auto rogd = RogdProcess::Start({"--sync=rog", "--staleness=3", absl::StrCat("--workers=", n),
-                                  absl::StrFormat("--lease=%.3fs", lease)});
+                                  absl::StrFormat("--lease=%.3fs", lease),
+                                  "--patience=" + absl::GetFlag(FLAGS_patience)});
   if (!rogd.ok()) {
     std::fprintf(stderr, "soak: %s\n", std::string(rogd.status().message()).c_str());
     return 1;
