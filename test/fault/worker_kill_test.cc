@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <memory>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,50 +20,12 @@
 #include "catch2/catch.hpp"
 #include "test/fault/child_process.h"
 #include "test/fault/fault_model.h"
+#include "test/fault/fault_testing.h"
 #include "test/integration/rogd_harness.h"
 #include "tools/rate_proxy.h"
 
 namespace rog {
 namespace {
-
-double Seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-template <typename F>
-bool WaitFor(double seconds, F done) {
-  const double until = Seconds() + seconds;
-  while (Seconds() < until) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return done();
-}
-
-std::string FaultWorkerBinary() {
-  return absl::StrCat(std::getenv("TEST_SRCDIR"), "/", std::getenv("TEST_WORKSPACE"),
-                      "/test/fault/fault_worker");
-}
-
-// The last "<word> N" line of a worker's log; 0 if none.
-uint64_t LastCount(const std::string& log, const std::string& word) {
-  uint64_t n = 0;
-  const std::regex line("(^|\n)" + word + " ([0-9]+)");
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator();
-       ++it) {
-    n = std::stoull((*it)[2].str());
-  }
-  return n;
-}
-
-uint64_t ClockOf(const std::string& address, const std::string& id) {
-  absl::StatusOr<pb::WorkersReply> w = AdminWorkers(address);
-  if (!w.ok()) return 0;
-  for (const pb::WorkerInfo& info : w->workers()) {
-    if (info.worker_id() == id) return info.iteration();
-  }
-  return 0;
-}
 
 TEST_CASE(
     "a worker process killed with -9 mid-transmission: the team goes on, it rejoins, "
@@ -102,14 +63,14 @@ TEST_CASE(
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   v->Signal(SIGKILL);
   REQUIRE(v->Wait(5) == 128 + SIGKILL);
-  const double killed_at = Seconds();
+  const double killed_at = MonotonicSeconds();
   const uint64_t computed = LastCount(v->log(), "iteration");
   INFO(v->log());
   INFO((*rogd)->log());
 
   // The team waits for it during the lease, then evicts it and goes on.
   REQUIRE(WaitFor(20, [&] { return absl::StrContains((*rogd)->log(), "evicted worker v"); }));
-  const double evicted_after = Seconds() - killed_at;
+  const double evicted_after = MonotonicSeconds() - killed_at;
   const uint64_t a_at_eviction = ClockOf(address, "a");
   REQUIRE(WaitFor(30, [&] { return ClockOf(address, "a") >= a_at_eviction + 10; }));
   CHECK(a->running());
