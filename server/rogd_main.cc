@@ -36,7 +36,7 @@ ABSL_FLAG(std::string, codec, "fp32", "codec of update batches: fp32, bf16, int8
 ABSL_FLAG(uint32_t, workers, 1, "team size to wait for before the first iteration");
 ABSL_FLAG(absl::Duration, lease, absl::Seconds(30),
           "how long a disconnected worker's state is kept before it is evicted");
-ABSL_FLAG(absl::Duration, patience, absl::Seconds(1),
+ABSL_FLAG(absl::Duration, patience, absl::Milliseconds(500),
           "team patience (0 = off, the paper's behaviour): ROG's window never exceeds it and "
           "leaves out links too slow to move their share within it; a worker that keeps another "
           "waiting at the staleness bound longer is detached (it keeps streaming rows but no "

@@ -312,7 +312,9 @@ int main(int argc, char** argv) {
   // The worker's wait totals when the last record was written.
   double stall_total = 0, detached_total = 0;
   const int batch = absl::GetFlag(FLAGS_batch);
-  while (elapsed() < absl::GetFlag(FLAGS_seconds)) {
+  // Evaluations and progress lines when due; also while BeginStep waits
+  // (a detached robot's model, as it stands, is evaluated on schedule).
+  const auto tick = [&] {
     if (elapsed() >= next_eval) {
       acc = Accuracy(net, test_images, test_labels);
       csv.Accuracy(elapsed(), iter, acc);
@@ -325,17 +327,22 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       next_progress = elapsed() + absl::GetFlag(FLAGS_progress_every);
     }
+  };
+  while (elapsed() < absl::GetFlag(FLAGS_seconds)) {
+    tick();
     // Wait in slices, so that the adaptation time ends on time even while
     // rogd has this robot detached (its link too slow for the team; it
     // pauses until reattached). Any other wait longer than 120 s fails.
     absl::Status s;
     double waited = 0;
     while (elapsed() < absl::GetFlag(FLAGS_seconds)) {
-      const double slice = std::min(5.0, absl::GetFlag(FLAGS_seconds) - elapsed());
+      const double slice = std::min(std::min(5.0, std::max(0.0, next_eval - elapsed())),
+                                    absl::GetFlag(FLAGS_seconds) - elapsed());
       s = (*rog)->BeginStep(std::max(slice, 0.01));
       if (!absl::IsDeadlineExceeded(s)) break;
       if (!(*rog)->worker().detached()) waited += slice;
       if (waited >= 120) break;
+      tick();
     }
     if (absl::IsDeadlineExceeded(s) && waited < 120) {
       // The time is up while waiting: record the wait.
