@@ -535,7 +535,8 @@ struct Worker::Impl {
         break;
       case pb::Directive::kKnownVersions:
         // Mid-resync the VALUES rows carry their own; otherwise exact.
-        if (resync_rows > 0 || d.known_versions().version_size() != static_cast<int>(layout.num_rows())) {
+        if (resync_rows > 0 ||
+            d.known_versions().version_size() != static_cast<int>(layout.num_rows())) {
           break;
         }
         for (RowId row = 0; row < layout.num_rows(); ++row) {
@@ -994,7 +995,7 @@ absl::Status Worker::BeginIteration(absl::Span<float> params, double timeout_sec
   m.current.detached_seconds = detached_wait + m.carry_detached;
   m.current.stall_seconds = stalled + m.carry_stall;
   m.carry_stall = m.carry_detached = 0;
-  m.current.stalled = (waited && stalled > 0) || m.current.stall_seconds > 0;
+  m.current.stalled = m.current.stall_seconds > 0;
   if (m.current.stalled) ++m.total_stalls;
   if (m.detached) {
     // A local step: outside the bound.

@@ -148,6 +148,7 @@ struct Engine::Impl {
   std::mt19937_64 rng{std::random_device{}()};
   std::string scratch;
   std::vector<float> decoded;
+  double last_patience_check = 0;
 
   // --- the queue -------------------------------------------------------------
   void Post(std::function<void()> task) {
@@ -860,6 +861,9 @@ void Engine::Impl::OnTick() {
 
 void Engine::Impl::CheckPatience(double now) {
   if (opt.patience <= 0 || !team_ready) return;
+  // OnTick follows every event; a stall plan per tick is enough.
+  if (now - last_patience_check < kTick) return;
+  last_patience_check = now;
   // Detach: whoever kept an attached worker waiting at the bound too long.
   std::vector<std::pair<WorkerRec*, std::string>> detach;
   const AttachedSet attached = AttachedWorkers();
@@ -986,8 +990,8 @@ void Engine::Impl::Reattach(WorkerRec& q, const std::string& reason) {
   q.reattach_ok_since = 0;
   q.stalled = q.stall_announced = false;
   // Joins the bound at the slowest attached clock: nobody waits for the
-  // iterations it skipped (what it pushed while detached is folded already;
-  // what it still holds goes with its next pushes).
+  // iterations it skipped, and everything it computed is folded already
+  // (MayReattach), so the raised versions claim nothing still unpushed.
   q.clock = clock;
   state->RaiseVersion(q.index, clock);
   spdlog::info("reattached worker {} at iteration {} after {:.1f} s detached: {}", q.id, clock,

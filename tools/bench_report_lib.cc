@@ -447,9 +447,7 @@ std::string PatienceMarkdown(const std::vector<StudyRun>& runs, const BenchSetti
     return nullptr;
   };
   const auto name = [&](const StudyRun& r) {
-    const std::string p = r.policy == "bsp" ? "BSP"
-                                            : absl::StrCat(r.policy == "ssp" ? "SSP" : "ROG", "(",
-                                                           settings.staleness, ")");
+    const std::string p = Label(r.figures, settings.staleness);
     if (r.patience <= 0) return absl::StrCat(p, ", no patience");
     return absl::StrCat(p, absl::StrFormat(", patience %gs", r.patience),
                         r.local_steps > 0 ? absl::StrCat(", ", r.local_steps, " local steps")
