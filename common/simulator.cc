@@ -128,6 +128,7 @@ struct SimWorker {
   SimWorkerReport report;
   double staleness_sum = 0;
   uint64_t staleness_n = 0;
+  int stall_cause = -1;  // StallCause while stalled, else -1
 };
 
 class Simulation {
@@ -169,6 +170,8 @@ class Simulation {
            workers_[w].state->clock() > MinAttachedClock();
   }
   void ReplanStalls();
+  void AttributeStalls(double until);
+  void JudgeStallCauses();
   void CheckBound(size_t w);
   // Team patience.
   bool patience() const { return cfg_.patience > 0; }
@@ -273,6 +276,7 @@ absl::StatusOr<SimReport> Simulation::Run() {
     }
     const Event e = events_.top();
     events_.pop();
+    AttributeStalls(e.time);
     now_ = e.time;
     switch (e.type) {
       case EventType::kComputeDone:
@@ -302,6 +306,7 @@ absl::StatusOr<SimReport> Simulation::Run() {
         }
         break;
     }
+    JudgeStallCauses();
   }
   for (size_t w = 0; w < n; ++w) {
     if (workers_[w].phase != Phase::kDone) {
@@ -692,6 +697,34 @@ uint64_t Simulation::MinAttachedClock() const {
       min = std::min(min, workers_[q].state->clock());
   }
   return min;
+}
+
+void Simulation::AttributeStalls(double until) {
+  const double from = std::min(now_, cfg_.seconds);
+  const double to = std::min(until, cfg_.seconds);
+  if (to <= from) return;
+  for (SimWorker& sw : workers_) {
+    if (sw.stall_cause >= 0) sw.report.stall_cause_seconds[sw.stall_cause] += to - from;
+  }
+}
+
+void Simulation::JudgeStallCauses() {
+  for (size_t s = 0; s < workers_.size(); ++s) {
+    SimWorker& sw = workers_[s];
+    sw.stall_cause = -1;
+    if (sw.phase != Phase::kStalled || !attached_[s]) continue;
+    const uint64_t needed = Needed(s);
+    const StallPlan plan =
+        PlanStall(server_->versions(), server_->copy_versions(s), s, attached_, needed);
+    sw.stall_cause = kStallDownlink;
+    for (size_t q : plan.waiting_for) {
+      if (workers_[q].state->clock() < needed) {
+        sw.stall_cause = kStallPeerCompute;
+        break;
+      }
+      sw.stall_cause = kStallPeerUplink;
+    }
+  }
 }
 
 void Simulation::ReplanStalls() {

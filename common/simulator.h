@@ -124,7 +124,15 @@ struct SimWorkerReport {
   uint64_t reattaches = 0;
   uint64_t local_steps = 0;
   uint64_t late_rows = 0;
+  // Stall time by what the stalled worker was waiting for (see StallCause).
+  double stall_cause_seconds[3] = {0, 0, 0};
 };
+
+// What a stalled worker waits for, judged after every event: a peer that
+// has not yet finished the iteration the bound needs (inherent in S), a peer
+// that has it but has not pushed the rows (its uplink), or rows rogd holds
+// but has not yet delivered (the stalled worker's downlink).
+enum StallCause { kStallPeerCompute = 0, kStallPeerUplink = 1, kStallDownlink = 2 };
 
 struct SimReport {
   SimConfig config;

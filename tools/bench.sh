@@ -9,6 +9,7 @@
 # Usage: tools/bench.sh [--profile=quick|full|tiny] [--out=DIR] [--traces=DIR]
 #                       [--scale=X] [--staleness=S] [--seed=N] [--target=ACC]
 #                       [--minutes=N] [--timeline=fast|replayed] [--patience=SECONDS]
+#                       [--delay=D]
 #        tools/bench.sh --study=patience [--patience=SECONDS] [--sweep=S1,S2,...]
 #                       [--local_steps=N1,...] [--minutes=N] [other options above]
 #   --profile   quick: 120 s of training per policy, within 10 minutes (default)
@@ -24,6 +25,7 @@
 #   --minutes   adaptation per run, overriding the profile's
 #   --timeline  fast (default) or replayed (links hold a value 10-90 s)
 #   --patience  rogd --patience in seconds (default: rogd's default; 0 = off)
+#   --delay     one-way delay of every link, each direction (default 5ms; 0)
 #   --study=patience  the team patience study: on both timelines, BSP, SSP
 #               and ROG without patience and with --patience (default 0.5),
 #               ROG with every --sweep value (default 0.25,1,2) and with
@@ -34,7 +36,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 profile=quick out="" scale=1 staleness=4 seed=1 target=-1 minutes="" timeline=fast
-patience="" study="" sweep="0.25,1,2" local_steps="4"
+patience="" study="" sweep="0.25,1,2" local_steps="4" delay=5ms
 traces=../shared/traces; [ -d "$traces" ] || traces=tools/traces
 for a in "$@"; do
   case "$a" in
@@ -51,7 +53,8 @@ for a in "$@"; do
     --study=*) study="${a#*=}" ;;
     --sweep=*) sweep="${a#*=}" ;;
     --local_steps=*) local_steps="${a#*=}" ;;
-    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --delay=*) delay="${a#*=}" ;;
+    -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench: unknown argument '$a' (see tools/bench.sh --help)" >&2; exit 2 ;;
   esac
 done
@@ -65,6 +68,8 @@ esac
 awk -v m="$minutes" 'BEGIN { exit !(m + 0 >= 0.2) }' ||
   { echo "bench: --minutes must be a number, at least 0.2" >&2; exit 2; }
 case "$timeline" in fast|replayed) ;; *) echo "bench: --timeline must be fast or replayed" >&2; exit 2 ;; esac
+[[ "$delay" =~ ^(0|[0-9]+(\.[0-9]+)?(us|ms|s))$ ]] ||
+  { echo "bench: --delay takes a duration such as 5ms, 20ms or 0 (got '$delay')" >&2; exit 2; }
 case "$study" in ""|patience) ;; *) echo "bench: --study must be patience" >&2; exit 2 ;; esac
 is_seconds() { [[ "$1" =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
 for p in $patience ${sweep//,/ }; do
@@ -99,7 +104,7 @@ run_one() {
   echo "bench: === $name ==="
   mkdir -p "$(dirname "$dir")"
   tools/run.sh --staleness="$staleness" --minutes="$minutes" --traces="$traces" \
-    --scale="$scale" --seed="$seed" --logs="$dir" "$@" > "$dir.out" 2>&1 &
+    --scale="$scale" --seed="$seed" --delay="$delay" --logs="$dir" "$@" > "$dir.out" 2>&1 &
   child=$!
   tail -n +1 --pid="$child" -f "$dir.out" &
   wait "$child"
@@ -140,7 +145,8 @@ if [ "$study" = patience ]; then
   fi
   bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
   "$bin/tools/bench_report" --study --patience="$p" --results="$out" --traces="$traces" --scale="$scale" \
-    --staleness="$staleness" --adapt_seconds="$seconds" --command="$command" --cpu="$cpu" ||
+    --staleness="$staleness" --adapt_seconds="$seconds" --command="$command" --cpu="$cpu" \
+    --delay="$delay" ||
     exit 1
   if command -v gnuplot > /dev/null; then
     (cd "$out" && gnuplot plots.gp) || echo "bench: gnuplot failed; the data files are there" >&2
@@ -186,7 +192,7 @@ echo "bench: simulator: fmnist layout, compute $compute s per iteration, $second
 "$bin/tools/bench_report" --results="$out" --traces="$traces" --scale="$scale" \
   --staleness="$staleness" --adapt_seconds="$seconds" --profile="$profile" \
   --command="$command" --target="$target" --simulator="$out/simulator.txt" \
-  --trace_prefix="outdoors-$timeline-w" --cpu="$cpu" ||
+  --trace_prefix="outdoors-$timeline-w" --cpu="$cpu" --delay="$delay" ||
   exit 1
 if command -v gnuplot > /dev/null; then
   (cd "$out" && gnuplot plots.gp) || echo "bench: gnuplot failed; the CSV files are there" >&2

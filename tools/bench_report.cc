@@ -35,6 +35,7 @@ ABSL_FLAG(double, adapt_seconds, 0, "seconds of adaptation per policy");
 ABSL_FLAG(std::string, profile, "", "the bench.sh profile, for the settings list");
 ABSL_FLAG(std::string, command, "tools/bench.sh", "the command that made the results");
 ABSL_FLAG(std::string, cpu, "", "the CPU the run had, for the settings list");
+ABSL_FLAG(std::string, delay, "5ms", "the one-way delay the links added, for the settings list");
 ABSL_FLAG(double, target, -1, "accuracy target; below 0: BSP's final accuracy");
 ABSL_FLAG(std::string, simulator, "", "a file with //tools:sim's output for the same settings");
 ABSL_FLAG(double, patience, 0, "with --study: the main patience, whose ROG run the goals use");
@@ -68,7 +69,7 @@ absl::Status Write(const fs::path& p, const std::string& text) {
 }
 
 absl::StatusOr<std::vector<rog::RobotRun>> LoadPolicy(const fs::path& dir,
-                                                       const std::string& trace_prefix) {
+                                                      const std::string& trace_prefix) {
   std::vector<rog::RobotRun> runs;
   for (int n = 1;; ++n) {
     const std::string id = absl::StrCat("robot", n);
@@ -89,8 +90,8 @@ absl::StatusOr<std::vector<rog::RobotRun>> LoadPolicy(const fs::path& dir,
     run.acc = std::move(*acc);
     // The link: its trace and when the relay started replaying it.
     auto log = Read(dir / absl::StrCat("relay", n, ".log"));
-    const fs::path trace_path = fs::path(absl::GetFlag(FLAGS_traces)) /
-                                absl::StrCat(trace_prefix, n, ".tsv");
+    const fs::path trace_path =
+        fs::path(absl::GetFlag(FLAGS_traces)) / absl::StrCat(trace_prefix, n, ".tsv");
     auto trace_text = Read(trace_path);
     if (log.ok() && trace_text.ok()) {
       auto start = rog::RelayStartUnix(*log);
@@ -206,7 +207,8 @@ int Study(const fs::path& results) {
       run.figures = rog::CombinePolicy(run.policy, *r);
       if (auto json = Read(dir / "workers.json"); json.ok()) {
         auto late = rog::LateRowsFromWorkersJson(*json);
-        if (!late.ok()) return Fail(absl::StrCat(dir.string(), "/workers.json: ", late.status().message()));
+        if (!late.ok())
+          return Fail(absl::StrCat(dir.string(), "/workers.json: ", late.status().message()));
         run.figures.late_rows = *late;
       }
       robot_runs.emplace_back(absl::StrCat(timeline, "_", name), std::move(*r));
@@ -220,8 +222,8 @@ int Study(const fs::path& results) {
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     const auto key = [&](const rog::StudyRun& r) {
       const int p = r.policy == "bsp" ? 0 : r.policy == "ssp" ? 1 : 2;
-      return std::make_tuple(r.timeline == "fast" ? 0 : 1, r.patience > 0 ? 1 : 0, p,
-                             r.patience, r.local_steps);
+      return std::make_tuple(r.timeline == "fast" ? 0 : 1, r.patience > 0 ? 1 : 0, p, r.patience,
+                             r.local_steps);
     };
     return key(runs[a]) < key(runs[b]);
   });
@@ -230,9 +232,11 @@ int Study(const fs::path& results) {
   rog::BenchSettings settings;
   settings.staleness = absl::GetFlag(FLAGS_staleness);
   settings.trace_scale = absl::GetFlag(FLAGS_scale);
-  settings.traces = absl::StrCat(absl::GetFlag(FLAGS_traces), "/outdoors-{fast,replayed}-w{1..4}.tsv");
+  settings.traces =
+      absl::StrCat(absl::GetFlag(FLAGS_traces), "/outdoors-{fast,replayed}-w{1..4}.tsv");
   settings.adapt_seconds = absl::GetFlag(FLAGS_adapt_seconds);
   settings.cpu = absl::GetFlag(FLAGS_cpu);
+  settings.delay = absl::GetFlag(FLAGS_delay);
   settings.command = absl::GetFlag(FLAGS_command);
   absl::Status s = Write(results / "patience.md",
                          rog::PatienceMarkdown(sorted, settings, absl::GetFlag(FLAGS_patience)));
@@ -254,8 +258,8 @@ int Study(const fs::path& results) {
       absl::Status w = Write(results / file, dat);
       if (!w.ok()) return Fail(std::string(w.message()));
       absl::StrAppend(&plot, plot.empty() ? "" : ", ", "'", file,
-                      "' using 1:2 with linespoints title '", robot_runs[k].first.substr(
-                          std::string(timeline).size() + 1), "'");
+                      "' using 1:2 with linespoints title '",
+                      robot_runs[k].first.substr(std::string(timeline).size() + 1), "'");
     }
     if (plot.empty()) continue;
     absl::StrAppend(&gp, "set output 'patience_", timeline, ".png'\n",
@@ -301,6 +305,7 @@ int main(int argc, char** argv) {
   settings.adapt_seconds = absl::GetFlag(FLAGS_adapt_seconds);
   settings.robots = static_cast<int>(runs[0].size());
   settings.cpu = absl::GetFlag(FLAGS_cpu);
+  settings.delay = absl::GetFlag(FLAGS_delay);
   settings.profile = absl::GetFlag(FLAGS_profile);
   settings.command = absl::GetFlag(FLAGS_command);
   if (absl::GetFlag(FLAGS_target) >= 0) settings.target = absl::GetFlag(FLAGS_target);

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
@@ -385,7 +385,8 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
       &md, "\nSettings:\n\n",
       absl::StrFormat("- %d robots, S=%d (SSP and ROG), codec %s, trace scale %g\n",
                       settings.robots, settings.staleness, settings.codec, settings.trace_scale),
-      "- traces: ", settings.traces, "\n",
+      "- traces: ", settings.traces, "; links: user-space relays, one-way delay ", settings.delay,
+      " each way\n",
       absl::StrFormat("- %.0f s of adaptation per policy, profile %s\n", settings.adapt_seconds,
                       settings.profile));
   for (const PolicyFigures& p : policies) {
@@ -417,8 +418,7 @@ absl::StatusOr<int64_t> LateRowsFromWorkersJson(absl::string_view json) {
     return absl::InvalidArgumentError("not the output of `rogctl workers --json`");
   }
   int64_t sum = 0;
-  for (size_t at = json.find(kKey); at != absl::string_view::npos;
-       at = json.find(kKey, at + 1)) {
+  for (size_t at = json.find(kKey); at != absl::string_view::npos; at = json.find(kKey, at + 1)) {
     absl::string_view rest = json.substr(at + kKey.size());
     rest = rest.substr(0, rest.find_first_of(",}"));
     int64_t n;
@@ -449,9 +449,9 @@ std::string PatienceMarkdown(const std::vector<StudyRun>& runs, const BenchSetti
   const auto name = [&](const StudyRun& r) {
     const std::string p = Label(r.figures, settings.staleness);
     if (r.patience <= 0) return absl::StrCat(p, ", no patience");
-    return absl::StrCat(p, absl::StrFormat(", patience %gs", r.patience),
-                        r.local_steps > 0 ? absl::StrCat(", ", r.local_steps, " local steps")
-                                          : std::string());
+    return absl::StrCat(
+        p, absl::StrFormat(", patience %gs", r.patience),
+        r.local_steps > 0 ? absl::StrCat(", ", r.local_steps, " local steps") : std::string());
   };
   std::vector<std::string> goals;
   for (const std::string& t : timelines) {
@@ -462,8 +462,9 @@ std::string PatienceMarkdown(const std::vector<StudyRun>& runs, const BenchSetti
     }
     absl::StrAppend(&md, "## ", t, " timeline\n\n");
     if (target) {
-      absl::StrAppend(&md, absl::StrFormat("Target accuracy: %.4f (BSP without patience, final).\n\n",
-                                           *target));
+      absl::StrAppend(
+          &md,
+          absl::StrFormat("Target accuracy: %.4f (BSP without patience, final).\n\n", *target));
     }
     absl::StrAppend(&md,
                     "| run | it/s per robot | vs. no patience | stall share | detached share | "
@@ -479,18 +480,17 @@ std::string PatienceMarkdown(const std::vector<StudyRun>& runs, const BenchSetti
         ttt = tt ? absl::StrFormat("%.0f s", *tt) : "not reached";
       }
       absl::StrAppend(
-          &md, absl::StrFormat(
-                   "| %s | %.2f | %s | %s | %s | %d | %s | %s | %s |\n", name(r),
-                   f.iterations_per_s,
-                   base != nullptr && base != &r
-                       ? Ratio(f.iterations_per_s, base->figures.iterations_per_s)
-                       : "–",
-                   Pct(f.stall_share), Pct(f.detached_share), f.local_steps,
-                   f.late_rows >= 0 ? absl::StrCat(f.late_rows) : "–", ttt,
-                   f.final_accuracy >= 0
-                       ? absl::StrFormat("%.4f (%.4f–%.4f)", f.final_accuracy,
-                                         f.final_accuracy_min, f.final_accuracy_max)
-                       : "–"));
+          &md, absl::StrFormat("| %s | %.2f | %s | %s | %s | %d | %s | %s | %s |\n", name(r),
+                               f.iterations_per_s,
+                               base != nullptr && base != &r
+                                   ? Ratio(f.iterations_per_s, base->figures.iterations_per_s)
+                                   : "–",
+                               Pct(f.stall_share), Pct(f.detached_share), f.local_steps,
+                               f.late_rows >= 0 ? absl::StrCat(f.late_rows) : "–", ttt,
+                               f.final_accuracy >= 0
+                                   ? absl::StrFormat("%.4f (%.4f–%.4f)", f.final_accuracy,
+                                                     f.final_accuracy_min, f.final_accuracy_max)
+                                   : "–"));
     }
     absl::StrAppend(&md, "\n");
     // The goals of issue 10, for the main patience.
@@ -504,11 +504,14 @@ std::string PatienceMarkdown(const std::vector<StudyRun>& runs, const BenchSetti
       const double ratio = rog0->figures.iterations_per_s > 0
                                ? rogp->figures.iterations_per_s / rog0->figures.iterations_per_s
                                : 0;
-      std::string line = absl::StrFormat("%s: %s / ROG without patience = %s it/s", t, name(*rogp),
-                                         Ratio(rogp->figures.iterations_per_s,
-                                               rog0->figures.iterations_per_s));
-      if (t == "replayed") absl::StrAppend(&line, ratio >= 5 ? " (goal ≥ 5×: met)" : " (goal ≥ 5×: not met)");
-      if (t == "fast") absl::StrAppend(&line, ratio >= 1 ? " (goal: no worse: met)" : " (goal: no worse: not met)");
+      std::string line =
+          absl::StrFormat("%s: %s / ROG without patience = %s it/s", t, name(*rogp),
+                          Ratio(rogp->figures.iterations_per_s, rog0->figures.iterations_per_s));
+      if (t == "replayed")
+        absl::StrAppend(&line, ratio >= 5 ? " (goal ≥ 5×: met)" : " (goal ≥ 5×: not met)");
+      if (t == "fast")
+        absl::StrAppend(&line,
+                        ratio >= 1 ? " (goal: no worse: met)" : " (goal: no worse: not met)");
       if (target && bsp0 != nullptr) {
         auto tb = TimeToAccuracy(bsp0->figures.team_accuracy, *target);
         auto tr = TimeToAccuracy(rogp->figures.team_accuracy, *target);
@@ -537,7 +540,8 @@ std::string PatienceMarkdown(const std::vector<StudyRun>& runs, const BenchSetti
       "detached; *time to target*: when the team's mean accuracy first reached the target.\n\n",
       "Settings: 4 robots, S=", settings.staleness, ", codec ", settings.codec, ", trace scale ",
       settings.trace_scale, ", ", settings.adapt_seconds, " s of adaptation per run, traces ",
-      settings.traces, "; CPU: ", settings.cpu, "; command: `", settings.command, "`\n");
+      settings.traces, " (relays, one-way delay ", settings.delay, "); CPU: ", settings.cpu,
+      "; command: `", settings.command, "`\n");
   return md;
 }
 

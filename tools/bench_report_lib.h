@@ -132,6 +132,7 @@ struct BenchSettings {
   double adapt_seconds = 0;  // per policy
   int robots = 4;
   std::string cpu;  // e.g. "2 cores, 1 torch thread per robot"
+  std::string delay = "5ms";  // one-way delay of every link, each direction
   std::string profile;
   std::string command;
   std::optional<double> target;  // accuracy target; default BSP's final

@@ -8,7 +8,7 @@
 # Usage: tools/run.sh [--sync=bsp|ssp|rog] [--staleness=S] [--minutes=N]
 #                     [--quick] [--scale=X] [--traces=DIR] [--non_iid] [--seed=N]
 #                     [--lr=X] [--logs=DIR] [--timeline=fast|replayed]
-#                     [--patience=D] [--local_steps=N]
+#                     [--patience=D] [--local_steps=N] [--delay=D]
 #   --sync      synchronisation policy (default rog)
 #   --staleness the bound S for ssp and rog (default 4)
 #   --timeline  fast: the traces' recorded cadence (default); replayed: the
@@ -16,6 +16,8 @@
 #               10-90 s (outdoors-replayed-wN.tsv)
 #   --patience  rogd's --patience (default: rogd's default; 0 = off)
 #   --local_steps rogd's --detached_local_steps (default 0)
+#   --delay     one-way propagation delay each link adds in each direction
+#               (default 5ms; 0 for none)
 #   --minutes   how long the team adapts (default 4.5, about 5 with startup)
 #   --quick     adapt for 60 s (the whole run within 2 minutes once built)
 #   --scale     multiply every trace's bandwidth (default 1)
@@ -32,7 +34,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 sync=rog staleness=4 seconds=270 scale=1 non_iid=() seed=1 lr=0.02 logs= timeline=fast
-patience=() local_steps=0
+patience=() local_steps=0 delay=5ms
 traces=../shared/traces; [ -d "$traces" ] || traces=tools/traces
 for a in "$@"; do
   case "$a" in
@@ -49,13 +51,16 @@ for a in "$@"; do
     --timeline=*) timeline="${a#*=}" ;;
     --patience=*) patience=(--patience="${a#*=}") ;;
     --local_steps=*) local_steps="${a#*=}" ;;
-    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --delay=*) delay="${a#*=}" ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run: unknown argument '$a' (see tools/run.sh --help)" >&2; exit 2 ;;
   esac
 done
 case "$sync" in bsp|ssp|rog) ;; *) echo "run: --sync must be bsp, ssp or rog" >&2; exit 2 ;; esac
 case "$timeline" in fast|replayed) ;; *) echo "run: --timeline must be fast or replayed" >&2; exit 2 ;; esac
 [[ "$local_steps" =~ ^[0-9]+$ ]] || { echo "run: --local_steps must be a whole number" >&2; exit 2; }
+[[ "$delay" =~ ^(0|[0-9]+(\.[0-9]+)?(us|ms|s))$ ]] ||
+  { echo "run: --delay takes a duration such as 5ms, 20ms or 0 (got '$delay')" >&2; exit 2; }
 [ "$seconds" -ge 10 ] 2>/dev/null || { echo "run: --minutes must be at least 0.2" >&2; exit 2; }
 for w in 1 2 3 4; do
   if [ ! -f "$traces/outdoors-$timeline-w$w.tsv" ]; then
@@ -127,7 +132,7 @@ echo "run:   bazel run //tools:rogctl -- --server=127.0.0.1:$rogd_port status|wo
 
 for w in 1 2 3 4; do
   "$bin/tools/trace_relay" --upstream="127.0.0.1:$rogd_port" --listen_port_file="$work/relay$w.port" \
-    --trace="$traces/outdoors-$timeline-w$w.tsv" --scale="$scale" > "$work/relay$w.log" 2>&1 &
+    --trace="$traces/outdoors-$timeline-w$w.tsv" --scale="$scale" --delay="$delay" > "$work/relay$w.log" 2>&1 &
   pids+=($!)
 done
 workers=()

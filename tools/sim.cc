@@ -38,7 +38,8 @@ ABSL_FLAG(uint64_t, seed, 1, "Random seed (compute jitter, updates, initial valu
 ABSL_FLAG(double, compute_seconds, 1.0, "Mean compute time per iteration, seconds");
 ABSL_FLAG(double, compute_jitter, 0.1, "Compute time jitter, ± fraction (uniform)");
 ABSL_FLAG(std::string, codec, "fp32", "Row codec: fp32, bf16, int8, sign");
-ABSL_FLAG(std::string, model, "cnn", "Synthetic model layout: cnn (1.7 MB), fmnist (the main job's CNN, 82 KB) or tiny");
+ABSL_FLAG(std::string, model, "cnn",
+          "Synthetic model layout: cnn (1.7 MB), fmnist (the main job's CNN, 82 KB) or tiny");
 ABSL_FLAG(uint32_t, batch_bytes, 16384, "Payload bytes per row batch");
 ABSL_FLAG(bool, laggard_mta_only, true,
           "ROG: the worker at the slowest clock sends only mandatory rows and its MTA share");
@@ -49,7 +50,8 @@ ABSL_FLAG(double, patience, 0,
           "it and ignores links that cannot move their MTA share within it; a worker stalled at "
           "the bound this long detaches the workers it waits for (every policy). Detached "
           "workers drain in the background and reattach, once drained, when their goodput "
-          "moves their share within patience/2 for 1 s. Adds the columns detached share, detaches/reattaches "
+          "moves their share within patience/2 for 1 s. Adds the columns detached share, "
+          "detaches/reattaches "
           "and late rows");
 ABSL_FLAG(uint32_t, detached_local_steps, 0,
           "With --patience: local iterations a detached worker may run per detachment "
@@ -181,7 +183,8 @@ int main(int argc, char** argv) {
     std::printf("  team patience %.3g s, detached workers run up to %u local steps\n",
                 base.patience, base.detached_local_steps);
   }
-  if (base.traces.empty()) std::printf("  every worker: a constant 100 Mbit/s link (no --traces)\n");
+  if (base.traces.empty())
+    std::printf("  every worker: a constant 100 Mbit/s link (no --traces)\n");
   for (size_t w = 0; w < base.workers && !base.traces.empty(); ++w) {
     const rog::Trace& t = base.traces[w % base.traces.size()];
     std::printf("  worker %zu: %s (mean %.2f Mbit/s × %.3g)\n", w,
@@ -200,6 +203,7 @@ int main(int argc, char** argv) {
   std::printf("%-6s %7s %8s %8s %8s %7s %7s %7s %8s %8s %8s %8s%s\n", "", "", "share", "share",
               "share", "", "mean", "max", "", "", "p50 ms", "p99 ms", extra_head2.c_str());
   double bsp = 0, ssp = 0, rog_ips = 0;
+  std::vector<std::string> causes;
   bool ok = true;
   for (rog::SyncPolicy policy : policies) {
     rog::SimConfig cfg = base;
@@ -222,10 +226,10 @@ int main(int argc, char** argv) {
     const bool has_window = !overshoots.empty();
     const double worker_seconds = r->seconds * r->workers.size();
     const std::string extra =
-        patience ? absl::StrFormat(" %7.1f%% %9s %8d", 100 * r->detached_share(),
-                                   absl::StrCat(r->detaches(), "/", r->reattaches()),
-                                   r->late_rows())
-                 : "";
+        patience
+            ? absl::StrFormat(" %7.1f%% %9s %8d", 100 * r->detached_share(),
+                              absl::StrCat(r->detaches(), "/", r->reattaches()), r->late_rows())
+            : "";
     std::printf(
         "%-6s %7.3f %7.1f%% %7.1f%% %7.1f%% %7llu %7.2f %7llu %8.1f %8.1f %8s %8s%s %s\n",
         std::string(rog::SyncPolicyName(policy)).c_str(), r->iterations_per_second(),
@@ -247,10 +251,24 @@ int main(int argc, char** argv) {
                   static_cast<unsigned long long>(r->bound_checks), r->max_replica_error,
                   r->max_sum_error);
     }
+    double cause[3] = {0, 0, 0};
+    for (const rog::SimWorkerReport& w : r->workers) {
+      for (int c = 0; c < 3; ++c) cause[c] += w.stall_cause_seconds[c];
+    }
+    causes.push_back(absl::StrFormat("%-6s %13.1f%% %13.1f%% %13.1f%%",
+                                     std::string(rog::SyncPolicyName(policy)),
+                                     100 * cause[rog::kStallPeerCompute] / worker_seconds,
+                                     100 * cause[rog::kStallPeerUplink] / worker_seconds,
+                                     100 * cause[rog::kStallDownlink] / worker_seconds));
     if (policy == rog::SyncPolicy::kBsp) bsp = r->iterations_per_second();
     if (policy == rog::SyncPolicy::kSsp) ssp = r->iterations_per_second();
     if (policy == rog::SyncPolicy::kRog) rog_ips = r->iterations_per_second();
   }
+  std::printf(
+      "\nstall share by what the stalled worker waited for: a peer still computing the\n"
+      "iteration the bound needs, a peer's push of rows it has, rogd's delivery of rows it holds\n"
+      "policy  peer compute   peer uplink      downlink\n");
+  for (const std::string& line : causes) std::printf("%s\n", line.c_str());
   std::printf("\n");
   if (rog_ips > 0 && bsp > 0) std::printf("ROG/BSP throughput: %.2fx\n", rog_ips / bsp);
   if (rog_ips > 0 && ssp > 0) std::printf("ROG/SSP throughput: %.2fx\n", rog_ips / ssp);

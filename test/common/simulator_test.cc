@@ -143,6 +143,43 @@ TEST_CASE("with one slow link ROG outruns BSP and SSP and stalls less", "[simula
   CHECK(rog.stall_share() < bsp.stall_share());
 }
 
+TEST_CASE("stall time is split by what the stalled worker waited for", "[simulator]") {
+  auto layout = SyntheticLayout("cnn");
+  REQUIRE(layout.ok());
+  SimConfig c;
+  c.workers = 4;
+  c.staleness = 2;
+  c.seconds = 60;
+  c.compute_seconds = 0.5;
+  c.traces = {Trace::Constant(100)};
+  const bool slow_link = GENERATE(true, false);
+  const SyncPolicy policy = GENERATE(SyncPolicy::kBsp, SyncPolicy::kSsp, SyncPolicy::kRog);
+  if (slow_link) {
+    // Worker 0 computes as fast as the rest but sits behind 1 Mbit/s.
+    c.traces = {Trace::Constant(1), Trace::Constant(100)};
+  } else {
+    // Worker 0 computes four times slower; every link is fast.
+    c.compute_factors = {4.0, 1.0};
+  }
+  c.policy = policy;
+  absl::StatusOr<SimReport> r = RunSimulation(c, *layout);
+  REQUIRE(r.ok());
+  double stall = 0, causes[3] = {0, 0, 0};
+  for (const SimWorkerReport& w : r->workers) {
+    stall += w.stall_seconds;
+    for (int k = 0; k < 3; ++k) causes[k] += w.stall_cause_seconds[k];
+  }
+  CAPTURE(slow_link, SyncPolicyName(policy), stall, causes[kStallPeerCompute],
+          causes[kStallPeerUplink], causes[kStallDownlink]);
+  REQUIRE(stall > 1);
+  CHECK(causes[0] + causes[1] + causes[2] == Approx(stall).epsilon(1e-6));
+  if (slow_link) {
+    CHECK(causes[kStallPeerUplink] > 0.5 * stall);
+  } else {
+    CHECK(causes[kStallPeerCompute] > 0.5 * stall);
+  }
+}
+
 struct DeadStretch {
   double from, to, mbit;
 };
