@@ -397,7 +397,9 @@ struct Worker::Impl {
     ++next_down_seq;
     current.rows_down += rows->size();
     const uint64_t bytes = b.ByteSizeLong();
-    current.bytes_down += bytes;
+    // A probe's padding (rogd measuring a detached worker's link) is not
+    // row traffic; it is acknowledged all the same.
+    current.bytes_down += bytes - std::min<uint64_t>(bytes, b.padding().size());
     current.payload_down += b.payload().size();
     down_ack_seq = b.seq();
     down_ack_bytes += bytes;
@@ -516,12 +518,11 @@ struct Worker::Impl {
         detached = true;
         local_steps_left = d.detached().local_steps();
         detach_reason = d.detached().reason();
-        spdlog::warn("worker {}: detached from the team by rogd: {}; {}", opt.worker_id,
-                     detach_reason,
-                     local_steps_left > 0
-                         ? absl::StrCat("training on its own for up to ", local_steps_left,
-                                        " iterations")
-                         : std::string("training pauses until the link recovers"));
+        spdlog::warn(
+            "worker {}: detached from the team by rogd: {}; {}", opt.worker_id, detach_reason,
+            local_steps_left > 0
+                ? absl::StrCat("training on its own for up to ", local_steps_left, " iterations")
+                : std::string("training pauses until the link recovers"));
         break;
       case pb::Directive::kReattached:
         if (!detached) break;

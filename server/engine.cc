@@ -37,6 +37,13 @@ constexpr double kTick = 0.05;
 // seconds (hysteresis against links that flicker around the threshold).
 constexpr double kReattachFraction = 0.5;
 constexpr double kReattachHold = 1.0;
+// A detached worker whose downlink has been idle this long gets a probe: a
+// batch of padding as large as its share (at most kMaxProbeBytes), so that
+// the ack measures whether its link moves the share within the patience.
+// Without it the estimate of a link that recovered while nothing flowed
+// (the team idle, the worker paused) would never change.
+constexpr double kProbeIdle = 0.25;
+constexpr uint64_t kMaxProbeBytes = 256 * 1024;
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -102,11 +109,13 @@ struct WorkerRec {
   // Team patience: outside the bound and the window while detached.
   bool detached = false;
   double detached_at = 0;
-  uint64_t detached_clock = 0;  // its clock when detached (local steps count from it)
-  double detached_total = 0;  // seconds, over earlier detachments
+  uint64_t detached_clock = 0;   // its clock when detached (local steps count from it)
+  double detached_total = 0;     // seconds, over earlier detachments
   double reattach_ok_since = 0;  // 0: its link does not qualify (yet)
   uint64_t detaches = 0, reattaches = 0, late_rows = 0;
   std::string detach_reason;
+  uint64_t probes = 0;              // probes sent during this detachment
+  double last_down_sent = 0;        // when a downlink batch last left
   std::vector<uint64_t> requested;  // per row: the needed version asked for
 
   // What the worker reported last.
@@ -501,6 +510,7 @@ struct Engine::Impl {
       r.inflight_bytes += bytes;
       r.bytes_down += bytes;
       r.down_goodput.OnSend(Now(), bytes);
+      r.last_down_sent = Now();
       r.outbox->Send(std::move(m));
       sent_any = true;
     }
@@ -534,6 +544,7 @@ struct Engine::Impl {
   void CheckPatience(double now);
   bool MayReattach(WorkerRec& q, double now);
   double DownlinkRate(const WorkerRec& q, double now) const;
+  void MaybeProbe(WorkerRec& q, double now);
   void SendKnownVersions(const WorkerRec* except);
   void Detach(WorkerRec& q, const std::string& reason);
   void Reattach(WorkerRec& q, const std::string& reason);
@@ -891,18 +902,41 @@ void Engine::Impl::CheckPatience(double now) {
   // streams every pending row to a detached worker, so it stays fresh.
   for (auto& q : workers) {
     if (!q->detached || q->state != WState::kConnected) continue;
+    MaybeProbe(*q, now);
     if (!MayReattach(*q, now)) continue;
     const double rate = DownlinkRate(*q, now);
     Reattach(*q, absl::StrFormat("its link moves its share (%d bytes) in %.2f s, within half the "
-                                 "patience, for %.1f s, and what it computed is folded",
+                                 "patience, for %.1f s (%d probes), and what it computed is folded",
                                  static_cast<uint64_t>(ShareBytes()), ShareBytes() / rate,
-                                 now - q->reattach_ok_since));
+                                 now - q->reattach_ok_since, q->probes));
   }
   if (!detach.empty()) {
     SendKnownVersions(nullptr);
     ReplanStalls();
     PumpAll();
   }
+}
+
+void Engine::Impl::MaybeProbe(WorkerRec& q, double now) {
+  if (!q.outbox || q.resync_next < layout->num_rows() || !q.inflight.empty()) return;
+  if (q.outbox->queued_bytes() > 0 || now - q.last_down_sent < kProbeIdle) return;
+  pb::ServerMessage m;
+  pb::RowBatch* b = m.mutable_batch();
+  b->set_seq(q.next_down_seq++);
+  b->set_iteration(q.clock);
+  b->set_kind(pb::BATCH_KIND_UPDATE);
+  b->set_codec(static_cast<pb::Codec>(opt.codec));
+  b->mutable_padding()->assign(static_cast<size_t>(std::min<double>(ShareBytes(), kMaxProbeBytes)),
+                               '\0');
+  const uint64_t bytes = b->ByteSizeLong();
+  q.inflight.push_back(InFlight{b->seq(), bytes, now});
+  q.inflight_bytes += bytes;
+  q.bytes_down += bytes;
+  q.down_goodput.OnSend(now, bytes);
+  q.last_down_sent = now;
+  ++q.probes;
+  spdlog::debug("worker {}: probe of {} bytes (detached, downlink idle)", q.id, bytes);
+  q.outbox->Send(std::move(m));
 }
 
 // The downlink goodput estimate, capped by what the oldest unacknowledged
@@ -953,9 +987,14 @@ void Engine::Impl::SendKnownVersions(const WorkerRec* except) {
 }
 
 void Engine::Impl::SendDetached(WorkerRec& q) {
+  // What is left of this detachment's local steps: a worker that reconnects
+  // while detached must not get a fresh budget.
+  const uint64_t taken = q.clock - std::min(q.clock, q.detached_clock);
+  const uint64_t left =
+      opt.detached_local_steps - std::min<uint64_t>(taken, opt.detached_local_steps);
   SendDirective(q, [&](pb::Directive* d) {
     d->mutable_detached()->set_reason(q.detach_reason);
-    d->mutable_detached()->set_local_steps(opt.detached_local_steps);
+    d->mutable_detached()->set_local_steps(static_cast<uint32_t>(left));
   });
 }
 
@@ -965,6 +1004,7 @@ void Engine::Impl::Detach(WorkerRec& q, const std::string& reason) {
   q.detached_at = now;
   q.detached_clock = q.clock;
   q.reattach_ok_since = 0;
+  q.probes = 0;
   ++q.detaches;
   q.detach_reason = reason;
   q.stalled = q.stall_announced = false;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "catch2/catch.hpp"
 #include "test/integration/rogd_harness.h"
 #include "test/integration/team.h"
@@ -33,6 +34,14 @@ struct Dip {
   uint32_t bound = 2;
   std::string patience = "1s";
   uint32_t local_steps = 0;
+  // Break b's connection once it has taken its local steps: reconnecting
+  // while detached must not give it a fresh allowance.
+  bool reconnect = false;
+  // The link's rate in the dip. At kDip keepalive pings wait behind the
+  // worker's backlog and time out every few seconds, so a reconnecting
+  // worker never gets its model resynced; the reconnect case needs a dip
+  // that keeps the connection.
+  double dip = kDip;
 };
 
 // Three workers training the big layout: a and c on loopback, b behind
@@ -65,8 +74,10 @@ struct Obstacle {
 
 TEST_CASE("a robot behind an obstacle is detached, the team goes on, it reattaches, nothing lost",
           "[patience]") {
-  for (const Dip& d : {Dip{"rog", 2}, Dip{"ssp", 2}, Dip{"bsp", 0}, Dip{"rog", 2, "1s", 3}}) {
-    DYNAMIC_SECTION(d.sync << " local_steps=" << d.local_steps) {
+  for (const Dip& d : {Dip{"rog", 2}, Dip{"ssp", 2}, Dip{"bsp", 0}, Dip{"rog", 2, "1s", 3},
+                       Dip{"rog", 2, "1s", 3, true, 100e3}}) {
+    DYNAMIC_SECTION(d.sync << " local_steps=" << d.local_steps
+                           << (d.reconnect ? " reconnect" : "")) {
       auto rogd = RogdProcess::Start({absl::StrCat("--sync=", d.sync), "--staleness=2",
                                       "--workers=3", "--lease=60s",
                                       absl::StrCat("--patience=", d.patience),
@@ -82,7 +93,7 @@ TEST_CASE("a robot behind an obstacle is detached, the team goes on, it reattach
       // The obstacle. b's own iterations stop counting for the others'
       // bound check from here (it leaves the bound once detached).
       team.Detach(1);
-      link_b->SetRate(kDip);
+      link_b->SetRate(d.dip);
       const uint64_t a_at_dip = a.worker->clock();
       REQUIRE(WaitFor(30, [&] {
         return (*rogd)->log().find("detached worker b") != std::string::npos;
@@ -100,11 +111,44 @@ TEST_CASE("a robot behind an obstacle is detached, the team goes on, it reattach
       // The directive reaches b behind what its link still carries.
       CHECK(WaitFor(30, [&] { return b.worker->detached(); }));
 
+      if (d.reconnect) {
+        // b takes its local steps (counted from the iteration rogd detached
+        // it at), then pauses.
+        const std::string log = (*rogd)->log();
+        const std::string mark = "detached worker b at iteration ";
+        const size_t at = log.find(mark);
+        REQUIRE(at != std::string::npos);
+        const uint64_t detached_at = std::stoull(log.substr(at + mark.size()));
+        REQUIRE(WaitFor(40, [&] { return b.worker->clock() >= detached_at + d.local_steps; }));
+        absl::SleepFor(absl::Seconds(1));
+        const uint64_t paused_at = b.worker->clock();
+        CHECK(paused_at == detached_at + d.local_steps);
+        // Fast enough to resync the model in a few seconds, still far too
+        // slow to reattach (its share within half the patience).
+        link_b->SetRate(200e3);
+        const uint64_t accepted = link_b->accepted_connections();
+        link_b->ResetConnections();
+        REQUIRE(WaitFor(30, [&] { return link_b->accepted_connections() > accepted; }));
+        // Time for a fresh allowance to show, had rogd given one.
+        absl::SleepFor(absl::Seconds(8));
+        CHECK(b.worker->detached());
+        CHECK(b.worker->clock() == paused_at);
+        // The team finishes: nothing flows to b any more, so only rogd's
+        // probes can show that its link has recovered.
+        team.Join(a);
+        team.Join(c);
+      }
+
       // The link recovers: b reattaches by itself and trains to the end.
       link_b->SetRate(kUp);
       REQUIRE(WaitFor(40, [&] {
         return (*rogd)->log().find("reattached worker b") != std::string::npos;
       }));
+      if (d.reconnect) {
+        const std::string log = (*rogd)->log();
+        CHECK(log.find("reattached worker b") != std::string::npos);
+        CHECK(log.find(" 0 probes)") == std::string::npos);
+      }
       team.JoinAll();
       RequireClean(team);
       absl::StatusOr<pb::WorkersReply> after = AdminWorkers((*rogd)->address());
