@@ -545,6 +545,7 @@ struct Engine::Impl {
   bool MayReattach(WorkerRec& q, double now);
   double DownlinkRate(const WorkerRec& q, double now) const;
   void MaybeProbe(WorkerRec& q, double now);
+  void SendPace(uint64_t min_before, const WorkerRec* except);
   void SendKnownVersions(const WorkerRec* except);
   void Detach(WorkerRec& q, const std::string& reason);
   void Reattach(WorkerRec& q, const std::string& reason);
@@ -803,6 +804,7 @@ void Engine::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
   r->last_seen = Now();
   r->progress = p;
   const uint64_t before = r->clock;
+  const uint64_t min_before = MinAttachedClock();
   r->clock = std::max(r->clock, p.iteration());
   if (p.flush()) r->flush = true;
   if (r->detached) {
@@ -823,8 +825,28 @@ void Engine::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
     SendDirective(*r, [&](pb::Directive* d) { *d->mutable_window() = window; });
     spdlog::debug("worker {} iteration {}: window {:.3f} s", r->id, r->clock, window.seconds());
   }
-  if (r->clock != before) ReplanStalls();
+  if (r->clock != before) {
+    SendPace(min_before, r);
+    ReplanStalls();
+  }
   PumpAll();
+}
+
+// The slowest attached clock moved past `min_before`: every other attached
+// worker gets a fresh window now, not at its next iteration, so that one
+// holding its link for pacing (ahead of the slowest by more than its pace
+// lead) stops holding as soon as the slowest catches up, as the simulator's
+// workers do. Without it a worker held for the whole window, on the clock
+// it heard of when its own iteration began.
+void Engine::Impl::SendPace(uint64_t min_before, const WorkerRec* except) {
+  if (opt.policy != SyncPolicy::kRog || !state) return;
+  const uint64_t min = MinAttachedClock();
+  if (min == std::numeric_limits<uint64_t>::max() || min <= min_before) return;
+  for (auto& w : workers) {
+    if (w.get() == except || w->state != WState::kConnected || !Attached(*w)) continue;
+    const pb::Window window = CurrentWindow(w->clock + 1);
+    SendDirective(*w, [&](pb::Directive* d) { *d->mutable_window() = window; });
+  }
 }
 
 void Engine::Impl::OnClosed(uint64_t session) {
@@ -896,7 +918,9 @@ void Engine::Impl::CheckPatience(double now) {
                                   r->id, now - r->stalled_since, r->clock + 1, opt.patience));
     }
   }
+  const uint64_t min_before = MinAttachedClock();
   for (auto& [q, reason] : detach) Detach(*q, reason);
+  if (!detach.empty()) SendPace(min_before, nullptr);
   // Reattach: a detached worker whose link moves its share well within the
   // patience again, for long enough. The downlink estimate decides: rogd
   // streams every pending row to a detached worker, so it stays fresh.
