@@ -209,14 +209,24 @@ TEST_CASE("a worker that stops reading its stream is cut off at --max_stream_bac
   REQUIRE(flood.Write(HelloFor("flood", TestLayout())));
   pb::WorkerMessage p;
   p.mutable_progress()->set_iteration(0);
+  // Writes go on until the stream is gone: how many this process's and the
+  // kernel's buffers take depends on the machine (400000 in 2.6 s here), so
+  // only the time is bounded.
   int written = 0;
   const double t0 = Seconds();
-  while (written < 400000 && Seconds() - t0 < 60 && flood.Write(p)) ++written;
+  bool cut = false;
+  while (Seconds() - t0 < 60) {
+    if (!flood.Write(p)) {
+      cut = true;
+      break;
+    }
+    ++written;
+  }
   const RawResult r = flood.Finish();
   WARN("backlog: the flooding client saw " << r.code << ": " << r.message);
   INFO("wrote " << written << " progress reports in " << Seconds() - t0 << " s; " << r.message);
   INFO((*rogd)->log());
-  CHECK(written < 400000);
+  CHECK(cut);
   CHECK(Seconds() - t0 < 60);
   // The worker could not read the status (it did not read at all): rogd
   // cancels the stream, and says why in its log and its counters.
