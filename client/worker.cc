@@ -74,7 +74,20 @@ struct SentBatch {
   std::vector<float> decoded;  // UPDATE: what the server folds, concatenated
   uint64_t bytes = 0;
   uint64_t phase = 0;  // the transmission phase that sent it
+  bool in_push = false;  // formed inside EndIteration: part of that phase's push
   double sent_at = 0;
+};
+
+// A push whose statistics are not complete yet: its EndIteration has not
+// returned, or some of its batches are unacknowledged.
+struct OpenPush {
+  uint64_t phase = 0;
+  PushStats stats;
+  double t0 = 0;  // EndIteration's call
+  double deadline = 0;
+  double last_ack = 0;
+  uint64_t unacked = 0;  // its batches in flight
+  bool ended = false;    // its EndIteration returned
 };
 
 using Stream = grpc::ClientReaderWriter<pb::WorkerMessage, pb::ServerMessage>;
@@ -164,7 +177,8 @@ struct Worker::Impl {
   double deadline = kInf;
   uint64_t phase = 0;
   std::vector<uint64_t> sent_phase;  // per row: last phase it was sent in
-  double phase_last_ack = 0;
+  std::deque<OpenPush> open_pushes;
+  std::vector<std::pair<double, PushStats>> pushes_done;  // (its t0, stats)
   std::deque<pb::Progress> progress_out;
   bool goodbye_due = false;
   bool said_goodbye = false;
@@ -329,6 +343,11 @@ struct Worker::Impl {
       }
     }
     inflight.clear();
+    for (OpenPush& p : open_pushes) {
+      if (p.unacked > 0) p.stats.disconnected = true;
+      p.unacked = 0;
+    }
+    CompletePushes();
     acked_in_resync.clear();
     inflight_bytes = 0;
     goodput = GoodputEstimator();
@@ -453,7 +472,10 @@ struct Worker::Impl {
   void OnAck(const pb::Ack& a) {
     const double now = Now();
     while (!inflight.empty() && inflight.front().seq <= a.seq()) {
-      if (inflight.front().phase == phase) phase_last_ack = now;
+      if (OpenPush* p = PushOf(inflight.front())) {
+        p->last_ack = now;
+        --p->unacked;
+      }
       if (inflight.front().seq == a.seq()) OnRttSample(now, now - inflight.front().sent_at);
       inflight_bytes -= inflight.front().bytes;
       if (inflight.front().kind == pb::BATCH_KIND_UPDATE &&
@@ -474,6 +496,34 @@ struct Worker::Impl {
     }
     last_acked_up = std::max(last_acked_up, a.seq());
     goodput.OnAck(now, a.bytes());
+    CompletePushes();
+  }
+
+  OpenPush* PushOf(const SentBatch& b) {
+    if (!b.in_push) return nullptr;
+    for (OpenPush& p : open_pushes) {
+      if (p.phase == b.phase) return &p;
+    }
+    return nullptr;
+  }
+
+  // Moves pushes whose EndIteration returned and whose batches are all
+  // acknowledged (or lost with a stream) to pushes_done, in order.
+  void CompletePushes() {
+    while (!open_pushes.empty() && open_pushes.front().ended &&
+           open_pushes.front().unacked == 0) {
+      OpenPush& p = open_pushes.front();
+      const double rtt = MinRtt();
+      if (p.last_ack > 0) {
+        p.stats.busy_seconds = std::max(0.0, p.last_ack - p.t0 - rtt);
+        if (p.deadline < kInf) {
+          p.stats.overshoot_seconds = std::max(0.0, p.last_ack - rtt / 2 - p.deadline);
+        }
+      }
+      if (p.deadline < kInf) last_overshoot = p.stats.overshoot_seconds;
+      pushes_done.emplace_back(p.t0, p.stats);
+      open_pushes.pop_front();
+    }
   }
 
   void OnDirective(const pb::Directive& d) {
@@ -632,6 +682,8 @@ struct Worker::Impl {
       current.rows_up += sent.rows.size();
       current.bytes_up += sent.bytes;
       current.payload_up += b->payload().size();
+      sent.in_push = true;
+      if (OpenPush* p = PushOf(sent)) ++p->unacked;
     }
     inflight_bytes += sent.bytes;
     goodput.OnSend(Now(), sent.bytes);
@@ -1055,7 +1107,15 @@ absl::StatusOr<IterationStats> Worker::EndIteration(absl::Span<const float> upda
   m.speculate = !rog || m.state.clock() > m.window.min_iteration();
   m.current.window_seconds = rog ? m.window.seconds() : 0;
   m.deadline = m.current.window_seconds > 0 ? t0 + m.current.window_seconds : kInf;
-  m.phase_last_ack = 0;
+  {
+    OpenPush p;
+    p.phase = m.phase;
+    p.t0 = t0;
+    p.deadline = m.deadline;
+    p.stats.iteration = m.state.clock();
+    p.stats.window_seconds = m.current.window_seconds;
+    m.open_pushes.push_back(p);
+  }
   m.transmitting = true;
   m.progress_out.push_back(m.MakeProgress(/*stalled=*/false, /*flush=*/false));
   m.cv.notify_all();
@@ -1071,9 +1131,9 @@ absl::StatusOr<IterationStats> Worker::EndIteration(absl::Span<const float> upda
       break;
     }
     const double now = Now();
-    bool sent_all = true;
-    for (const SentBatch& b : m.inflight) sent_all &= b.phase != phase;
-    if (m.PlanFinished(now) && sent_all) {
+    // Every selected row is on its way: the acknowledgements are not waited
+    // for (PushStats reports them).
+    if (m.PlanFinished(now)) {
       // Pacing: ahead of the slowest worker, keep the link for the window.
       const bool ahead = rog && m.deadline < kInf && now < m.deadline &&
                          m.state.clock() > m.window.min_iteration() + kPaceLead;
@@ -1087,11 +1147,18 @@ absl::StatusOr<IterationStats> Worker::EndIteration(absl::Span<const float> upda
   const double now = Now();
   m.current.transmit_seconds = now - t0;
   m.total_transmit += m.current.transmit_seconds;
-  m.current.overshoot_seconds =
-      m.deadline < kInf && m.phase_last_ack > 0 ? std::max(0.0, m.phase_last_ack - m.deadline) : 0;
-  if (m.deadline < kInf) m.last_overshoot = m.current.overshoot_seconds;
-  // The last ack comes a round trip after the last byte entered the link.
-  m.current.busy_seconds = std::max(0.0, m.phase_last_ack - t0 - m.MinRtt());
+  for (OpenPush& p : m.open_pushes) {
+    if (p.phase != phase) continue;
+    p.ended = true;
+    p.stats.bytes = m.current.bytes_up;
+    p.stats.payload = m.current.payload_up;
+  }
+  m.CompletePushes();
+  for (auto& [start, push] : m.pushes_done) {
+    push.age_seconds = now - start;
+    m.current.pushes.push_back(push);
+  }
+  m.pushes_done.clear();
   m.current.uplink_goodput = m.goodput.rate();
   for (RowId r = 0; r < m.layout.num_rows(); ++r) m.current.rows_kept += m.state.unpushed(r) > 0;
   IterationStats stats = m.current;

@@ -17,6 +17,8 @@
 // rows in importance order until the transmission window rogd sent closes.
 // At most ~50 ms of measured goodput travels unacknowledged, so the cutoff
 // is sharp; what misses it stays in the accumulator for the next iteration.
+// EndIteration does not wait for the last acknowledgements: the next
+// iteration computes while the last batches cross the link.
 // Downlink rows are applied as they arrive, on the stream's thread.
 //
 // Faults: the worker reconnects by itself with backoff and resumes exactly
@@ -104,6 +106,24 @@ struct WorkerOptions {
   std::string token;
 };
 
+// One EndIteration's push (the batches it formed), known once rogd has
+// acknowledged its last batch, which is usually after EndIteration returned.
+struct PushStats {
+  uint64_t iteration = 0;      // the clock after the iteration that pushed it
+  double age_seconds = 0;      // from its EndIteration's call to the return of the one reporting it
+  double window_seconds = 0;   // its uplink window; 0 = none
+  uint64_t bytes = 0, payload = 0;  // its batches' bytes and encoded row values
+  // From its start to its last acknowledgement, less the path's minimum
+  // round trip: how long the uplink carried it (0 if nothing was
+  // acknowledged).
+  double busy_seconds = 0;
+  // From the window's end to the estimated arrival of its last byte at rogd
+  // (the last acknowledgement less half the minimum round trip); 0 within
+  // the window or without one.
+  double overshoot_seconds = 0;
+  bool disconnected = false;  // the stream broke before every batch was acknowledged
+};
+
 // What one iteration cost and moved.
 struct IterationStats {
   uint64_t iteration = 0;        // the clock after this iteration
@@ -112,12 +132,6 @@ struct IterationStats {
   double compute_seconds = 0;    // BeginIteration's return to EndIteration
   double transmit_seconds = 0;   // inside EndIteration
   double window_seconds = 0;     // the uplink window used; 0 = none
-  double overshoot_seconds = 0;  // window end to the last acknowledged byte
-  // From EndIteration's start to the last acknowledgement of this
-  // iteration's batches, less the path's minimum round trip (0 if nothing
-  // was sent): how long the uplink carried this iteration's push, without
-  // ROG's paced wait for the rest of the window.
-  double busy_seconds = 0;
   uint64_t rows_up = 0, bytes_up = 0;      // uplink batches of this iteration
   uint64_t rows_down = 0, bytes_down = 0;  // downlink since the last stats
   // Of bytes_up / bytes_down, the encoded row values; the rest is the index
@@ -132,6 +146,10 @@ struct IterationStats {
   // update drains in the background, so EndIteration returns at once).
   double detached_seconds = 0;
   bool detached = false;
+  // Pushes whose last batch rogd acknowledged since the previous
+  // EndIteration returned: usually the previous iteration's, since
+  // EndIteration does not wait for acknowledgements (see PushStats).
+  std::vector<PushStats> pushes;
 };
 
 // Why BeginIteration waits (rogd's Stall directive, or the connection).
@@ -168,8 +186,12 @@ class Worker {
 
   // Ends the iteration: `update` (total_numel elements) is the parameter
   // delta it computed; it is applied to the replica and streamed under ATP.
-  // Returns when the window has closed (or every selected row is sent) and
-  // what was sent is acknowledged, or at once if the stream breaks.
+  // Returns once every row it selected is handed to the stream (mandatory
+  // rows whatever the window, the rest until the window closes), and, for a
+  // worker more than one iteration ahead of the slowest (ATP's pacing),
+  // once the window has closed; at once if the stream breaks. It does not
+  // wait for rogd's acknowledgements: at most ~50 ms of goodput is still on
+  // its way, and PushStats reports the push once it is acknowledged.
   absl::StatusOr<IterationStats> EndIteration(absl::Span<const float> update);
 
   // Pushes every row with unpushed updates, whatever the window, and waits

@@ -177,8 +177,9 @@ bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
 
 # The simulator on the same settings, with the compute time measured above.
 # (Records of kind 2 are waits, not iterations.)
-compute=$(cat "$out"/*/robot*.iters.csv | awk -F, '$1 != "unix_s" && $18 != 2 { s += $5; n++ }
-  END { if (n) printf "%.4f", s / n; else print 0 }')
+compute=$(awk -F, 'FNR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+  $col["kind"] != 2 { s += $col["compute_s"]; n++ }
+  END { if (n) printf "%.4f", s / n; else print 0 }' "$out"/*/robot*.iters.csv)
 # The patience rogd ran with ("patience=500ms" in its first line; "off").
 sim_patience=$(sed -nE '1,3s/.* patience=([^ ]+) .*/\1/p' "$out/rog/rogd.log" | head -1 |
   awk '/ms$/ { print $0 / 1000; next } /s$/ { print $0 + 0; next } { print 0 }')

@@ -2,7 +2,7 @@
 // and a gnuplot script (tools/bench.sh runs gnuplot on it).
 //
 // The folder holds one subfolder per policy (bsp, ssp, rog), each with
-// robotN.iters.csv and robotN.acc.csv (fmnist_worker --csv_dir) and
+// robotN.iters.csv, robotN.acc.csv and robotN.pushes.csv (fmnist_worker --csv_dir) and
 // relayN.log (trace_relay's log, which says when it started replaying).
 // With --study, the patience study's folders instead (tools/bench.sh
 // --study=patience): TIMELINE/POLICY-pSECONDS[-lSTEPS]/, each like a policy
@@ -88,6 +88,16 @@ absl::StatusOr<std::vector<rog::RobotRun>> LoadPolicy(const fs::path& dir,
     auto acc = rog::ParseAccCsv(*acc_text, accp.string());
     if (!acc.ok()) return acc.status();
     run.acc = std::move(*acc);
+    // Robots since EndStep stopped waiting for acks record their pushes
+    // apart; older files carry them in the iterations.
+    const fs::path pushes = dir / (id + ".pushes.csv");
+    if (fs::exists(pushes)) {
+      auto text = Read(pushes);
+      if (!text.ok()) return text.status();
+      auto p = rog::ParsePushCsv(*text, pushes.string());
+      if (!p.ok()) return p.status();
+      run.pushes = std::move(*p);
+    }
     // The link: its trace and when the relay started replaying it.
     auto log = Read(dir / absl::StrCat("relay", n, ".log"));
     const fs::path trace_path =

@@ -61,12 +61,51 @@ constexpr absl::string_view kIterHeaderPatience =
     "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,overshoot_s,rows_up,"
     "bytes_up,payload_up,rows_down,bytes_down,payload_down,disconnected,busy_s,detached_s,"
     "kind";
+// Since EndStep stopped waiting for acknowledgements: the push's figures
+// moved to ID.pushes.csv.
+constexpr absl::string_view kIterHeaderPushes =
+    "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,rows_up,bytes_up,"
+    "payload_up,rows_down,bytes_down,payload_down,disconnected,detached_s,kind";
+constexpr absl::string_view kPushHeader =
+    "start_unix_s,iteration,window_s,bytes,payload,busy_s,overshoot_s,disconnected";
 constexpr absl::string_view kAccHeader = "unix_s,elapsed_s,iteration,accuracy";
 
 }  // namespace
 
 absl::StatusOr<std::vector<IterRecord>> ParseIterCsv(absl::string_view text,
                                                      absl::string_view name) {
+  if (absl::StartsWith(text, kIterHeaderPushes)) {
+    auto rows = CsvRows(text, name, kIterHeaderPushes);
+    if (!rows.ok()) return rows.status();
+    std::vector<IterRecord> out;
+    for (size_t i = 0; i < rows->size(); ++i) {
+      const auto& f = (*rows)[i];
+      IterRecord r;
+      int stalled = 0, disconnected = 0, kind = 0;
+      const size_t line = i + 2;
+      for (absl::Status s :
+           {Field(f[0], name, line, &r.unix_s), Field(f[1], name, line, &r.iteration),
+            Field(f[2], name, line, &r.stall_s), Field(f[3], name, line, &stalled),
+            Field(f[4], name, line, &r.compute_s), Field(f[5], name, line, &r.transmit_s),
+            Field(f[6], name, line, &r.window_s), Field(f[7], name, line, &r.rows_up),
+            Field(f[8], name, line, &r.bytes_up), Field(f[9], name, line, &r.payload_up),
+            Field(f[10], name, line, &r.rows_down), Field(f[11], name, line, &r.bytes_down),
+            Field(f[12], name, line, &r.payload_down), Field(f[13], name, line, &disconnected),
+            Field(f[14], name, line, &r.detached_s), Field(f[15], name, line, &kind)}) {
+        if (!s.ok()) return s;
+      }
+      if (kind < 0 || kind > 2) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, " line ", line, ": kind must be 0, 1 or 2, not ", kind));
+      }
+      r.stalled = stalled != 0;
+      r.disconnected = disconnected != 0;
+      r.local_step = kind == 1;
+      r.no_iteration = kind == 2;
+      out.push_back(r);
+    }
+    return out;
+  }
   const bool patience = absl::StartsWith(text, kIterHeaderPatience);
   auto rows = CsvRows(text, name, patience ? kIterHeaderPatience : kIterHeader);
   if (!rows.ok()) return rows.status();
@@ -125,6 +164,48 @@ absl::StatusOr<std::vector<AccRecord>> ParseAccCsv(absl::string_view text, absl:
   return out;
 }
 
+absl::StatusOr<std::vector<PushRecord>> ParsePushCsv(absl::string_view text,
+                                                     absl::string_view name) {
+  auto rows = CsvRows(text, name, kPushHeader);
+  if (!rows.ok()) return rows.status();
+  std::vector<PushRecord> out;
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const auto& f = (*rows)[i];
+    PushRecord r;
+    int disconnected = 0;
+    const size_t line = i + 2;
+    for (absl::Status s :
+         {Field(f[0], name, line, &r.start_unix), Field(f[1], name, line, &r.iteration),
+          Field(f[2], name, line, &r.window_s), Field(f[3], name, line, &r.bytes),
+          Field(f[4], name, line, &r.payload), Field(f[5], name, line, &r.busy_s),
+          Field(f[6], name, line, &r.overshoot_s), Field(f[7], name, line, &disconnected)}) {
+      if (!s.ok()) return s;
+    }
+    r.disconnected = disconnected != 0;
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<PushRecord> PushesFromIters(const std::vector<IterRecord>& iters) {
+  std::vector<PushRecord> out;
+  for (const IterRecord& r : iters) {
+    if (r.no_iteration || (r.transmit_s <= 0 && r.bytes_up == 0)) continue;
+    PushRecord p;
+    p.start_unix = r.unix_s - r.transmit_s;
+    p.iteration = r.iteration;
+    p.window_s = r.window_s;
+    p.bytes = r.bytes_up;
+    p.payload = r.payload_up;
+    // EndStep waited for the acks then: the push ended within it.
+    p.busy_s = std::min(r.busy_s, r.transmit_s);
+    p.overshoot_s = r.overshoot_s;
+    p.disconnected = r.disconnected;
+    out.push_back(p);
+  }
+  return out;
+}
+
 absl::StatusOr<double> RelayStartUnix(absl::string_view relay_log) {
   constexpr absl::string_view kMark = "trace time 0 at unix ";
   const size_t at = relay_log.find(kMark);
@@ -163,18 +244,32 @@ RobotFigures Summarise(const RobotRun& run) {
     f.bytes_down += r.bytes_down;
     f.payload_up += r.payload_up;
     f.payload_down += r.payload_down;
-    if (r.window_s > 0) f.overshoots_s.push_back(r.overshoot_s);
-    if (run.trace && r.busy_s > 0) {
-      // EndStep returned at unix_s after transmit_s; the push began then and
-      // the link was in use until the last ack, busy_s later.
-      const double t0 = std::max(0.0, r.unix_s - r.transmit_s - run.trace_start_unix);
-      const double t1 = t0 + std::min(r.busy_s, r.transmit_s);
-      if (t1 > t0) {
-        f.transmit_bytes_up += r.bytes_up;
-        f.transmit_capacity_up += run.trace->BytesBetween(t0, t1, run.trace_scale);
-      }
+  }
+  const std::vector<PushRecord> derived = run.pushes.empty() ? PushesFromIters(run.iters)
+                                                             : std::vector<PushRecord>();
+  const std::vector<PushRecord>& pushes = run.pushes.empty() ? derived : run.pushes;
+  std::vector<std::pair<double, double>> busy;  // trace time
+  for (const PushRecord& p : pushes) {
+    if (p.window_s > 0) f.overshoots_s.push_back(p.overshoot_s);
+    if (!run.trace || p.busy_s <= 0) continue;
+    const double t0 = std::max(0.0, p.start_unix - run.trace_start_unix);
+    f.transmit_bytes_up += p.bytes;
+    busy.emplace_back(t0, t0 + p.busy_s);
+  }
+  // A push may still be on the link when the next one starts: the link's
+  // capacity counts once.
+  std::sort(busy.begin(), busy.end());
+  double from = 0, to = -1;
+  for (const auto& [a, b] : busy) {
+    if (a > to) {
+      if (to > from) f.transmit_capacity_up += run.trace->BytesBetween(from, to, run.trace_scale);
+      from = a;
+      to = b;
+    } else {
+      to = std::max(to, b);
     }
   }
+  if (to > from) f.transmit_capacity_up += run.trace->BytesBetween(from, to, run.trace_scale);
   return f;
 }
 
@@ -375,11 +470,11 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
       "lags, batch header) over the row values, both directions; gRPC/HTTP/2/TCP framing not "
       "included.\n",
       "- *link utilisation*: uplink row batch bytes over what the trace let the link carry "
-      "from the start of each push to its last acknowledgement less the path's minimum round "
-      "trip (ROG's paced wait for the rest of the window is not counted: the robot had nothing "
-      "left to send).\n",
-      "- *overshoot*: from the end of ROG's window to the last acknowledged byte of that "
-      "iteration.\n");
+      "while a push was under way: from its start to its last acknowledgement less the path's "
+      "minimum round trip, overlapping pushes counted once (ROG's paced wait for the rest of "
+      "the window is not counted: the robot had nothing left to send).\n",
+      "- *overshoot*: from the end of ROG's window to the estimated arrival of the push's last "
+      "byte at rogd (its acknowledgement less half the path's minimum round trip).\n");
 
   absl::StrAppend(
       &md, "\nSettings:\n\n",

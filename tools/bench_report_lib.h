@@ -24,11 +24,15 @@ struct IterRecord {
   uint64_t iteration = 0;
   double stall_s = 0;
   bool stalled = false;
-  double compute_s = 0, transmit_s = 0, window_s = 0, overshoot_s = 0;
+  double compute_s = 0, transmit_s = 0, window_s = 0;
   uint64_t rows_up = 0, bytes_up = 0, payload_up = 0;
   uint64_t rows_down = 0, bytes_down = 0, payload_down = 0;
   bool disconnected = false;
-  double busy_s = 0;  // start of the push to its last ack (no paced wait)
+  // Files written while EndStep waited for its push's acknowledgements
+  // carry the push's figures here (see PushRecord); newer ones write
+  // ID.pushes.csv instead and these stay 0.
+  double overshoot_s = 0;
+  double busy_s = 0;
   // Team patience: BeginStep's wait while rogd had the robot detached, and
   // the record's kind: an iteration, a local step taken detached, or no
   // iteration (the adaptation time ran out during BeginStep's wait; the
@@ -37,6 +41,18 @@ struct IterRecord {
   double detached_s = 0;
   bool local_step = false;
   bool no_iteration = false;
+};
+
+// One row of ID.pushes.csv: an EndStep's push, written once rogd had
+// acknowledged its last batch (rog::PushStats).
+struct PushRecord {
+  double start_unix = 0;  // EndStep's call
+  uint64_t iteration = 0;
+  double window_s = 0;  // 0: none
+  uint64_t bytes = 0, payload = 0;
+  double busy_s = 0;       // start to last ack less the minimum round trip
+  double overshoot_s = 0;  // window end to the estimated arrival of its last byte
+  bool disconnected = false;
 };
 
 // One row of ID.acc.csv: an evaluation on degraded test images; the last
@@ -52,6 +68,12 @@ struct AccRecord {
 absl::StatusOr<std::vector<IterRecord>> ParseIterCsv(absl::string_view text,
                                                      absl::string_view name);
 absl::StatusOr<std::vector<AccRecord>> ParseAccCsv(absl::string_view text, absl::string_view name);
+absl::StatusOr<std::vector<PushRecord>> ParsePushCsv(absl::string_view text,
+                                                     absl::string_view name);
+// The pushes of files written before ID.pushes.csv existed, when EndStep
+// returned only once its push was acknowledged: one per iteration that
+// transmitted, starting transmit_s before it returned.
+std::vector<PushRecord> PushesFromIters(const std::vector<IterRecord>& iters);
 
 // The unix time at which a trace_relay started replaying its trace, from
 // the first line of its log ("trace time 0 at unix T").
@@ -62,6 +84,8 @@ struct RobotRun {
   std::string id;
   std::vector<IterRecord> iters;
   std::vector<AccRecord> acc;
+  // Its pushes; empty for files before ID.pushes.csv (PushesFromIters).
+  std::vector<PushRecord> pushes;
   std::optional<Trace> trace;  // its link, replayed from trace_start_unix
   double trace_start_unix = 0;
   double trace_scale = 1;
@@ -76,10 +100,11 @@ struct RobotFigures {
   uint64_t stalls = 0;
   double final_accuracy = -1;  // -1: none recorded
   uint64_t bytes_up = 0, bytes_down = 0, payload_up = 0, payload_down = 0;
-  // Uplink bytes sent during transmissions, and what the link could carry
-  // from the start of each push to its last ack (0 without a trace).
+  // Uplink bytes of its pushes, and what the link could carry while some
+  // push was under way: from a push's start to its last ack less the
+  // minimum round trip, overlapping pushes counted once (0 without a trace).
   double transmit_bytes_up = 0, transmit_capacity_up = 0;
-  std::vector<double> overshoots_s;  // iterations with a window only
+  std::vector<double> overshoots_s;  // pushes with a window only
   uint64_t disconnects = 0;
   double detached_s = 0;
   uint64_t local_steps = 0;

@@ -8,8 +8,9 @@
 // Output, one line each (for tools/run.sh to parse):
 //   progress id=ID t=SECONDS iter=N acc=FRACTION stall=SHARE
 //   final id=ID t=SECONDS iter=N acc=FRACTION stall=SHARE stalls=N up_mb=X down_mb=Y
-// With --csv_dir, also ID.iters.csv and ID.acc.csv (columns in their header
-// lines; unix_s is wall-clock time, to line up with the links' traces).
+// With --csv_dir, also ID.iters.csv, ID.acc.csv and ID.pushes.csv (columns in
+// their header lines; unix_s is wall-clock time, to line up with the links'
+// traces).
 #include <torch/torch.h>
 #include <zlib.h>
 
@@ -47,8 +48,9 @@ ABSL_FLAG(std::string, cache_dir, "/tmp/rog-cache", "where the pretrained clean 
 ABSL_FLAG(int, pretrain_steps, 600, "clean-image SGD steps of the pretraining");
 ABSL_FLAG(bool, pretrain_only, false, "pretrain (or find the cached model) and exit");
 ABSL_FLAG(std::string, csv_dir, "",
-          "if set, write ID.iters.csv (one row per iteration) and ID.acc.csv (one row per "
-          "evaluation) there, for tools/bench.sh");
+          "if set, write ID.iters.csv (one row per iteration), ID.acc.csv (one row per "
+          "evaluation) and ID.pushes.csv (one row per acknowledged push) there, for "
+          "tools/bench.sh");
 
 namespace {
 
@@ -189,40 +191,55 @@ class CsvFiles {
   absl::Status Open(const std::string& dir, const std::string& id) {
     const std::string iters = absl::StrCat(dir, "/", id, ".iters.csv");
     const std::string accs = absl::StrCat(dir, "/", id, ".acc.csv");
+    const std::string pushes = absl::StrCat(dir, "/", id, ".pushes.csv");
     iters_ = std::fopen(iters.c_str(), "w");
     acc_ = std::fopen(accs.c_str(), "w");
-    if (iters_ == nullptr || acc_ == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot write ", iters, " or ", accs, ": does --csv_dir exist?"));
+    pushes_ = std::fopen(pushes.c_str(), "w");
+    if (iters_ == nullptr || acc_ == nullptr || pushes_ == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot write ", iters, ", ", accs, " or ",
+                                                     pushes, ": does --csv_dir exist?"));
     }
     std::fprintf(iters_,
-                 "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,overshoot_s,"
-                 "rows_up,bytes_up,payload_up,rows_down,bytes_down,payload_down,disconnected,"
-                 "busy_s,detached_s,kind\n");
+                 "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,rows_up,"
+                 "bytes_up,payload_up,rows_down,bytes_down,payload_down,disconnected,"
+                 "detached_s,kind\n");
     std::fprintf(acc_, "unix_s,elapsed_s,iteration,accuracy\n");
+    std::fprintf(pushes_,
+                 "start_unix_s,iteration,window_s,bytes,payload,busy_s,overshoot_s,"
+                 "disconnected\n");
     std::fflush(iters_);
     std::fflush(acc_);
+    std::fflush(pushes_);
     return absl::OkStatus();
   }
   ~CsvFiles() {
     if (iters_ != nullptr) std::fclose(iters_);
     if (acc_ != nullptr) std::fclose(acc_);
+    if (pushes_ != nullptr) std::fclose(pushes_);
   }
   // kind: 0 an iteration, 1 a local step taken while detached, 2 no
   // iteration: the adaptation time ran out while BeginStep waited (its wait
-  // only, so that every robot's records cover the whole time).
+  // only, so that every robot's records cover the whole time). The pushes
+  // acknowledged since the last record go to ID.pushes.csv.
   void Iteration(const rog::IterationStats& s, int kind) {
     if (iters_ == nullptr) return;
-    std::fprintf(iters_,
-                 "%.6f,%lu,%.6f,%d,%.6f,%.6f,%.6f,%.6f,%lu,%lu,%lu,%lu,%lu,%lu,%d,%.6f,%.6f,%d\n",
-                 UnixSeconds(), static_cast<unsigned long>(s.iteration), s.stall_seconds,
+    const double now = UnixSeconds();
+    std::fprintf(iters_, "%.6f,%lu,%.6f,%d,%.6f,%.6f,%.6f,%lu,%lu,%lu,%lu,%lu,%lu,%d,%.6f,%d\n",
+                 now, static_cast<unsigned long>(s.iteration), s.stall_seconds,
                  s.stalled ? 1 : 0, s.compute_seconds, s.transmit_seconds, s.window_seconds,
-                 s.overshoot_seconds, static_cast<unsigned long>(s.rows_up),
-                 static_cast<unsigned long>(s.bytes_up), static_cast<unsigned long>(s.payload_up),
-                 static_cast<unsigned long>(s.rows_down), static_cast<unsigned long>(s.bytes_down),
+                 static_cast<unsigned long>(s.rows_up), static_cast<unsigned long>(s.bytes_up),
+                 static_cast<unsigned long>(s.payload_up), static_cast<unsigned long>(s.rows_down),
+                 static_cast<unsigned long>(s.bytes_down),
                  static_cast<unsigned long>(s.payload_down), s.disconnected ? 1 : 0,
-                 s.busy_seconds, s.detached_seconds, kind);
+                 s.detached_seconds, kind);
     std::fflush(iters_);
+    for (const rog::PushStats& p : s.pushes) {
+      std::fprintf(pushes_, "%.6f,%lu,%.6f,%lu,%lu,%.6f,%.6f,%d\n", now - p.age_seconds,
+                   static_cast<unsigned long>(p.iteration), p.window_seconds,
+                   static_cast<unsigned long>(p.bytes), static_cast<unsigned long>(p.payload),
+                   p.busy_seconds, p.overshoot_seconds, p.disconnected ? 1 : 0);
+    }
+    if (!s.pushes.empty()) std::fflush(pushes_);
   }
   void Accuracy(double elapsed, uint64_t iteration, double accuracy) {
     if (acc_ == nullptr) return;
@@ -234,6 +251,7 @@ class CsvFiles {
  private:
   std::FILE* iters_ = nullptr;
   std::FILE* acc_ = nullptr;
+  std::FILE* pushes_ = nullptr;
 };
 
 }  // namespace

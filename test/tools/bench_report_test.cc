@@ -184,6 +184,43 @@ TEST_CASE("files since team patience carry detached time and local steps", "[ben
   CHECK(p.iterations_per_s == Approx(2 / 20.5));
 }
 
+TEST_CASE("files since EndStep stopped waiting for acks: pushes apart, counted once", "[bench]") {
+  auto it = ParseIterCsv(
+      "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,rows_up,bytes_up,"
+      "payload_up,rows_down,bytes_down,payload_down,disconnected,detached_s,kind\n"
+      "1002,1,1,1,0.5,0.5,0.5,3,500000,400000,2,550,500,0,0,0\n"
+      "1003,2,0,0,0.5,0.5,0.5,3,500000,400000,2,550,500,0,0,0\n",
+      "r.csv");
+  REQUIRE(it.ok());
+  REQUIRE(it->size() == 2);
+  CHECK((*it)[1].transmit_s == 0.5);
+  CHECK((*it)[1].busy_s == 0);
+  auto pushes = ParsePushCsv(
+      "start_unix_s,iteration,window_s,bytes,payload,busy_s,overshoot_s,disconnected\n"
+      "1001.5,1,0.5,500000,400000,0.75,0.02,0\n"
+      "1002.5,2,0.5,500000,400000,0.5,0,1\n",
+      "p.csv");
+  REQUIRE(pushes.ok());
+  REQUIRE(pushes->size() == 2);
+  CHECK((*pushes)[1].disconnected);
+  CHECK((*pushes)[0].overshoot_s == 0.02);
+  CHECK_FALSE(ParsePushCsv("start_unix_s,iteration\n1,2\n", "p.csv").ok());
+  RobotRun run;
+  run.id = "robot1";
+  run.iters = *it;
+  run.pushes = *pushes;
+  run.trace = Trace::Constant(8);  // 1e6 bytes/s
+  run.trace_start_unix = 1000;
+  const RobotFigures f = Summarise(run);
+  // Busy 1.5-2.25 and 2.5-3.0 (trace time): 1.25 s of a 1 MB/s link for 1 MB.
+  CHECK(f.transmit_bytes_up == 1e6);
+  CHECK(f.transmit_capacity_up == Approx(1.25e6));
+  CHECK(f.overshoots_s == std::vector<double>{0.02, 0});
+  // A push still under way when the next starts: the link counts once.
+  run.pushes[1].start_unix = 1002;
+  CHECK(Summarise(run).transmit_capacity_up == Approx(1.0e6));
+}
+
 TEST_CASE("late rows add up over rogctl workers --json", "[bench]") {
   auto late = LateRowsFromWorkersJson(
       "{\"workers\":[{\"id\":\"a\",\"late_rows\":12,\"x\":1},{\"id\":\"b\",\"late_rows\":30}]}");
