@@ -554,7 +554,7 @@ TEST_CASE("a worker holding its link for pacing stops once the slowest catches u
   options.server = (*link_b)->address();
   Member& b = team.Add("b", 1, options);
   team.Train(a, 60, 1);
-  team.Train(b, 60, 1);
+  team.Train(b, 60, 30);  // b finishes computing while a holds its window
   team.JoinAll();
   RequireClean(team);
   // a's iterations that held the link (on loopback its push takes a
@@ -570,7 +570,8 @@ TEST_CASE("a worker holding its link for pacing stops once the slowest catches u
   WARN("a held its link in " << held << " of " << a.stats.size() << " iterations and let go before"
                              << " the window ended in " << released_early);
   REQUIRE(held >= 5);
-  CHECK(released_early >= held / 4);
+  // Seen: 10-15 of 42 with the word, 0 of 32 without it.
+  CHECK(released_early >= held / 8);
   RequireConserved(team, **rogd);
 }
 }  // namespace
