@@ -54,6 +54,7 @@ enum class EventType {
   kEnd,
   kPatience,      // a stall may have lasted the patience
   kReattachTick,  // a detached worker's link is measured again
+  kPaceTick,      // detach_speedup: the team's pace is looked at again
 };
 
 // Team patience: how long a detached worker's goodput must stay good enough
@@ -61,6 +62,9 @@ enum class EventType {
 // every acknowledged batch).
 constexpr double kReattachHold = 1.0;
 constexpr double kReattachTick = 0.05;
+// Team pace: a worker just reattached is not detached for its pace again
+// before its links' estimates have been refreshed by attached traffic.
+constexpr double kPaceGrace = 2.0;
 
 struct Event {
   double time;
@@ -123,6 +127,7 @@ struct SimWorker {
   uint64_t detach_epoch = 0;             // tags this detachment's reattach ticks
   uint32_t local_left = 0;               // local iterations it may still run
   double good_since = -1;                // goodput good enough since (-1: not now)
+  double reattached_at = -1e9;
   RowId up_cursor = 0, down_cursor = 0;  // background round-robin
 
   SimWorkerReport report;
@@ -181,6 +186,12 @@ class Simulation {
   void EvaluateReattach(size_t w);
   void Reattach(size_t w);
   double LinkGoodput(size_t w) const;
+  // detach_speedup: the expected seconds to move a worker's share (0: unknown),
+  // the team's expected iterations per second with the attached workers
+  // and `extra` (SIZE_MAX: none) but without `without`, and the check.
+  double ShareSeconds(size_t w) const;
+  double TeamRate(size_t extra, size_t without) const;
+  void CheckPace();
   // Re-derives every replica's lowest held version per row after the
   // attached set changed (rogd recomputes MayStart from the copies).
   void RefreshKnown();
@@ -236,6 +247,10 @@ absl::StatusOr<SimReport> Simulation::Run() {
   if (!(cfg_.patience >= 0) || !std::isfinite(cfg_.patience)) {
     return absl::InvalidArgumentError("patience must be >= 0 seconds (0: off)");
   }
+  if (!(cfg_.detach_speedup == 0 || cfg_.detach_speedup > 1) ||
+      !std::isfinite(cfg_.detach_speedup)) {
+    return absl::InvalidArgumentError("detach_speedup must be 0 (off) or above 1");
+  }
   if (cfg_.compute_factors.empty()) cfg_.compute_factors = {1.0};
   static const Trace kDefaultTrace = Trace::Constant(100);
 
@@ -268,6 +283,7 @@ absl::StatusOr<SimReport> Simulation::Run() {
   zeros_.assign(layout_.max_row_numel(), 0.0f);
 
   Schedule(cfg_.seconds, EventType::kEnd, 0);
+  if (patience() && cfg_.detach_speedup > 0) Schedule(kReattachTick, EventType::kPaceTick, 0);
   for (size_t w = 0; w < n; ++w) TryStart(w);
   while (!events_.empty()) {
     if (++report_.events > cfg_.max_events) {
@@ -296,6 +312,10 @@ absl::StatusOr<SimReport> Simulation::Run() {
         break;
       case EventType::kPatience:
         CheckPatience();
+        break;
+      case EventType::kPaceTick:
+        CheckPace();
+        if (now_ < cfg_.seconds) Schedule(now_ + kReattachTick, EventType::kPaceTick, 0);
         break;
       case EventType::kReattachTick:
         if (!attached_[e.worker] && workers_[e.worker].detach_epoch == e.batch &&
@@ -863,11 +883,60 @@ double Simulation::LinkGoodput(size_t w) const {
   return g == kInf ? 0 : g;
 }
 
+double Simulation::ShareSeconds(size_t w) const {
+  const SimWorker& sw = workers_[w];
+  double g = 0;
+  if (attached_[w]) {
+    if (sw.up_goodput.has_estimate() && sw.down_goodput.has_estimate())
+      g = std::min(sw.up_goodput.rate(), sw.down_goodput.rate());
+  } else {
+    g = LinkGoodput(w);
+  }
+  return g > 0 ? static_cast<double>(ExpectedShareBytes()) / g : 0;
+}
+
+double Simulation::TeamRate(size_t extra, size_t without) const {
+  size_t members = 0;
+  double slowest = 0;
+  for (size_t q = 0; q < workers_.size(); ++q) {
+    if (q == without || !(attached_[q] || q == extra) || workers_[q].phase == Phase::kDone) continue;
+    ++members;
+    slowest = std::max(slowest, ShareSeconds(q));
+  }
+  return members / (cfg_.compute_seconds + slowest);
+}
+
+void Simulation::CheckPace() {
+  if (now_ >= cfg_.seconds) return;
+  size_t attached = 0, slowest = SIZE_MAX;
+  double worst = 0;
+  for (size_t q = 0; q < workers_.size(); ++q) {
+    if (!attached_[q] || workers_[q].phase == Phase::kDone) continue;
+    ++attached;
+    const double t = ShareSeconds(q);
+    if (t == 0) return;  // a link without an estimate yet
+    if (t > worst) worst = t, slowest = q;
+  }
+  if (attached < 2 || slowest == SIZE_MAX) return;
+  if (now_ - workers_[slowest].reattached_at < kPaceGrace) return;
+  const double with = TeamRate(SIZE_MAX, SIZE_MAX);
+  const double without = TeamRate(SIZE_MAX, slowest);
+  if (without < cfg_.detach_speedup * with) return;
+  Detach(slowest, absl::StrFormat("w%d's share takes %.3f s: the team would run %.2fx as fast "
+                                  "without it", slowest, worst, without / with));
+  RefreshKnown();
+  for (size_t s = 0; s < workers_.size(); ++s) {
+    if (attached_[s] && workers_[s].phase == Phase::kStalled) TryStart(s);
+  }
+  for (size_t s = 0; s < workers_.size(); ++s) MaybeEndPhase(s);
+}
+
 void Simulation::EvaluateReattach(size_t w) {
   SimWorker& sw = workers_[w];
   if (attached_[w] || sw.phase == Phase::kDone || now_ >= cfg_.seconds) return;
   const double g = LinkGoodput(w);
-  const bool good = g > 0 && static_cast<double>(ExpectedShareBytes()) / g <= cfg_.patience / 2;
+  const bool good = g > 0 && static_cast<double>(ExpectedShareBytes()) / g <= cfg_.patience / 2 &&
+                    (cfg_.detach_speedup <= 0 || TeamRate(w, SIZE_MAX) >= TeamRate(SIZE_MAX, SIZE_MAX));
   if (!good) {
     sw.good_since = -1;
     return;
@@ -916,6 +985,7 @@ void Simulation::Reattach(size_t w) {
     sw.state->Rebase(clock);
   }
   attached_[w] = true;
+  sw.reattached_at = now_;
   ++sw.report.reattaches;
   sw.report.detached_seconds += Clipped(sw.detached_since);
   report_.transitions.push_back(

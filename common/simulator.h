@@ -87,6 +87,12 @@ struct SimConfig {
   // With patience: local iterations a detached worker may run per detachment
   // before it pauses (0: it pauses at once). Not subject to the bound.
   uint32_t detached_local_steps = 0;
+  // With patience: the slowest attached worker is detached as soon as the
+  // team without it would run at least `detach_speedup` times the iterations
+  // per second (all attached workers together) it runs with it, by the
+  // estimate |attached| / (compute + slowest share time); a detached worker
+  // reattaches only if the team with it would run at least as fast. 0: off.
+  double detach_speedup = 0;
 };
 
 // One attach-state change of a worker, with the reason (rogd logs one line

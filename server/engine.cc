@@ -43,6 +43,9 @@ constexpr double kReattachHold = 1.0;
 // Without it the estimate of a link that recovered while nothing flowed
 // (the team idle, the worker paused) would never change.
 constexpr double kProbeIdle = 0.25;
+// Team pace: a worker just reattached is not detached for its pace again
+// before attached traffic has refreshed its links' estimates.
+constexpr double kPaceGrace = 2.0;
 constexpr uint64_t kMaxProbeBytes = 256 * 1024;
 
 double Now() {
@@ -71,6 +74,7 @@ struct InFlight {
   uint64_t seq;
   uint64_t bytes;
   double sent_at;
+  uint64_t ahead;  // unacknowledged bytes sent before it, when it was sent
 };
 
 struct WorkerRec {
@@ -111,11 +115,17 @@ struct WorkerRec {
   double detached_at = 0;
   uint64_t detached_clock = 0;   // its clock when detached (local steps count from it)
   double detached_total = 0;     // seconds, over earlier detachments
+  double reattached_at = -1e9;
   double reattach_ok_since = 0;  // 0: its link does not qualify (yet)
   uint64_t detaches = 0, reattaches = 0, late_rows = 0;
   std::string detach_reason;
   uint64_t probes = 0;              // probes sent during this detachment
   double last_down_sent = 0;        // when a downlink batch last left
+  // Team pace: compute seconds per iteration (a moving average of what its
+  // progress reports), and the totals of the last progress it came from.
+  double compute_per_iteration = 0;
+  double compute_total_seen = 0;
+  uint64_t compute_iteration_seen = 0;
   std::vector<uint64_t> requested;  // per row: the needed version asked for
 
   // What the worker reported last.
@@ -506,7 +516,7 @@ struct Engine::Impl {
         break;
       }
       const uint64_t bytes = m.batch().ByteSizeLong();
-      r.inflight.push_back(InFlight{m.batch().seq(), bytes, Now()});
+      r.inflight.push_back(InFlight{m.batch().seq(), bytes, Now(), r.inflight_bytes});
       r.inflight_bytes += bytes;
       r.bytes_down += bytes;
       r.down_goodput.OnSend(Now(), bytes);
@@ -546,6 +556,10 @@ struct Engine::Impl {
   double DownlinkRate(const WorkerRec& q, double now) const;
   void MaybeProbe(WorkerRec& q, double now);
   void SendPace(uint64_t min_before, const WorkerRec* except);
+  double ShareSeconds(const WorkerRec& q, double now) const;
+  double TeamRate(const WorkerRec* with, const WorkerRec* without, double now) const;
+  std::string PaceDetachReason(double now);
+  WorkerRec* pace_candidate = nullptr;  // set by PaceDetachReason
   void SendKnownVersions(const WorkerRec* except);
   void Detach(WorkerRec& q, const std::string& reason);
   void Reattach(WorkerRec& q, const std::string& reason);
@@ -803,6 +817,17 @@ void Engine::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
   if (r == nullptr) return;
   r->last_seen = Now();
   r->progress = p;
+  if (p.iteration() > r->compute_iteration_seen && p.compute_seconds() >= r->compute_total_seen) {
+    if (r->compute_iteration_seen > 0) {
+      const double sample = (p.compute_seconds() - r->compute_total_seen) /
+                            static_cast<double>(p.iteration() - r->compute_iteration_seen);
+      r->compute_per_iteration = r->compute_per_iteration > 0
+                                     ? 0.9 * r->compute_per_iteration + 0.1 * sample
+                                     : sample;
+    }
+    r->compute_iteration_seen = p.iteration();
+    r->compute_total_seen = p.compute_seconds();
+  }
   const uint64_t before = r->clock;
   const uint64_t min_before = MinAttachedClock();
   r->clock = std::max(r->clock, p.iteration());
@@ -918,6 +943,10 @@ void Engine::Impl::CheckPatience(double now) {
                                   r->id, now - r->stalled_since, r->clock + 1, opt.patience));
     }
   }
+  if (detach.empty() && opt.detach_speedup > 0) {
+    std::string reason = PaceDetachReason(now);
+    if (!reason.empty()) detach.emplace_back(pace_candidate, std::move(reason));
+  }
   const uint64_t min_before = MinAttachedClock();
   for (auto& [q, reason] : detach) Detach(*q, reason);
   if (!detach.empty()) SendPace(min_before, nullptr);
@@ -930,8 +959,9 @@ void Engine::Impl::CheckPatience(double now) {
     if (!MayReattach(*q, now)) continue;
     const double rate = DownlinkRate(*q, now);
     Reattach(*q, absl::StrFormat("its link moves its share (%d bytes) in %.2f s, within half the "
-                                 "patience, for %.1f s (%d probes), and what it computed is folded",
+                                 "patience%s, for %.1f s (%d probes), and what it computed is folded",
                                  static_cast<uint64_t>(ShareBytes()), ShareBytes() / rate,
+                                 opt.detach_speedup > 0 ? " and with the team's pace" : "",
                                  now - q->reattach_ok_since, q->probes));
   }
   if (!detach.empty()) {
@@ -953,7 +983,7 @@ void Engine::Impl::MaybeProbe(WorkerRec& q, double now) {
   b->mutable_padding()->assign(static_cast<size_t>(std::min<double>(ShareBytes(), kMaxProbeBytes)),
                                '\0');
   const uint64_t bytes = b->ByteSizeLong();
-  q.inflight.push_back(InFlight{b->seq(), bytes, now});
+  q.inflight.push_back(InFlight{b->seq(), bytes, now, q.inflight_bytes});
   q.inflight_bytes += bytes;
   q.bytes_down += bytes;
   q.down_goodput.OnSend(now, bytes);
@@ -965,18 +995,89 @@ void Engine::Impl::MaybeProbe(WorkerRec& q, double now) {
 
 // The downlink goodput estimate, capped by what the oldest unacknowledged
 // batch shows: on a link that just died the estimate keeps its last value
-// until an ack comes, which may take many seconds.
+// until an ack comes, which may take many seconds. Until that batch is
+// acknowledged the link cannot have carried more than it and what was in
+// flight ahead of it since it was sent (counting the batch alone would read
+// a busy link as slow by the in-flight allowance over the batch size).
 double Engine::Impl::DownlinkRate(const WorkerRec& q, double now) const {
   double rate = q.down_goodput.has_estimate() ? q.down_goodput.rate() : 0;
   if (!q.inflight.empty() && now > q.inflight.front().sent_at) {
-    rate = std::min(rate, q.inflight.front().bytes / (now - q.inflight.front().sent_at));
+    const InFlight& oldest = q.inflight.front();
+    rate = std::min(rate, (oldest.ahead + oldest.bytes) / (now - oldest.sent_at));
   }
   return rate;
 }
 
+// Team pace: the seconds q's link takes for its share, from the estimates
+// the window uses (attached) or the downlink estimate reattachment uses
+// (detached); 0 while unknown.
+double Engine::Impl::ShareSeconds(const WorkerRec& q, double now) const {
+  double rate = 0;
+  if (q.detached) {
+    rate = DownlinkRate(q, now);
+  } else if (q.progress.uplink_goodput() > 0 && q.down_goodput.has_estimate()) {
+    rate = std::min(q.progress.uplink_goodput(), q.down_goodput.rate());
+  }
+  return rate > 0 ? ShareBytes() / rate : 0;
+}
+
+// Team pace: the iterations per second the connected attached workers (plus
+// `with`, minus `without`) would run together, each iteration costing the
+// mean compute time plus the slowest member's share time.
+double Engine::Impl::TeamRate(const WorkerRec* with, const WorkerRec* without, double now) const {
+  size_t members = 0;
+  double compute = 0, slowest = 0;
+  for (const auto& r : workers) {
+    const bool member = r.get() == with || (r->state == WState::kConnected && Attached(*r));
+    if (!member || r.get() == without) continue;
+    ++members;
+    compute += r->compute_per_iteration;
+    slowest = std::max(slowest, ShareSeconds(*r, now));
+  }
+  if (members == 0) return 0;
+  return static_cast<double>(members) / (compute / static_cast<double>(members) + slowest);
+}
+
+// Team pace: why the worker on the slowest attached link should be detached
+// now (it is left in pace_candidate), or "" if it should not.
+std::string Engine::Impl::PaceDetachReason(double now) {
+  pace_candidate = nullptr;
+  size_t attached = 0;
+  double worst = 0;
+  for (auto& r : workers) {
+    if (!Attached(*r)) continue;
+    // Someone disconnected, resyncing or not measured yet: the patience and
+    // the lease judge for now.
+    if (r->state != WState::kConnected || r->resync_next < layout->num_rows()) return "";
+    const double t = ShareSeconds(*r, now);
+    if (t <= 0 || r->compute_per_iteration <= 0) return "";
+    ++attached;
+    if (t > worst) {
+      worst = t;
+      pace_candidate = r.get();
+    }
+  }
+  if (attached < 2 || pace_candidate == nullptr ||
+      now - pace_candidate->reattached_at < kPaceGrace) {
+    pace_candidate = nullptr;
+    return "";
+  }
+  const double with = TeamRate(nullptr, nullptr, now);
+  const double without = TeamRate(nullptr, pace_candidate, now);
+  if (!(with > 0) || without < opt.detach_speedup * with) {
+    pace_candidate = nullptr;
+    return "";
+  }
+  return absl::StrFormat(
+      "its link moves its share (%d bytes) in %.3f s; the team would run %.2fx the iterations "
+      "per second without it (--detach_speedup=%g)",
+      static_cast<uint64_t>(ShareBytes()), worst, without / with, opt.detach_speedup);
+}
+
 bool Engine::Impl::MayReattach(WorkerRec& q, double now) {
   if (q.resync_next < layout->num_rows() || !q.down_goodput.has_estimate()) return false;
-  if (ShareBytes() > kReattachFraction * opt.patience * DownlinkRate(q, now)) {
+  if (ShareBytes() > kReattachFraction * opt.patience * DownlinkRate(q, now) ||
+      (opt.detach_speedup > 0 && TeamRate(&q, nullptr, now) < TeamRate(nullptr, nullptr, now))) {
     q.reattach_ok_since = 0;
     return false;
   }
@@ -1048,6 +1149,7 @@ void Engine::Impl::Reattach(WorkerRec& q, const std::string& reason) {
   const uint64_t clock =
       team_min == std::numeric_limits<uint64_t>::max() ? q.clock : std::max(q.clock, team_min);
   q.detached = false;
+  q.reattached_at = now;
   q.detached_total += now - q.detached_at;
   ++q.reattaches;
   q.detach_reason = reason;
@@ -1306,6 +1408,7 @@ pb::StatusReply Engine::Impl::StatusReport() const {
   s.set_team_ready(m.team_ready);
   s.set_patience(m.opt.patience);
   s.set_detached_local_steps(m.opt.detached_local_steps);
+  s.set_detach_speedup(m.opt.patience > 0 ? m.opt.detach_speedup : 0);
   for (const auto& r : m.workers) {
     if (r->detached) s.set_workers_detached(s.workers_detached() + 1);
   }

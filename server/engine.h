@@ -62,6 +62,13 @@ struct EngineOptions {
   double patience = 0;
   // Iterations a detached worker may train on its own before it pauses.
   uint32_t detached_local_steps = 0;
+  // Team pace (with patience; 0 = off): the worker on the slowest link is
+  // detached too once the team without it would run at least this many
+  // times the iterations per second it runs with it, estimated as
+  // attached workers / (compute time per iteration + the slowest attached
+  // link's time for its share). A detached worker then reattaches only
+  // while the team with it would run at least as fast as without it.
+  double detach_speedup = 0;
 };
 
 // What the engine needs of a worker stream.

@@ -42,6 +42,11 @@ ABSL_FLAG(absl::Duration, patience, absl::Milliseconds(500),
           "waiting at the staleness bound longer is detached (it keeps streaming rows but no "
           "longer holds the team back) until its link moves its share within half the patience "
           "for 1 s; under every policy");
+ABSL_FLAG(double, detach_speedup, 0,
+          "team pace, with --patience (0 = off): also detach the worker on the slowest link "
+          "once the team would run at least this many times the iterations per second without "
+          "it (estimated from compute time per iteration and each link's time for its share); it "
+          "reattaches when the team with it would run at least as fast; e.g. 1.25");
 ABSL_FLAG(uint32_t, detached_local_steps, 0,
           "iterations a detached worker may train on its own data before it pauses (its "
           "updates are pushed as its link allows)");
@@ -271,6 +276,10 @@ int main(int argc, char** argv) {
     return Fail("--patience must be between 0 (off) and 1h, e.g. 1s or 500ms");
   }
   options.patience = absl::ToDoubleSeconds(patience);
+  options.detach_speedup = absl::GetFlag(FLAGS_detach_speedup);
+  if (!(options.detach_speedup == 0 || (options.detach_speedup > 1 && options.detach_speedup <= 100))) {
+    return Fail("--detach_speedup must be 0 (off) or a factor above 1 and at most 100, e.g. 1.25");
+  }
   options.detached_local_steps = absl::GetFlag(FLAGS_detached_local_steps);
   if (options.detached_local_steps > 1000000) {
     return Fail("--detached_local_steps must be at most 1000000");
@@ -404,13 +413,15 @@ int main(int argc, char** argv) {
   }
   spdlog::info(
       "rogd {} serving on port {}: sync={} S={} mta={:.3f} codec={} workers={} lease={} "
-      "patience={} detached_local_steps={}",
+      "patience={} detached_local_steps={} detach_speedup={}",
       rog::kRogVersion, port, std::string(rog::SyncPolicyName(options.policy)), options.staleness,
       options.policy == rog::SyncPolicy::kRog ? rog::MinimumTransmissionAmount(options.staleness)
                                               : 1.0,
       std::string(rog::CodecName(options.codec)), options.team_size, absl::FormatDuration(lease),
       options.patience > 0 ? absl::FormatDuration(patience) : std::string("off"),
-      options.detached_local_steps);
+      options.detached_local_steps,
+      options.patience > 0 && options.detach_speedup > 0 ? absl::StrCat(options.detach_speedup)
+                                                         : std::string("off"));
   spdlog::info("security: {}", security->summary);
   for (const std::string& w : security->warnings) spdlog::warn("{}", w);
   const std::string port_file = absl::GetFlag(FLAGS_port_file);

@@ -9,7 +9,7 @@
 # Usage: tools/bench.sh [--profile=quick|full|tiny] [--out=DIR] [--traces=DIR]
 #                       [--scale=X] [--staleness=S] [--seed=N] [--target=ACC]
 #                       [--minutes=N] [--timeline=fast|replayed] [--patience=SECONDS]
-#                       [--delay=D]
+#                       [--detach_speedup=X] [--delay=D]
 #        tools/bench.sh --study=patience [--patience=SECONDS] [--sweep=S1,S2,...]
 #                       [--local_steps=N1,...] [--minutes=N] [other options above]
 #   --profile   quick: 120 s of training per policy, within 10 minutes (default)
@@ -25,6 +25,7 @@
 #   --minutes   adaptation per run, overriding the profile's
 #   --timeline  fast (default) or replayed (links hold a value 10-90 s)
 #   --patience  rogd --patience in seconds (default: rogd's default; 0 = off)
+#   --detach_speedup rogd --detach_speedup (default: rogd's default; 0 = off)
 #   --delay     one-way delay of every link, each direction (default 5ms; 0)
 #   --study=patience  the team patience study: on both timelines, BSP, SSP
 #               and ROG without patience and with --patience (default 0.5),
@@ -36,7 +37,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 profile=quick out="" scale=1 staleness=4 seed=1 target=-1 minutes="" timeline=fast
-patience="" study="" sweep="0.25,1,2" local_steps="4" delay=5ms
+patience="" study="" sweep="0.25,1,2" local_steps="4" delay=5ms speedup=""
 traces=../shared/traces; [ -d "$traces" ] || traces=tools/traces
 for a in "$@"; do
   case "$a" in
@@ -54,7 +55,8 @@ for a in "$@"; do
     --sweep=*) sweep="${a#*=}" ;;
     --local_steps=*) local_steps="${a#*=}" ;;
     --delay=*) delay="${a#*=}" ;;
-    -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --detach_speedup=*) speedup="${a#*=}" ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "bench: unknown argument '$a' (see tools/bench.sh --help)" >&2; exit 2 ;;
   esac
 done
@@ -75,6 +77,8 @@ is_seconds() { [[ "$1" =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
 for p in $patience ${sweep//,/ }; do
   is_seconds "$p" || { echo "bench: patience values are seconds, e.g. 0.5 (got '$p')" >&2; exit 2; }
 done
+[ -z "$speedup" ] || [[ "$speedup" =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
+  { echo "bench: --detach_speedup takes a factor such as 1.5, or 0 for off (got '$speedup')" >&2; exit 2; }
 for l in ${local_steps//,/ }; do
   [[ "$l" =~ ^[0-9]+$ ]] || { echo "bench: --local_steps takes whole numbers (got '$l')" >&2; exit 2; }
 done
@@ -160,6 +164,7 @@ fi
 
 patience_args=()
 [ -n "$patience" ] && patience_args=(--patience="${patience}s")
+[ -n "$speedup" ] && patience_args+=(--detach_speedup="$speedup")
 echo "bench: profile $profile: BSP, SSP($staleness), ROG($staleness), $seconds s each, $timeline timeline; results in $out"
 for policy in bsp ssp rog; do
   run_one "$policy" "$out/$policy" --sync="$policy" --timeline="$timeline" "${patience_args[@]}"
@@ -183,9 +188,11 @@ compute=$(awk -F, 'FNR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
 # The patience rogd ran with ("patience=500ms" in its first line; "off").
 sim_patience=$(sed -nE '1,3s/.* patience=([^ ]+) .*/\1/p' "$out/rog/rogd.log" | head -1 |
   awk '/ms$/ { print $0 / 1000; next } /s$/ { print $0 + 0; next } { print 0 }')
-echo "bench: simulator: fmnist layout, compute $compute s per iteration, $seconds s, patience ${sim_patience:-0} s"
+# And its team pace ("detach_speedup=1.25"; "off").
+sim_speedup=$(sed -nE '1,3s/.* detach_speedup=([0-9.]+).*/\1/p' "$out/rog/rogd.log" | head -1)
+echo "bench: simulator: fmnist layout, compute $compute s per iteration, $seconds s, patience ${sim_patience:-0} s, detach speedup ${sim_speedup:-off}"
 "$bin/tools/sim" --model=fmnist --compute_seconds="$compute" --seconds="$seconds" \
-  --patience="${sim_patience:-0}" \
+  --patience="${sim_patience:-0}" --detach_speedup="${sim_speedup:-0}" \
   --staleness="$staleness" --traces="$traces" --trace_filter="outdoors-$timeline" \
   --trace_scale="$scale" --seed="$seed" > "$out/simulator.txt" 2>&1 ||
   echo "bench: the simulator failed; see $out/simulator.txt" >&2
@@ -193,7 +200,8 @@ echo "bench: simulator: fmnist layout, compute $compute s per iteration, $second
 "$bin/tools/bench_report" --results="$out" --traces="$traces" --scale="$scale" \
   --staleness="$staleness" --adapt_seconds="$seconds" --profile="$profile" \
   --command="$command" --target="$target" --simulator="$out/simulator.txt" \
-  --trace_prefix="outdoors-$timeline-w" --cpu="$cpu" --delay="$delay" ||
+  --trace_prefix="outdoors-$timeline-w" --cpu="$cpu" --delay="$delay" \
+  --team="$(sed -nE '1,3s/.* (patience=[^ ]+) detached_local_steps=([^ ]+) (detach_speedup=[^ ]+).*/\1 \3 detached_local_steps=\2/p' "$out/rog/rogd.log" | head -1)" ||
   exit 1
 if command -v gnuplot > /dev/null; then
   (cd "$out" && gnuplot plots.gp) || echo "bench: gnuplot failed; the CSV files are there" >&2

@@ -36,6 +36,10 @@ ABSL_FLAG(std::string, profile, "", "the bench.sh profile, for the settings list
 ABSL_FLAG(std::string, command, "tools/bench.sh", "the command that made the results");
 ABSL_FLAG(std::string, cpu, "", "the CPU the run had, for the settings list");
 ABSL_FLAG(std::string, delay, "5ms", "the one-way delay the links added, for the settings list");
+ABSL_FLAG(std::string, links, "",
+          "how the links were emulated, for the settings list (default: user-space relays with "
+          "--delay)");
+ABSL_FLAG(std::string, team, "", "rogd's team settings (patience, detach speedup), for the list");
 ABSL_FLAG(double, target, -1, "accuracy target; below 0: BSP's final accuracy");
 ABSL_FLAG(std::string, simulator, "", "a file with //tools:sim's output for the same settings");
 ABSL_FLAG(double, patience, 0, "with --study: the main patience, whose ROG run the goals use");
@@ -247,6 +251,8 @@ int Study(const fs::path& results) {
   settings.adapt_seconds = absl::GetFlag(FLAGS_adapt_seconds);
   settings.cpu = absl::GetFlag(FLAGS_cpu);
   settings.delay = absl::GetFlag(FLAGS_delay);
+  settings.links = absl::GetFlag(FLAGS_links);
+  settings.team = absl::GetFlag(FLAGS_team);
   settings.command = absl::GetFlag(FLAGS_command);
   absl::Status s = Write(results / "patience.md",
                          rog::PatienceMarkdown(sorted, settings, absl::GetFlag(FLAGS_patience)));
@@ -316,6 +322,8 @@ int main(int argc, char** argv) {
   settings.robots = static_cast<int>(runs[0].size());
   settings.cpu = absl::GetFlag(FLAGS_cpu);
   settings.delay = absl::GetFlag(FLAGS_delay);
+  settings.links = absl::GetFlag(FLAGS_links);
+  settings.team = absl::GetFlag(FLAGS_team);
   settings.profile = absl::GetFlag(FLAGS_profile);
   settings.command = absl::GetFlag(FLAGS_command);
   if (absl::GetFlag(FLAGS_target) >= 0) settings.target = absl::GetFlag(FLAGS_target);

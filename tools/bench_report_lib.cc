@@ -415,10 +415,11 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
   }
 
   absl::StrAppend(&md,
-                  "| | it/s per robot | stall share | stalls | compute share | transmit "
-                  "share | time to target | final accuracy | MB up / down per robot | index "
-                  "overhead | link utilisation | overshoot p50 / p99 |\n",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+                  "| | it/s per robot | stall share | detached share | stalls | compute share | "
+                  "transmit share | time to target | final accuracy | MB up / down per robot | "
+                  "index overhead | link utilisation | overshoot p50 / p99 |\n",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+                  "|\n");
   for (const PolicyFigures& p : policies) {
     std::string ttt = "–";
     if (target) {
@@ -432,9 +433,10 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
     }
     absl::StrAppend(
         &md, absl::StrFormat(
-                 "| %s | %.2f | %s | %d | %s | %s | %s | %s | %.1f / %.1f | %.2f%% | %s | "
+                 "| %s | %.2f | %s | %s | %d | %s | %s | %s | %s | %.1f / %.1f | %.2f%% | %s | "
                  "%s / %s |\n",
-                 Label(p, settings.staleness), p.iterations_per_s, Pct(p.stall_share), p.stalls,
+                 Label(p, settings.staleness), p.iterations_per_s, Pct(p.stall_share),
+                 Pct(p.detached_share), p.stalls,
                  Pct(p.compute_share), Pct(p.transmit_share), ttt, acc, p.mb_up, p.mb_down,
                  100 * p.index_overhead, p.link_utilisation > 0 ? Pct(p.link_utilisation) : "–",
                  Ms(p.overshoot_p50), Ms(p.overshoot_p99)));
@@ -460,7 +462,9 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
       "- *it/s per robot*: iterations over the span from a robot's first iteration start to "
       "its last iteration end, averaged over robots. Shares split that span: compute (forward, "
       "backward, optimizer step), transmit (inside EndStep: ROG holds the link for its window), "
-      "stall (BeginStep blocked by the staleness bound or a reconnect); the rest is evaluation.\n",
+      "stall (BeginStep blocked by the staleness bound or a reconnect), detached (BeginStep "
+      "waiting while rogd had the robot detached by its patience or the team's pace: idle like a "
+      "stall, counted apart); the rest is evaluation.\n",
       "- *time to target*: when the team's mean accuracy on degraded test images (the k-th "
       "evaluation of every robot averaged) first reached ",
       target ? absl::StrFormat("%.4f", *target) : std::string("the target"),
@@ -480,8 +484,11 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
       &md, "\nSettings:\n\n",
       absl::StrFormat("- %d robots, S=%d (SSP and ROG), codec %s, trace scale %g\n",
                       settings.robots, settings.staleness, settings.codec, settings.trace_scale),
-      "- traces: ", settings.traces, "; links: user-space relays, one-way delay ", settings.delay,
-      " each way\n",
+      "- traces: ", settings.traces, "; links: ",
+      settings.links.empty()
+          ? absl::StrCat("user-space relays, one-way delay ", settings.delay, " each way")
+          : settings.links,
+      "\n", settings.team.empty() ? "" : absl::StrCat("- rogd: ", settings.team, "\n"),
       absl::StrFormat("- %.0f s of adaptation per policy, profile %s\n", settings.adapt_seconds,
                       settings.profile));
   for (const PolicyFigures& p : policies) {

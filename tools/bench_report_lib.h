@@ -158,6 +158,10 @@ struct BenchSettings {
   int robots = 4;
   std::string cpu;  // e.g. "2 cores, 1 torch thread per robot"
   std::string delay = "5ms";  // one-way delay of every link, each direction
+  // How the links were emulated ("" = user-space relays with `delay`), and
+  // rogd's team settings (e.g. "patience 500ms, detach speedup 1.25").
+  std::string links;
+  std::string team;
   std::string profile;
   std::string command;
   std::optional<double> target;  // accuracy target; default BSP's final

@@ -221,6 +221,13 @@ std::string StatusTable(const pb::StatusReply& s, double now_unix) {
                 ? absl::StrCat(HumanSeconds(s.patience()), " (detached workers train ",
                                s.detached_local_steps(), " local steps, then pause)")
                 : "off (the slowest link sets the window; nobody is detached)"});
+  if (s.patience() > 0) {
+    t.AddRow({"team pace",
+              s.detach_speedup() > 0
+                  ? absl::StrCat("detach the slowest link when the team would run ",
+                                 s.detach_speedup(), "x as fast without it")
+                  : "off (only the patience detaches)"});
+  }
   t.AddRow({"iterations", absl::StrCat("min ", s.min_iteration(), ", max ", s.max_iteration())});
   if (s.last_checkpoint_unix() > 0) {
     t.AddRow(
@@ -279,6 +286,7 @@ std::string StatusJson(const pb::StatusReply& s, double now_unix) {
              .Raw("rejected", rejected.Done())
              .Num("patience_seconds", s.patience())
              .Int("detached_local_steps", s.detached_local_steps())
+             .Num("detach_speedup", s.detach_speedup())
              .Done() +
          "\n";
 }

@@ -8,7 +8,8 @@
 # Usage: tools/run.sh [--sync=bsp|ssp|rog] [--staleness=S] [--minutes=N]
 #                     [--quick] [--scale=X] [--traces=DIR] [--non_iid] [--seed=N]
 #                     [--lr=X] [--logs=DIR] [--timeline=fast|replayed]
-#                     [--patience=D] [--local_steps=N] [--delay=D]
+#                     [--patience=D] [--local_steps=N] [--detach_speedup=X]
+#                     [--delay=D]
 #   --sync      synchronisation policy (default rog)
 #   --staleness the bound S for ssp and rog (default 4)
 #   --timeline  fast: the traces' recorded cadence (default); replayed: the
@@ -16,6 +17,7 @@
 #               10-90 s (outdoors-replayed-wN.tsv)
 #   --patience  rogd's --patience (default: rogd's default; 0 = off)
 #   --local_steps rogd's --detached_local_steps (default 0)
+#   --detach_speedup rogd's --detach_speedup (default: rogd's default; 0 = off)
 #   --delay     one-way propagation delay each link adds in each direction
 #               (default 5ms; 0 for none)
 #   --minutes   how long the team adapts (default 4.5, about 5 with startup)
@@ -34,7 +36,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 sync=rog staleness=4 seconds=270 scale=1 non_iid=() seed=1 lr=0.02 logs= timeline=fast
-patience=() local_steps=0 delay=5ms
+patience=() local_steps=0 delay=5ms speedup=()
 traces=../shared/traces; [ -d "$traces" ] || traces=tools/traces
 for a in "$@"; do
   case "$a" in
@@ -51,8 +53,9 @@ for a in "$@"; do
     --timeline=*) timeline="${a#*=}" ;;
     --patience=*) patience=(--patience="${a#*=}") ;;
     --local_steps=*) local_steps="${a#*=}" ;;
+    --detach_speedup=*) speedup=(--detach_speedup="${a#*=}") ;;
     --delay=*) delay="${a#*=}" ;;
-    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "run: unknown argument '$a' (see tools/run.sh --help)" >&2; exit 2 ;;
   esac
 done
@@ -123,7 +126,7 @@ sed 's/^/run: /' "$work/pretrain.log"
 
 "$bin/server/rogd" --listen=127.0.0.1:0 --port_file="$work/rogd.port" --sync="$sync" \
   --staleness="$staleness" --workers=4 --lease=60s --checkpoint_dir="$work" \
-  "${patience[@]}" --detached_local_steps="$local_steps" \
+  "${patience[@]}" "${speedup[@]}" --detached_local_steps="$local_steps" \
   > "$work/rogd.log" 2>&1 &
 pids+=($!)
 rogd_port=$(port_of "$work/rogd.port" "$work/rogd.log") || exit 1

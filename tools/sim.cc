@@ -45,6 +45,9 @@ ABSL_FLAG(bool, laggard_mta_only, true,
           "ROG: the worker at the slowest clock sends only mandatory rows and its MTA share");
 ABSL_FLAG(uint32_t, pace_lead, 1,
           "ROG: iterations a worker may lead the slowest before it holds for its window");
+ABSL_FLAG(double, detach_speedup, 0,
+          "With --patience: detach the slowest attached worker when the team would run this "
+          "many times as many iterations per second without it (0: off)");
 ABSL_FLAG(double, patience, 0,
           "Team patience in seconds (0: off, the paper's behaviour). ROG's window never exceeds "
           "it and ignores links that cannot move their MTA share within it; a worker stalled at "
@@ -165,6 +168,7 @@ int main(int argc, char** argv) {
   base.pace_lead = absl::GetFlag(FLAGS_pace_lead);
   base.laggard_mta_only = absl::GetFlag(FLAGS_laggard_mta_only);
   base.patience = absl::GetFlag(FLAGS_patience);
+  base.detach_speedup = absl::GetFlag(FLAGS_detach_speedup);
   base.detached_local_steps = absl::GetFlag(FLAGS_detached_local_steps);
   if (!(base.patience >= 0)) {
     return Fail(absl::InvalidArgumentError("--patience must be >= 0 seconds (0: off)"));
@@ -182,6 +186,11 @@ int main(int argc, char** argv) {
   if (patience) {
     std::printf("  team patience %.3g s, detached workers run up to %u local steps\n",
                 base.patience, base.detached_local_steps);
+    if (base.detach_speedup > 0) {
+      std::printf("  team pace: the slowest link detaches when the team would run %.3gx as fast "
+                  "without it\n",
+                  base.detach_speedup);
+    }
   }
   if (base.traces.empty())
     std::printf("  every worker: a constant 100 Mbit/s link (no --traces)\n");

@@ -311,8 +311,10 @@ TEST_CASE("team patience on random links: bound among attached workers and conse
     SimConfig c = RandomConfig(policy, seed);
     c.patience = 0.2 + 0.1 * (seed % 4);
     c.detached_local_steps = static_cast<uint32_t>(seed % 3) * 3;
+    // Every other seed also detaches by the team's pace.
+    c.detach_speedup = seed % 2 == 0 ? 0 : 1.25 + 0.25 * (seed % 3);
     CAPTURE(SyncPolicyName(policy), seed, c.workers, c.staleness, c.patience,
-            c.detached_local_steps);
+            c.detached_local_steps, c.detach_speedup);
     absl::StatusOr<SimReport> r = RunSimulation(c, layout);
     REQUIRE(r.ok());
     CHECK(r->bound_checks > 0);
@@ -330,9 +332,62 @@ TEST_CASE("team patience on random links: bound among attached workers and conse
   CHECK(reattaches > 0);
 }
 
-TEST_CASE("a negative patience is refused", "[simulator][patience]") {
+TEST_CASE(
+    "team pace: a link alive but far slower than the others is detached while it is, and the "
+    "team runs faster; bound and conservation hold",
+    "[simulator][patience][property]") {
+  auto layout = SyntheticLayout("fmnist");
+  REQUIRE(layout.ok());
+  const SyncPolicy policy = GENERATE(SyncPolicy::kBsp, SyncPolicy::kSsp, SyncPolicy::kRog);
+  SimConfig c;
+  c.policy = policy;
+  c.workers = 4;
+  c.staleness = 4;
+  c.seconds = 45;
+  c.compute_seconds = 0.02;
+  c.patience = 0.5;
+  // Worker 0 at 2 Mbit/s from 10 s to 30 s (ROG's share, 27 KB, takes 0.1 s:
+  // well within the patience), the others at 50 Mbit/s throughout.
+  c.traces = {DyingTrace(50, {{10, 30, 2}}), DyingTrace(50, {}), DyingTrace(55, {}),
+              DyingTrace(45, {})};
+  auto run = [&](double speedup) {
+    SimConfig k = c;
+    k.detach_speedup = speedup;
+    absl::StatusOr<SimReport> r = RunSimulation(k, *layout);
+    REQUIRE(r.ok());
+    return *r;
+  };
+  const SimReport off = run(0), on = run(1.25);
+  CAPTURE(SyncPolicyName(policy), off.iterations_per_second(), on.iterations_per_second(),
+          on.workers[0].detaches, on.workers[0].reattaches, on.workers[0].detached_seconds);
+  for (const SimReport* r : {&off, &on}) {
+    CHECK(r->bound_violations == 0);
+    CHECK(r->max_replica_error == 0.0);
+    CHECK(r->max_sum_error == 0.0);
+  }
+  // Detached for most of its slow stretch, attached again after it.
+  CHECK(on.workers[0].detaches >= 1);
+  CHECK(on.workers[0].reattaches >= 1);
+  CHECK(on.workers[0].detached_seconds > 15);
+  CHECK(on.workers[0].detached_seconds < 25);
+  for (const SimTransition& t : on.transitions) {
+    UNSCOPED_INFO(t.time << " s: w" << t.worker << (t.attached ? " reattached: " : " detached: ")
+                         << t.reason);
+    if (!t.attached) CHECK(t.reason.find("as fast without it") != std::string::npos);
+  }
+  // The team as a whole (worker 0 included) made more iterations.
+  CHECK(on.iterations_per_second() > 1.2 * off.iterations_per_second());
+}
+
+TEST_CASE("a negative patience or a detach speedup of 1 or less is refused",
+          "[simulator][patience]") {
   SimConfig c;
   c.patience = -1;
+  CHECK(RunSimulation(c, Tiny()).status().code() == absl::StatusCode::kInvalidArgument);
+  c.patience = 0.5;
+  c.detach_speedup = 1;
+  CHECK(RunSimulation(c, Tiny()).status().code() == absl::StatusCode::kInvalidArgument);
+  c.detach_speedup = -2;
   CHECK(RunSimulation(c, Tiny()).status().code() == absl::StatusCode::kInvalidArgument);
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "catch2/catch.hpp"
@@ -162,6 +163,70 @@ TEST_CASE("a robot behind an obstacle is detached, the team goes on, it reattach
       // Local steps while detached: at most the allowance per detachment.
       CHECK(local <= d.local_steps * bi->detaches());
       if (d.local_steps > 0) CHECK(local >= 1);
+      RequireConserved(team, **rogd);
+    }
+  }
+}
+
+TEST_CASE(
+    "team pace: a robot on a slow but live link is detached only with --detach_speedup, the "
+    "others speed up, it reattaches when its link recovers, nothing lost",
+    "[patience]") {
+  // Every robot behind its own link at kUp; b's drops to kSlow, where its
+  // share (the big layout's 660 KB x MTA 0.5) takes about a second: within
+  // the patience, so only the team's pace can detach it.
+  constexpr double kSlow = 330e3;
+  for (const char* speedup : {"0", "1.5"}) {
+    DYNAMIC_SECTION("detach_speedup=" << speedup) {
+      const bool pace = std::string(speedup) != "0";
+      auto rogd = RogdProcess::Start({"--sync=rog", "--staleness=2", "--workers=3", "--lease=60s",
+                                      "--patience=3s", absl::StrCat("--detach_speedup=", speedup)});
+      REQUIRE(rogd.ok());
+      std::vector<std::unique_ptr<RateProxy>> links;
+      RateProxy::Options up;
+      up.rate_bytes_per_sec = kUp;
+      for (int i = 0; i < 3; ++i) {
+        auto link = RateProxy::Start((*rogd)->address(), up);
+        REQUIRE(link.ok());
+        links.push_back(std::move(*link));
+      }
+      const Layout layout = BigLayout();
+      Team team((*rogd)->address(), 2, &layout);
+      std::vector<Member*> m;
+      for (int i = 0; i < 3; ++i) {
+        WorkerOptions options;
+        options.server = links[i]->address();
+        m.push_back(&team.Add(std::string(1, static_cast<char>('a' + i)), i, options));
+      }
+      for (Member* w : m) team.Train(*w, 400, 5);
+      Member &a = *m[0], &b = *m[1];
+      REQUIRE(WaitFor(30, [&] { return b.worker->clock() >= 10; }));
+      team.Detach(1);  // b's iterations no longer count for the bound check
+      links[1]->SetRate(kSlow);
+      const uint64_t a_before = a.worker->clock();
+      absl::SleepFor(absl::Seconds(8));
+      const uint64_t a_slow = a.worker->clock() - a_before;
+      INFO((*rogd)->log());
+      WARN("detach_speedup=" << speedup << ": a made " << a_slow
+                             << " iterations in the 8 s b's link was slow");
+      if (pace) {
+        CHECK(absl::StrContains((*rogd)->log(), "detached worker b"));
+        CHECK(absl::StrContains((*rogd)->log(), "--detach_speedup=1.5"));
+        // b's share takes a second: attached, the team would make about 8.
+        CHECK(a_slow >= 20);
+      } else {
+        CHECK_FALSE(absl::StrContains((*rogd)->log(), "detached worker"));
+        CHECK(a_slow <= 16);
+      }
+      links[1]->SetRate(kUp);
+      if (pace) {
+        REQUIRE(WaitFor(40, [&] {
+          return absl::StrContains((*rogd)->log(), "reattached worker b");
+        }));
+        CHECK(absl::StrContains((*rogd)->log(), "and with the team's pace"));
+      }
+      team.JoinAll();
+      RequireClean(team);
       RequireConserved(team, **rogd);
     }
   }
