@@ -9,7 +9,7 @@
 # Usage: tools/bench.sh [--profile=quick|full|tiny] [--out=DIR] [--traces=DIR]
 #                       [--scale=X] [--staleness=S] [--seed=N] [--target=ACC]
 #                       [--minutes=N] [--timeline=fast|replayed] [--patience=SECONDS]
-#                       [--detach_speedup=X] [--delay=D]
+#                       [--detach_speedup=X] [--delay=D] [--links=relay|tc]
 #        tools/bench.sh --study=patience [--patience=SECONDS] [--sweep=S1,S2,...]
 #                       [--local_steps=N1,...] [--minutes=N] [other options above]
 #   --profile   quick: 120 s of training per policy, within 10 minutes (default)
@@ -27,6 +27,8 @@
 #   --patience  rogd --patience in seconds (default: rogd's default; 0 = off)
 #   --detach_speedup rogd --detach_speedup (default: rogd's default; 0 = off)
 #   --delay     one-way delay of every link, each direction (default 5ms; 0)
+#   --links     relay: user-space relays (default); tc: kernel tbf qdiscs on
+#               veth pairs in network namespaces (root; no delay; see run.sh)
 #   --study=patience  the team patience study: on both timelines, BSP, SSP
 #               and ROG without patience and with --patience (default 0.5),
 #               ROG with every --sweep value (default 0.25,1,2) and with
@@ -37,7 +39,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 profile=quick out="" scale=1 staleness=4 seed=1 target=-1 minutes="" timeline=fast
-patience="" study="" sweep="0.25,1,2" local_steps="4" delay=5ms speedup=""
+patience="" study="" sweep="0.25,1,2" local_steps="4" delay=5ms speedup="" links=relay
 traces=../shared/traces; [ -d "$traces" ] || traces=tools/traces
 for a in "$@"; do
   case "$a" in
@@ -56,6 +58,7 @@ for a in "$@"; do
     --local_steps=*) local_steps="${a#*=}" ;;
     --delay=*) delay="${a#*=}" ;;
     --detach_speedup=*) speedup="${a#*=}" ;;
+    --links=*) links="${a#*=}" ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "bench: unknown argument '$a' (see tools/bench.sh --help)" >&2; exit 2 ;;
   esac
@@ -73,6 +76,14 @@ case "$timeline" in fast|replayed) ;; *) echo "bench: --timeline must be fast or
 [[ "$delay" =~ ^(0|[0-9]+(\.[0-9]+)?(us|ms|s))$ ]] ||
   { echo "bench: --delay takes a duration such as 5ms, 20ms or 0 (got '$delay')" >&2; exit 2; }
 case "$study" in ""|patience) ;; *) echo "bench: --study must be patience" >&2; exit 2 ;; esac
+case "$links" in
+  relay) links_text="user-space relays, one-way delay $delay each way" ;;
+  tc)
+    [ "$(id -u)" -eq 0 ] || { echo "bench: --links=tc needs root (network namespaces, qdiscs)" >&2; exit 2; }
+    links_text="kernel tbf qdiscs on veth pairs in network namespaces, no added delay"
+    ;;
+  *) echo "bench: --links must be relay or tc" >&2; exit 2 ;;
+esac
 is_seconds() { [[ "$1" =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
 for p in $patience ${sweep//,/ }; do
   is_seconds "$p" || { echo "bench: patience values are seconds, e.g. 0.5 (got '$p')" >&2; exit 2; }
@@ -108,7 +119,8 @@ run_one() {
   echo "bench: === $name ==="
   mkdir -p "$(dirname "$dir")"
   tools/run.sh --staleness="$staleness" --minutes="$minutes" --traces="$traces" \
-    --scale="$scale" --seed="$seed" --delay="$delay" --logs="$dir" "$@" > "$dir.out" 2>&1 &
+    --scale="$scale" --seed="$seed" --delay="$delay" --links="$links" --logs="$dir" "$@" \
+    > "$dir.out" 2>&1 &
   child=$!
   tail -n +1 --pid="$child" -f "$dir.out" &
   wait "$child"
@@ -150,7 +162,7 @@ if [ "$study" = patience ]; then
   bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
   "$bin/tools/bench_report" --study --patience="$p" --results="$out" --traces="$traces" --scale="$scale" \
     --staleness="$staleness" --adapt_seconds="$seconds" --command="$command" --cpu="$cpu" \
-    --delay="$delay" ||
+    --delay="$delay" --links="$links_text" ||
     exit 1
   if command -v gnuplot > /dev/null; then
     (cd "$out" && gnuplot plots.gp) || echo "bench: gnuplot failed; the data files are there" >&2
@@ -200,7 +212,7 @@ echo "bench: simulator: fmnist layout, compute $compute s per iteration, $second
 "$bin/tools/bench_report" --results="$out" --traces="$traces" --scale="$scale" \
   --staleness="$staleness" --adapt_seconds="$seconds" --profile="$profile" \
   --command="$command" --target="$target" --simulator="$out/simulator.txt" \
-  --trace_prefix="outdoors-$timeline-w" --cpu="$cpu" --delay="$delay" \
+  --trace_prefix="outdoors-$timeline-w" --cpu="$cpu" --delay="$delay" --links="$links_text" \
   --team="$(sed -nE '1,3s/.* (patience=[^ ]+) detached_local_steps=([^ ]+) (detach_speedup=[^ ]+).*/\1 \3 detached_local_steps=\2/p' "$out/rog/rogd.log" | head -1)" ||
   exit 1
 if command -v gnuplot > /dev/null; then

@@ -642,7 +642,10 @@ std::string PatienceMarkdown(const std::vector<StudyRun>& runs, const BenchSetti
       "detached; *time to target*: when the team's mean accuracy first reached the target.\n\n",
       "Settings: 4 robots, S=", settings.staleness, ", codec ", settings.codec, ", trace scale ",
       settings.trace_scale, ", ", settings.adapt_seconds, " s of adaptation per run, traces ",
-      settings.traces, " (relays, one-way delay ", settings.delay, "); CPU: ", settings.cpu,
+      settings.traces, " (",
+      settings.links.empty() ? absl::StrCat("relays, one-way delay ", settings.delay)
+                             : settings.links,
+      "); CPU: ", settings.cpu,
       "; command: `", settings.command, "`\n");
   return md;
 }

@@ -8,8 +8,8 @@
 # Usage: tools/run.sh [--sync=bsp|ssp|rog] [--staleness=S] [--minutes=N]
 #                     [--quick] [--scale=X] [--traces=DIR] [--non_iid] [--seed=N]
 #                     [--lr=X] [--logs=DIR] [--timeline=fast|replayed]
-#                     [--patience=D] [--local_steps=N] [--detach_speedup=X]
-#                     [--delay=D]
+#                     [--patience=D] [--local_steps=N]
+#                     [--detach_speedup=X] [--delay=D] [--links=relay|tc]
 #   --sync      synchronisation policy (default rog)
 #   --staleness the bound S for ssp and rog (default 4)
 #   --timeline  fast: the traces' recorded cadence (default); replayed: the
@@ -19,7 +19,10 @@
 #   --local_steps rogd's --detached_local_steps (default 0)
 #   --detach_speedup rogd's --detach_speedup (default: rogd's default; 0 = off)
 #   --delay     one-way propagation delay each link adds in each direction
-#               (default 5ms; 0 for none)
+#               (default 5ms; 0 for none; relay links only)
+#   --links     relay: user-space relays on loopback (default, no root);
+#               tc: kernel tbf qdiscs on veth pairs in network namespaces
+#               this script creates and removes (root, iproute2; no delay)
 #   --minutes   how long the team adapts (default 4.5, about 5 with startup)
 #   --quick     adapt for 60 s (the whole run within 2 minutes once built)
 #   --scale     multiply every trace's bandwidth (default 1)
@@ -36,7 +39,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 sync=rog staleness=4 seconds=270 scale=1 non_iid=() seed=1 lr=0.02 logs= timeline=fast
-patience=() local_steps=0 delay=5ms speedup=()
+patience=() local_steps=0 delay=5ms speedup=() links=relay
 traces=../shared/traces; [ -d "$traces" ] || traces=tools/traces
 for a in "$@"; do
   case "$a" in
@@ -54,6 +57,7 @@ for a in "$@"; do
     --patience=*) patience=(--patience="${a#*=}") ;;
     --local_steps=*) local_steps="${a#*=}" ;;
     --detach_speedup=*) speedup=(--detach_speedup="${a#*=}") ;;
+    --links=*) links="${a#*=}" ;;
     --delay=*) delay="${a#*=}" ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "run: unknown argument '$a' (see tools/run.sh --help)" >&2; exit 2 ;;
@@ -61,6 +65,18 @@ for a in "$@"; do
 done
 case "$sync" in bsp|ssp|rog) ;; *) echo "run: --sync must be bsp, ssp or rog" >&2; exit 2 ;; esac
 case "$timeline" in fast|replayed) ;; *) echo "run: --timeline must be fast or replayed" >&2; exit 2 ;; esac
+case "$links" in relay|tc) ;; *) echo "run: --links must be relay or tc" >&2; exit 2 ;; esac
+if [ "$links" = tc ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "run: --links=tc creates network namespaces and kernel qdiscs: run as root, or use the" >&2
+    echo "run: default --links=relay (user-space, no root needed)" >&2
+    exit 2
+  fi
+  if ! command -v ip > /dev/null || ! command -v tc > /dev/null; then
+    echo "run: --links=tc needs ip and tc (Debian's iproute2)" >&2
+    exit 2
+  fi
+fi
 [[ "$local_steps" =~ ^[0-9]+$ ]] || { echo "run: --local_steps must be a whole number" >&2; exit 2; }
 [[ "$delay" =~ ^(0|[0-9]+(\.[0-9]+)?(us|ms|s))$ ]] ||
   { echo "run: --delay takes a duration such as 5ms, 20ms or 0 (got '$delay')" >&2; exit 2; }
@@ -75,7 +91,7 @@ done
 
 tools/setup.sh || exit 1
 echo "run: building rogd, trace_relay and fmnist_worker (first time: a few minutes)"
-targets=(//server:rogd //tools:trace_relay //tools:rogctl //client/examples:fmnist_worker)
+targets=(//server:rogd //tools:trace_relay //tools:tc_link //tools:rogctl //client/examples:fmnist_worker)
 # In the background, so that a TERM or Ctrl-C during the build stops it at
 # once (bash runs traps only between foreground commands).
 bazel build --color=no --curses=no -c opt "${targets[@]}" >/tmp/rog-run-build.log 2>&1 &
@@ -98,12 +114,18 @@ fi
 echo "run: logs in $work"
 
 pids=()
+# --links=tc: a namespace for rogd and one per robot, named after this
+# script's PID so that runs side by side do not meet.
+ns="rog$$"
+namespaces=()
 cleanup() {
   trap - INT TERM EXIT
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
   sleep 0.5
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
   wait 2>/dev/null
+  # Deleting a namespace deletes its end of each veth pair, and the pair.
+  for n in "${namespaces[@]}"; do ip netns delete "$n" 2>/dev/null; done
 }
 trap 'echo; echo "run: stopping"; cleanup; exit 130' INT TERM
 trap cleanup EXIT
@@ -124,24 +146,81 @@ port_of() {
   > "$work/pretrain.log" 2>&1 || { cat "$work/pretrain.log" >&2; exit 1; }
 sed 's/^/run: /' "$work/pretrain.log"
 
-"$bin/server/rogd" --listen=127.0.0.1:0 --port_file="$work/rogd.port" --sync="$sync" \
+# in_ns NAMESPACE COMMAND...: runs COMMAND there ("" = here).
+in_ns() {
+  local n=$1
+  shift
+  if [ -n "$n" ]; then ip netns exec "$n" "$@"; else "$@"; fi
+}
+srv_ns="" listen=127.0.0.1:0 insecure=()
+if [ "$links" = tc ]; then
+  # rogd in rogPIDs, robot w in rogPIDrw, linked by a veth pair rogPIDsw
+  # (10.77.w.1/30) -- rogPIDrw (10.77.w.2/30), whose packets are single
+  # segments (tbf cuts larger GSO packets and drops past its queue, and TCP
+  # then sat out timeouts). rogd listens on every address of its own
+  # namespace, which holds nothing else: --insecure.
+  srv_ns="${ns}s"
+  setup_ns() {
+    ip netns add "$srv_ns" && namespaces+=("$srv_ns") && ip -n "$srv_ns" link set lo up || return 1
+    for w in 1 2 3 4; do
+      ip netns add "${ns}r$w" && namespaces+=("${ns}r$w") && ip -n "${ns}r$w" link set lo up &&
+        ip link add "${ns}s$w" netns "$srv_ns" type veth peer name "${ns}r$w" netns "${ns}r$w" &&
+        ip -n "$srv_ns" addr add "10.77.$w.1/30" dev "${ns}s$w" &&
+        ip -n "${ns}r$w" addr add "10.77.$w.2/30" dev "${ns}r$w" &&
+        ip -n "$srv_ns" link set "${ns}s$w" up gso_max_segs 1 &&
+        ip -n "${ns}r$w" link set "${ns}r$w" up gso_max_segs 1 || return 1
+    done
+  }
+  if ! setup_ns 2> "$work/netns.log"; then
+    echo "run: cannot create the network namespaces and veth pairs of --links=tc:" >&2
+    cat "$work/netns.log" >&2
+    exit 1
+  fi
+  listen=0.0.0.0:0
+  insecure=(--insecure)
+  [ "$delay" = 5ms ] || echo "run: --links=tc adds no delay (tbf has none); --delay=$delay is ignored" >&2
+  echo "run: links: kernel tbf qdiscs on veth pairs in network namespaces $srv_ns (rogd), ${ns}r1..4 (robots)"
+fi
+
+in_ns "$srv_ns" "$bin/server/rogd" --listen="$listen" "${insecure[@]}" --port_file="$work/rogd.port" --sync="$sync" \
   --staleness="$staleness" --workers=4 --lease=60s --checkpoint_dir="$work" \
   "${patience[@]}" "${speedup[@]}" --detached_local_steps="$local_steps" \
   > "$work/rogd.log" 2>&1 &
 pids+=($!)
 rogd_port=$(port_of "$work/rogd.port" "$work/rogd.log") || exit 1
-echo "run: rogd on 127.0.0.1:$rogd_port; look inside from another shell with"
-echo "run:   bazel run //tools:rogctl -- --server=127.0.0.1:$rogd_port status|workers|staleness"
+echo "run: rogd on 127.0.0.1:$rogd_port${srv_ns:+ in network namespace $srv_ns}; look inside from another shell with"
+if [ -n "$srv_ns" ]; then
+  echo "run:   ip netns exec $srv_ns $bin/tools/rogctl --server=127.0.0.1:$rogd_port status|workers|staleness"
+else
+  echo "run:   bazel run //tools:rogctl -- --server=127.0.0.1:$rogd_port status|workers|staleness"
+fi
 
 for w in 1 2 3 4; do
-  "$bin/tools/trace_relay" --upstream="127.0.0.1:$rogd_port" --listen_port_file="$work/relay$w.port" \
-    --trace="$traces/outdoors-$timeline-w$w.tsv" --scale="$scale" --delay="$delay" > "$work/relay$w.log" 2>&1 &
+  if [ "$links" = tc ]; then
+    # Both ends of robot w's veth pair follow its trace: rogd's end is its
+    # downlink, the robot's end its uplink.
+    "$bin/tools/tc_link" --trace="$traces/outdoors-$timeline-w$w.tsv" --scale="$scale" \
+      --target="$srv_ns:${ns}s$w" --target="${ns}r$w:${ns}r$w" > "$work/relay$w.log" 2>&1 &
+  else
+    "$bin/tools/trace_relay" --upstream="127.0.0.1:$rogd_port" --listen_port_file="$work/relay$w.port" \
+      --trace="$traces/outdoors-$timeline-w$w.tsv" --scale="$scale" --delay="$delay" > "$work/relay$w.log" 2>&1 &
+  fi
   pids+=($!)
 done
 workers=()
 for w in 1 2 3 4; do
-  port=$(port_of "$work/relay$w.port" "$work/relay$w.log") || exit 1
-  "$bin/client/examples/fmnist_worker" --server="127.0.0.1:$port" --id="robot$w" \
+  robot_ns="" server=""
+  if [ "$links" = tc ]; then
+    robot_ns="${ns}r$w"
+    server="10.77.$w.1:$rogd_port"
+    for _ in $(seq 1 100); do grep -q "trace time 0" "$work/relay$w.log" && break; sleep 0.05; done
+    grep -q "trace time 0" "$work/relay$w.log" ||
+      { echo "run: tc_link for robot$w did not start; see $work/relay$w.log" >&2; tail -3 "$work/relay$w.log" >&2; exit 1; }
+  else
+    port=$(port_of "$work/relay$w.port" "$work/relay$w.log") || exit 1
+    server="127.0.0.1:$port"
+  fi
+  in_ns "$robot_ns" "$bin/client/examples/fmnist_worker" --server="$server" --id="robot$w" \
     --shard=$((w - 1)) --shards=4 --seconds="$seconds" --eval_every=10 --seed="$seed" --lr="$lr" \
     --cache_dir="$cache" --csv_dir="$work" "${non_iid[@]}" > "$work/robot$w.log" 2>&1 &
   pids+=($!)
@@ -175,7 +254,7 @@ for i in 0 1 2 3; do
   wait "${workers[$i]}" || { failed=1; echo "run: robot$((i + 1)) failed; see $work/robot$((i + 1)).log" >&2; tail -3 "$work/robot$((i + 1)).log" >&2; }
 done
 # What rogd knew of every robot (detachments, late rows), for the benchmark.
-"$bin/tools/rogctl" --server="127.0.0.1:$rogd_port" workers --json > "$work/workers.json" 2>/dev/null ||
+in_ns "$srv_ns" "$bin/tools/rogctl" --server="127.0.0.1:$rogd_port" workers --json > "$work/workers.json" 2>/dev/null ||
   rm -f "$work/workers.json"
 detaches=$(grep -c "detached worker" "$work/rogd.log")
 echo

@@ -33,19 +33,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/trace.h"
+#include "tools/link_cli.h"
 #include "tools/rate_proxy.h"
 
 namespace {
 
 constexpr double kBytesPerMbit = 1e6 / 8;
 
-struct FlagSpec {
-  const char* name;
-  const char* default_value;  // nullptr: required
-  const char* help;
-};
-
-const FlagSpec kFlags[] = {
+const std::vector<rog::FlagSpec> kFlags = {
     {"upstream", nullptr, "host:port to relay to, on loopback (e.g. rogd's 127.0.0.1:7070)"},
     {"trace", nullptr, "bandwidth trace to replay: lines 'seconds<TAB>mbit_per_s', looped"},
     {"listen", "127.0.0.1:0", "address to listen on, 127.0.0.1:PORT; port 0 picks a free one"},
@@ -62,69 +57,13 @@ void PrintHelp() {
       "trace_relay: relays TCP connections to --upstream through a link whose rate\n"
       "follows a bandwidth trace (both directions, sample by sample, looped).\n"
       "Usage: trace_relay --upstream=127.0.0.1:7070 --trace=PATH [--flag=value ...]\n"
-      "Exits 0 on SIGTERM/SIGINT, 2 on bad flags or a bad trace.\n\nFlags:\n");
-  for (const FlagSpec& f : kFlags) {
-    std::printf(
-        "  --%-17s %s%s\n", f.name, f.help,
-        f.default_value == nullptr
-            ? " (required)"
-            : (*f.default_value ? absl::StrCat(" (default ", f.default_value, ")").c_str() : ""));
-  }
-  std::printf("  --%-17s %s\n", "help", "print this and exit");
+      "Exits 0 on SIGTERM/SIGINT, 2 on bad flags or a bad trace.\n\nFlags:\n%s",
+      rog::FlagsHelp(kFlags).c_str());
 }
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "trace_relay: %s\n", message.c_str());
   return 2;
-}
-
-// Parses --name=value (or --name value) into `values`; false + error if bad.
-bool ParseFlags(int argc, char** argv, std::map<std::string, std::string>* values, bool* help,
-                std::string* error) {
-  for (const FlagSpec& f : kFlags) {
-    if (f.default_value != nullptr) (*values)[f.name] = f.default_value;
-  }
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h" || arg == "-help" || arg == "--helpfull") {
-      *help = true;
-      return true;
-    }
-    if (!absl::StartsWith(arg, "--") && !absl::StartsWith(arg, "-")) {
-      *error = absl::StrCat("unexpected argument '", arg, "' (flags are --name=value; see --help)");
-      return false;
-    }
-    arg = arg.substr(arg[1] == '-' ? 2 : 1);
-    std::string name = arg;
-    std::string value;
-    const size_t eq = arg.find('=');
-    bool has_value = eq != std::string::npos;
-    if (has_value) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    }
-    bool known = false;
-    for (const FlagSpec& f : kFlags) known |= name == f.name;
-    if (!known) {
-      *error = absl::StrCat("unknown flag --", name, " (see --help)");
-      return false;
-    }
-    if (!has_value) {
-      if (i + 1 >= argc) {
-        *error = absl::StrCat("--", name, " needs a value");
-        return false;
-      }
-      value = argv[++i];
-    }
-    (*values)[name] = value;
-  }
-  for (const FlagSpec& f : kFlags) {
-    if (f.default_value == nullptr && values->count(f.name) == 0) {
-      *error = absl::StrCat("--", f.name, " is required (see --help)");
-      return false;
-    }
-  }
-  return true;
 }
 
 bool IsLoopbackHost(const std::string& host) {
@@ -149,7 +88,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> flags;
   bool help = false;
   std::string error;
-  if (!ParseFlags(argc, argv, &flags, &help, &error)) return Fail(error);
+  if (!rog::ParseFlags(argc, argv, kFlags, &flags, &help, &error)) return Fail(error);
   if (help) {
     PrintHelp();
     return 0;
@@ -201,20 +140,8 @@ int main(int argc, char** argv) {
   }
 
   const std::string trace_path = flags["trace"];
-  struct stat st;
-  if (stat(trace_path.c_str(), &st) != 0) {
-    return Fail(absl::StrCat("cannot read trace file ", trace_path, ": ", strerror(errno)));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    return Fail(absl::StrCat("cannot read trace file ", trace_path, ": is a directory"));
-  }
-  std::ifstream in(trace_path);
-  if (!in) return Fail(absl::StrCat("cannot read trace file ", trace_path, ": ", strerror(errno)));
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Fail(absl::StrCat("cannot read trace file ", trace_path));
-  absl::StatusOr<rog::Trace> trace = rog::Trace::Parse(text.str(), trace_path);
-  if (!trace.ok()) return Fail(absl::StrCat("bad trace: ", trace.status().message()));
+  absl::StatusOr<rog::Trace> trace = rog::ReadTraceFile(trace_path);
+  if (!trace.ok()) return Fail(std::string(trace.status().message()));
   auto rate_at = [&](double t) {
     return std::max(min_rate, trace->MbitAt(t) * scale * kBytesPerMbit);
   };

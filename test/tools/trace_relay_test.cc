@@ -5,7 +5,6 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,90 +25,23 @@
 
 #include "absl/strings/str_cat.h"
 #include "catch2/catch.hpp"
+#include "test/util/link_meter.h"
 
 namespace rog {
 namespace {
 
 constexpr double kMbit = 1e6 / 8;  // bytes per second
 
-double Now() {
-  using Clock = std::chrono::steady_clock;
-  static const Clock::time_point epoch = Clock::now();
-  return std::chrono::duration<double>(Clock::now() - epoch).count();
-}
-
-void SleepFor(double seconds) {
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string TmpDir() {
-  const char* t = std::getenv("TEST_TMPDIR");
-  return t != nullptr ? t : "/tmp";
-}
-
-std::string RelayBinary() {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  if (srcdir != nullptr && workspace != nullptr) {
-    return absl::StrCat(srcdir, "/", workspace, "/tools/trace_relay");
-  }
-  return "tools/trace_relay";
-}
-
-std::string WriteFile(const std::string& name, const std::string& text) {
-  const std::string path = absl::StrCat(TmpDir(), "/", name);
-  std::ofstream(path) << text;
-  return path;
-}
-
-// trace_relay as a child process; killed (SIGKILL) if still running when
-// destroyed, and by the kernel if this test dies first.
+// trace_relay as a child process, with its port file.
 class Relay {
  public:
-  explicit Relay(std::vector<std::string> flags) {
-    static int counter = 0;
-    const std::string base = absl::StrCat(TmpDir(), "/relay-", getpid(), "-", counter++);
-    port_file_ = base + ".port";
-    log_path_ = base + ".log";
-    std::remove(port_file_.c_str());
-    std::vector<std::string> args = {RelayBinary()};
-    args.insert(args.end(), flags.begin(), flags.end());
-    if (flags.size() > 1) args.push_back("--listen_port_file=" + port_file_);
-    const pid_t parent = getpid();
-    pid_ = fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(1);
-      FILE* log = std::fopen(log_path_.c_str(), "w");
-      if (log != nullptr) {
-        dup2(fileno(log), 1);
-        dup2(fileno(log), 2);
-      }
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      std::fprintf(stderr, "exec %s failed\n", argv[0]);
-      _exit(127);
-    }
-  }
-  ~Relay() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
+  explicit Relay(std::vector<std::string> flags)
+      : port_file_(Base() + ".port"), child_(Args(flags, port_file_), port_file_ + ".log") {
+    REQUIRE(child_.started());
   }
 
   const std::string& port_file() const { return port_file_; }
-  std::string log() const { return ReadFile(log_path_); }
+  std::string log() const { return child_.log(); }
 
   // Waits (polling every 2 ms) for the port file; 0 if the relay exited or
   // did not write it within `timeout` seconds. Sets start_time() to when
@@ -122,39 +54,32 @@ class Relay {
         start_time_ = Now();
         return std::atoi(text.c_str());
       }
-      if (pid_ > 0 && waitpid(pid_, &status_, WNOHANG) == pid_) {
-        pid_ = -1;
-        return 0;
-      }
+      if (!child_.running()) return 0;
       SleepFor(0.002);
     }
     return 0;
   }
   double start_time() const { return start_time_; }
-
-  // Exit status (128 + signal if killed by one), or -1 if still running
-  // after `timeout` seconds.
-  int Wait(double timeout) {
-    const double end = Now() + timeout;
-    while (pid_ > 0) {
-      if (waitpid(pid_, &status_, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
-      if (Now() > end) return -1;
-      SleepFor(0.005);
-    }
-    return WIFSIGNALED(status_) ? 128 + WTERMSIG(status_) : WEXITSTATUS(status_);
-  }
-  void Signal(int sig) {
-    if (pid_ > 0) kill(pid_, sig);
-  }
+  int Wait(double timeout) { return child_.Wait(timeout); }
+  void Signal(int sig) { child_.Signal(sig); }
 
  private:
-  pid_t pid_ = -1;
-  int status_ = 0;
+  static std::string Base() {
+    static int counter = 0;
+    const std::string base = absl::StrCat(TmpDir(), "/relay-", getpid(), "-", counter++);
+    std::remove((base + ".port").c_str());
+    return base;
+  }
+  static std::vector<std::string> Args(const std::vector<std::string>& flags,
+                                       const std::string& port_file) {
+    std::vector<std::string> args = {TestBinary("tools/trace_relay")};
+    args.insert(args.end(), flags.begin(), flags.end());
+    if (flags.size() > 1) args.push_back("--listen_port_file=" + port_file);
+    return args;
+  }
+
   std::string port_file_;
-  std::string log_path_;
+  ChildProcess child_;
   double start_time_ = 0;
 };
 
@@ -194,67 +119,6 @@ int Connect(int port) {
   return fd;
 }
 
-// Cumulative bytes received over time, from a receiving thread.
-class Arrivals {
- public:
-  void Add(size_t n) {
-    std::lock_guard<std::mutex> lock(mu_);
-    total_ += n;
-    points_.emplace_back(Now(), total_);
-  }
-  // Bytes received in [t0, t1].
-  uint64_t Between(double t0, double t1) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return At(t1) - At(t0);
-  }
-
- private:
-  uint64_t At(double t) const {
-    uint64_t bytes = 0;
-    for (const auto& p : points_) {
-      if (p.first > t) break;
-      bytes = p.second;
-    }
-    return bytes;
-  }
-  mutable std::mutex mu_;
-  uint64_t total_ = 0;
-  std::vector<std::pair<double, uint64_t>> points_;
-};
-
-// Reads from `fd` until EOF, an error or `until`, counting arrivals; with
-// `echo` >= 0, writes everything read to `echo`.
-void Receive(int fd, int echo, double until, Arrivals* arrivals) {
-  char buf[16384];
-  while (Now() < until) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 10) <= 0) continue;
-    const ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) break;
-    if (n < 0) continue;
-    arrivals->Add(n);
-    for (ssize_t sent = 0; echo >= 0 && sent < n;) {
-      pollfd w{echo, POLLOUT, 0};
-      if (Now() >= until) return;
-      if (poll(&w, 1, 10) <= 0) continue;
-      const ssize_t m = send(echo, buf + sent, n - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (m < 0 && errno != EAGAIN && errno != EINTR) return;
-      if (m > 0) sent += m;
-    }
-  }
-}
-
-// Sends as fast as the link takes it until `until`.
-void Flood(int fd, double until) {
-  const std::string chunk(16384, 'x');
-  while (Now() < until) {
-    pollfd w{fd, POLLOUT, 0};
-    if (poll(&w, 1, 10) <= 0) continue;
-    const ssize_t m = send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (m < 0 && errno != EAGAIN && errno != EINTR) return;
-  }
-}
-
 // Connects through `relay` (its upstream listens on `listener`) and floods
 // the connection until `seconds` after the relay's start, the far end
 // echoing: `up` gets what reached the far end, `down` what came back.
@@ -281,7 +145,7 @@ TEST_CASE("throughput follows the trace sample by sample, both ways", "[trace_re
   // 0.5 s samples alternating 2 and 8 Mbit/s; the period is 2 s, so 3 s
   // also checks the loop.
   const std::string trace =
-      WriteFile("alternating.tsv", "# seconds\tmbit_per_s\n0\t2\n0.5\t8\n1.0\t2\n1.5\t8\n");
+      WriteTmpFile("alternating.tsv", "# seconds\tmbit_per_s\n0\t2\n0.5\t8\n1.0\t2\n1.5\t8\n");
   const double kMbitOf[] = {2, 8, 2, 8, 2, 8};
   const int kSamples = 6;
   const double kSample = 0.5;
@@ -330,7 +194,7 @@ TEST_CASE("throughput tracks a real robot trace second by second", "[trace_relay
   const double kStep = 0.55, kScale = 0.5, kDelay = 0.005;
   std::string text = "# seconds\tmbit_per_s (outdoors-fast-w1.tsv from 22.0 s)\n";
   for (int i = 0; i < kN; ++i) absl::StrAppend(&text, i * kStep, "\t", kMbitOf[i], "\n");
-  const std::string trace = WriteFile("w1-segment.tsv", text);
+  const std::string trace = WriteTmpFile("w1-segment.tsv", text);
   // Bytes the trace allows in [a, b] (within the first period).
   auto capacity = [&](double a, double b) {
     double bytes = 0;
@@ -364,7 +228,7 @@ TEST_CASE("throughput tracks a real robot trace second by second", "[trace_relay
 }
 
 TEST_CASE("bad flags and traces exit 2 and say what is wrong", "[trace_relay]") {
-  const std::string good = WriteFile("good.tsv", "0\t8\n");
+  const std::string good = WriteTmpFile("good.tsv", "0\t8\n");
   const std::string up = "--upstream=127.0.0.1:7070";
   const std::string missing = TmpDir() + "/no-such-trace.tsv";
   auto r = RunRefused({up, "--trace=" + missing});
@@ -372,7 +236,7 @@ TEST_CASE("bad flags and traces exit 2 and say what is wrong", "[trace_relay]") 
   CHECK(r.second.find(missing) != std::string::npos);
   CHECK(r.second.find("No such file") != std::string::npos);
 
-  const std::string bad = WriteFile("bad.tsv", "0\t8\n1\tfast\n");
+  const std::string bad = WriteTmpFile("bad.tsv", "0\t8\n1\tfast\n");
   r = RunRefused({up, "--trace=" + bad});
   CHECK(r.first == 2);
   CHECK(r.second.find(bad + ":2") != std::string::npos);
@@ -404,7 +268,7 @@ TEST_CASE("bad flags and traces exit 2 and say what is wrong", "[trace_relay]") 
 }
 
 TEST_CASE("--listen takes a fixed port and refuses one in use", "[trace_relay]") {
-  const std::string trace = WriteFile("fixed.tsv", "0\t8\n");
+  const std::string trace = WriteTmpFile("fixed.tsv", "0\t8\n");
   int taken = 0;
   const int holder = Listen(&taken);
   auto r = RunRefused({"--upstream=127.0.0.1:7070", "--trace=" + trace,
@@ -422,7 +286,7 @@ TEST_CASE("--listen takes a fixed port and refuses one in use", "[trace_relay]")
 }
 
 TEST_CASE("SIGTERM and SIGINT stop the relay at once, connections open", "[trace_relay]") {
-  const std::string trace = WriteFile("slow.tsv", "0\t1\n");
+  const std::string trace = WriteTmpFile("slow.tsv", "0\t1\n");
   for (int sig : {SIGTERM, SIGINT}) {
     int upstream_port = 0;
     const int listener = Listen(&upstream_port);

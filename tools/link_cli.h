@@ -1,0 +1,38 @@
+// What the link emulators (trace_relay, tc_link) share on their command
+// line: a small --name=value parser, so that every mistake exits 2 with one
+// clear line (Abseil's flags exit 1 for an unknown flag and print pages of
+// help), and reading a trace file with errors that name it.
+#ifndef ROG_TOOLS_LINK_CLI_H_
+#define ROG_TOOLS_LINK_CLI_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/trace.h"
+
+namespace rog {
+
+struct FlagSpec {
+  const char* name;
+  const char* default_value;  // nullptr: required
+  const char* help;
+  bool repeated = false;      // may be given more than once (values joined with ',')
+};
+
+// Parses --name=value (or --name value) into `values`, defaults first.
+// Returns false with `error` set for an unknown flag, a missing value or a
+// required flag left out; sets `help` (and returns true) for --help.
+bool ParseFlags(int argc, char** argv, const std::vector<FlagSpec>& specs,
+                std::map<std::string, std::string>* values, bool* help, std::string* error);
+
+// The flags, one per line, with their defaults, for --help.
+std::string FlagsHelp(const std::vector<FlagSpec>& specs);
+
+// Reads and parses a trace file; errors say which file and what is wrong.
+absl::StatusOr<Trace> ReadTraceFile(const std::string& path);
+
+}  // namespace rog
+
+#endif  // ROG_TOOLS_LINK_CLI_H_
