@@ -146,11 +146,17 @@ port_of() {
   > "$work/pretrain.log" 2>&1 || { cat "$work/pretrain.log" >&2; exit 1; }
 sed 's/^/run: /' "$work/pretrain.log"
 
-# in_ns NAMESPACE COMMAND...: runs COMMAND there ("" = here).
+# in_ns NAMESPACE COMMAND...: runs COMMAND there ("" = here). Started with
+# `&`, it execs, so that $! is the command's own PID (cleanup kills it).
 in_ns() {
   local n=$1
   shift
   if [ -n "$n" ]; then ip netns exec "$n" "$@"; else "$@"; fi
+}
+in_ns_exec() {
+  local n=$1
+  shift
+  if [ -n "$n" ]; then exec ip netns exec "$n" "$@"; else exec "$@"; fi
 }
 srv_ns="" listen=127.0.0.1:0 insecure=()
 if [ "$links" = tc ]; then
@@ -182,7 +188,7 @@ if [ "$links" = tc ]; then
   echo "run: links: kernel tbf qdiscs on veth pairs in network namespaces $srv_ns (rogd), ${ns}r1..4 (robots)"
 fi
 
-in_ns "$srv_ns" "$bin/server/rogd" --listen="$listen" "${insecure[@]}" --port_file="$work/rogd.port" --sync="$sync" \
+in_ns_exec "$srv_ns" "$bin/server/rogd" --listen="$listen" "${insecure[@]}" --port_file="$work/rogd.port" --sync="$sync" \
   --staleness="$staleness" --workers=4 --lease=60s --checkpoint_dir="$work" \
   "${patience[@]}" "${speedup[@]}" --detached_local_steps="$local_steps" \
   > "$work/rogd.log" 2>&1 &
@@ -220,7 +226,7 @@ for w in 1 2 3 4; do
     port=$(port_of "$work/relay$w.port" "$work/relay$w.log") || exit 1
     server="127.0.0.1:$port"
   fi
-  in_ns "$robot_ns" "$bin/client/examples/fmnist_worker" --server="$server" --id="robot$w" \
+  in_ns_exec "$robot_ns" "$bin/client/examples/fmnist_worker" --server="$server" --id="robot$w" \
     --shard=$((w - 1)) --shards=4 --seconds="$seconds" --eval_every=10 --seed="$seed" --lr="$lr" \
     --cache_dir="$cache" --csv_dir="$work" "${non_iid[@]}" > "$work/robot$w.log" 2>&1 &
   pids+=($!)
