@@ -683,10 +683,15 @@ struct Worker::Impl {
       current.bytes_up += sent.bytes;
       current.payload_up += b->payload().size();
       sent.in_push = true;
-      if (OpenPush* p = PushOf(sent)) ++p->unacked;
+      if (OpenPush* p = PushOf(sent)) {
+        ++p->unacked;
+      }
     }
     inflight_bytes += sent.bytes;
-    goodput.OnSend(Now(), sent.bytes);
+    // Between pushes the sender trickles (rows rogd asked for): app-limited,
+    // so it cannot drag the estimate the window is computed from below the
+    // link's rate.
+    goodput.OnSend(Now(), sent.bytes, /*app_limited=*/!transmitting && !detached);
     inflight.push_back(std::move(sent));
     return true;
   }
