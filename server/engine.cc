@@ -936,9 +936,32 @@ void Engine::Impl::CheckPatience(double now) {
     const uint64_t needed = NeededVersion(r->clock, bound);
     const StallPlan plan =
         PlanStall(state->versions(), state->copy_versions(r->index), r->index, attached, needed);
-    for (size_t q : plan.waiting_for) {
+    // A holder itself waiting at the bound has not computed what r lacks:
+    // the blame passes to those it waits for, so that the robot on the slow
+    // link is detached and not a healthy one stuck behind it. A holder whose
+    // own wait leads nowhere new (back to r) is blamed itself.
+    std::vector<bool> seen(workers.size(), false);
+    seen[r->index] = true;
+    std::vector<size_t> todo(plan.waiting_for.rbegin(), plan.waiting_for.rend());
+    while (!todo.empty()) {
+      const size_t q = todo.back();
+      todo.pop_back();
+      if (seen[q]) continue;
+      seen[q] = true;
       WorkerRec* holder = workers[q].get();
       if (holder == r.get() || !Attached(*holder)) continue;
+      if (holder->stalled && holder->state == WState::kConnected) {
+        const StallPlan upstream =
+            PlanStall(state->versions(), state->copy_versions(q), q, attached,
+                      NeededVersion(holder->clock, bound));
+        bool passed = false;
+        for (size_t u : upstream.waiting_for) {
+          if (seen[u] || !Attached(*workers[u])) continue;
+          todo.push_back(u);
+          passed = true;
+        }
+        if (passed) continue;
+      }
       bool listed = false;
       for (const auto& d : detach) listed |= d.first == holder;
       if (listed) continue;
