@@ -685,6 +685,7 @@ struct Worker::Impl {
       sent.in_push = true;
       if (OpenPush* p = PushOf(sent)) {
         ++p->unacked;
+        if (sent.sent_at >= p->deadline) p->stats.late_bytes += sent.bytes;
       }
     }
     inflight_bytes += sent.bytes;

@@ -121,6 +121,11 @@ struct PushStats {
   // (the last acknowledgement less half the minimum round trip); 0 within
   // the window or without one.
   double overshoot_seconds = 0;
+  // Of bytes, those formed after the window had closed: rows the staleness
+  // bound made mandatory, or that a stalled peer asked for, go whatever the
+  // window (ATP cuts only the optional rows). A push with late bytes
+  // overshoots by their transmission time, by design.
+  uint64_t late_bytes = 0;
   bool disconnected = false;  // the stream broke before every batch was acknowledged
 };
 

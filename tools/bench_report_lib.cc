@@ -68,6 +68,9 @@ constexpr absl::string_view kIterHeaderPushes =
     "payload_up,rows_down,bytes_down,payload_down,disconnected,detached_s,kind";
 constexpr absl::string_view kPushHeader =
     "start_unix_s,iteration,window_s,bytes,payload,busy_s,overshoot_s,disconnected";
+// Since PushStats::late_bytes: one more column.
+constexpr absl::string_view kPushHeaderLate =
+    "start_unix_s,iteration,window_s,bytes,payload,busy_s,overshoot_s,disconnected,late_bytes";
 constexpr absl::string_view kAccHeader = "unix_s,elapsed_s,iteration,accuracy";
 
 }  // namespace
@@ -166,7 +169,8 @@ absl::StatusOr<std::vector<AccRecord>> ParseAccCsv(absl::string_view text, absl:
 
 absl::StatusOr<std::vector<PushRecord>> ParsePushCsv(absl::string_view text,
                                                      absl::string_view name) {
-  auto rows = CsvRows(text, name, kPushHeader);
+  const bool late = absl::StartsWith(text, kPushHeaderLate);
+  auto rows = CsvRows(text, name, late ? kPushHeaderLate : kPushHeader);
   if (!rows.ok()) return rows.status();
   std::vector<PushRecord> out;
   for (size_t i = 0; i < rows->size(); ++i) {
@@ -179,6 +183,10 @@ absl::StatusOr<std::vector<PushRecord>> ParsePushCsv(absl::string_view text,
           Field(f[2], name, line, &r.window_s), Field(f[3], name, line, &r.bytes),
           Field(f[4], name, line, &r.payload), Field(f[5], name, line, &r.busy_s),
           Field(f[6], name, line, &r.overshoot_s), Field(f[7], name, line, &disconnected)}) {
+      if (!s.ok()) return s;
+    }
+    if (late) {
+      absl::Status s = Field(f[8], name, line, &r.late_bytes);
       if (!s.ok()) return s;
     }
     r.disconnected = disconnected != 0;
@@ -250,7 +258,10 @@ RobotFigures Summarise(const RobotRun& run) {
   const std::vector<PushRecord>& pushes = run.pushes.empty() ? derived : run.pushes;
   std::vector<std::pair<double, double>> busy;  // trace time
   for (const PushRecord& p : pushes) {
-    if (p.window_s > 0) f.overshoots_s.push_back(p.overshoot_s);
+    if (p.window_s > 0) {
+      f.overshoots_s.push_back(p.overshoot_s);
+      if (p.late_bytes == 0) f.on_time_overshoots_s.push_back(p.overshoot_s);
+    }
     if (!run.trace || p.busy_s <= 0) continue;
     const double t0 = std::max(0.0, p.start_unix - run.trace_start_unix);
     f.transmit_bytes_up += p.bytes;
@@ -317,7 +328,7 @@ PolicyFigures CombinePolicy(const std::string& policy, const std::vector<RobotRu
   uint64_t bytes = 0, payload = 0;
   double tx_bytes = 0, tx_capacity = 0;
   int with_acc = 0;
-  std::vector<double> overshoots;
+  std::vector<double> overshoots, on_time;
   for (const RobotRun& r : runs) {
     RobotFigures f = Summarise(r);
     span += f.span_s;
@@ -335,6 +346,7 @@ PolicyFigures CombinePolicy(const std::string& policy, const std::vector<RobotRu
     tx_bytes += f.transmit_bytes_up;
     tx_capacity += f.transmit_capacity_up;
     overshoots.insert(overshoots.end(), f.overshoots_s.begin(), f.overshoots_s.end());
+    on_time.insert(on_time.end(), f.on_time_overshoots_s.begin(), f.on_time_overshoots_s.end());
     if (f.final_accuracy >= 0) {
       acc += f.final_accuracy;
       ++with_acc;
@@ -356,6 +368,10 @@ PolicyFigures CombinePolicy(const std::string& policy, const std::vector<RobotRu
   if (tx_capacity > 0) p.link_utilisation = tx_bytes / tx_capacity;
   p.overshoot_p50 = Quantile(overshoots, 0.5);
   p.overshoot_p99 = Quantile(overshoots, 0.99);
+  p.on_time_overshoot_p99 = Quantile(on_time, 0.99);
+  if (!overshoots.empty()) {
+    p.late_push_share = 1.0 - static_cast<double>(on_time.size()) / overshoots.size();
+  }
   p.team_accuracy = TeamAccuracy(runs);
   return p;
 }
@@ -434,12 +450,16 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
     absl::StrAppend(
         &md, absl::StrFormat(
                  "| %s | %.2f | %s | %s | %d | %s | %s | %s | %s | %.1f / %.1f | %.2f%% | %s | "
-                 "%s / %s |\n",
+                 "%s / %s%s |\n",
                  Label(p, settings.staleness), p.iterations_per_s, Pct(p.stall_share),
                  Pct(p.detached_share), p.stalls,
                  Pct(p.compute_share), Pct(p.transmit_share), ttt, acc, p.mb_up, p.mb_down,
                  100 * p.index_overhead, p.link_utilisation > 0 ? Pct(p.link_utilisation) : "–",
-                 Ms(p.overshoot_p50), Ms(p.overshoot_p99)));
+                 Ms(p.overshoot_p50), Ms(p.overshoot_p99),
+                 p.late_push_share > 0
+                     ? absl::StrFormat("; %s without late rows (%s late)",
+                                       Ms(p.on_time_overshoot_p99), Pct(p.late_push_share))
+                     : std::string()));
   }
   absl::StrAppend(&md, "\nPer robot (iterations/s, stall share, final accuracy):\n\n");
   for (const PolicyFigures& p : policies) {
@@ -478,7 +498,10 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
       "minimum round trip, overlapping pushes counted once (ROG's paced wait for the rest of "
       "the window is not counted: the robot had nothing left to send).\n",
       "- *overshoot*: from the end of ROG's window to the estimated arrival of the push's last "
-      "byte at rogd (its acknowledgement less half the path's minimum round trip).\n");
+      "byte at rogd (its acknowledgement less half the path's minimum round trip). ATP cuts "
+      "only optional rows: rows the staleness bound made mandatory, or that a stalled robot "
+      "asked for, go whatever the window. Where some pushes sent such rows after their window "
+      "closed (*late*), the cell also gives p99 over the other pushes and the late share.\n");
 
   absl::StrAppend(
       &md, "\nSettings:\n\n",

@@ -53,6 +53,7 @@ struct PushRecord {
   double busy_s = 0;       // start to last ack less the minimum round trip
   double overshoot_s = 0;  // window end to the estimated arrival of its last byte
   bool disconnected = false;
+  uint64_t late_bytes = 0;  // formed after the window closed (mandatory, asked for)
 };
 
 // One row of ID.acc.csv: an evaluation on degraded test images; the last
@@ -105,6 +106,9 @@ struct RobotFigures {
   // minimum round trip, overlapping pushes counted once (0 without a trace).
   double transmit_bytes_up = 0, transmit_capacity_up = 0;
   std::vector<double> overshoots_s;  // pushes with a window only
+  // Of those, the pushes that sent nothing after their window closed (no
+  // late_bytes): how sharply the window cut its optional rows.
+  std::vector<double> on_time_overshoots_s;
   uint64_t disconnects = 0;
   double detached_s = 0;
   uint64_t local_steps = 0;
@@ -140,6 +144,11 @@ struct PolicyFigures {
   double index_overhead = 0;                           // (bytes - payload) / payload, both ways
   double link_utilisation = 0;                         // uplink bytes / capacity while transmitting
   std::optional<double> overshoot_p50, overshoot_p99;  // seconds
+  // p99 over the pushes without late bytes, and the share of windowed
+  // pushes with some (rows the staleness bound or a stalled peer forced past
+  // the window).
+  std::optional<double> on_time_overshoot_p99;
+  double late_push_share = 0;
   double detached_share = 0;  // detached wait / span, over all robots
   uint64_t local_steps = 0;
   // Rows rogd folded from robots while detached (from `rogctl workers`);

@@ -206,7 +206,7 @@ class CsvFiles {
     std::fprintf(acc_, "unix_s,elapsed_s,iteration,accuracy\n");
     std::fprintf(pushes_,
                  "start_unix_s,iteration,window_s,bytes,payload,busy_s,overshoot_s,"
-                 "disconnected\n");
+                 "disconnected,late_bytes\n");
     std::fflush(iters_);
     std::fflush(acc_);
     std::fflush(pushes_);
@@ -234,10 +234,11 @@ class CsvFiles {
                  s.detached_seconds, kind);
     std::fflush(iters_);
     for (const rog::PushStats& p : s.pushes) {
-      std::fprintf(pushes_, "%.6f,%lu,%.6f,%lu,%lu,%.6f,%.6f,%d\n", now - p.age_seconds,
+      std::fprintf(pushes_, "%.6f,%lu,%.6f,%lu,%lu,%.6f,%.6f,%d,%lu\n", now - p.age_seconds,
                    static_cast<unsigned long>(p.iteration), p.window_seconds,
                    static_cast<unsigned long>(p.bytes), static_cast<unsigned long>(p.payload),
-                   p.busy_seconds, p.overshoot_seconds, p.disconnected ? 1 : 0);
+                   p.busy_seconds, p.overshoot_seconds, p.disconnected ? 1 : 0,
+                   static_cast<unsigned long>(p.late_bytes));
     }
     if (!s.pushes.empty()) std::fflush(pushes_);
   }

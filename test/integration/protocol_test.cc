@@ -492,12 +492,17 @@ TEST_CASE("on a slow link the window cuts sharply", "[protocol][slow]") {
   Member& a = team.Add("a", 0, options);
   options.server = (*link_b)->address();
   Member& b = team.Add("b", 1, options);
-  team.Train(a, 10, 20);
-  team.Train(b, 10, 20);
+  team.Train(a, 24, 20);
+  team.Train(b, 24, 20);
   team.JoinAll();
   RequireClean(team);
+  // ATP cuts the optional rows at the window's end; rows the staleness
+  // bound made mandatory, or that the stalled peer asked for, go whatever
+  // the window (late_bytes) and are not what this test measures. The first
+  // windowed push also queues behind the warm-up pushes, which have none.
   std::vector<double> overshoot;
   std::vector<double> goodputs;
+  size_t late = 0;
   for (auto& m : team.members()) {
     for (const IterationStats& s : m->stats) {
       UNSCOPED_INFO(m->id << " iteration " << s.iteration << ": window " << s.window_seconds
@@ -506,9 +511,16 @@ TEST_CASE("on a slow link the window cuts sharply", "[protocol][slow]") {
                           << s.uplink_goodput);
       // Pushes are reported once acknowledged, usually with the next iteration.
       for (const PushStats& p : s.pushes) {
-        if (p.window_seconds > 0) overshoot.push_back(p.overshoot_seconds);
-        UNSCOPED_INFO("  push of iteration " << p.iteration << ": overshoot " << p.overshoot_seconds
-                                             << " s, busy " << p.busy_seconds << " s");
+        UNSCOPED_INFO("  push of iteration " << p.iteration << ": overshoot "
+                                             << p.overshoot_seconds << " s, late "
+                                             << p.late_bytes << " B, busy " << p.busy_seconds
+                                             << " s");
+        if (p.window_seconds <= 0) continue;
+        if (p.late_bytes > 0) {
+          ++late;
+        } else {
+          overshoot.push_back(p.overshoot_seconds);
+        }
       }
       if (s.uplink_goodput > 0) goodputs.push_back(s.uplink_goodput);
     }
@@ -516,15 +528,17 @@ TEST_CASE("on a slow link the window cuts sharply", "[protocol][slow]") {
   REQUIRE(!goodputs.empty());
   std::sort(goodputs.begin(), goodputs.end());
   const double goodput = goodputs[goodputs.size() / 2];
+  // Most windows end with nothing forced past them.
+  REQUIRE(overshoot.size() >= 2 * late);
   REQUIRE(overshoot.size() >= 8);
   std::sort(overshoot.begin(), overshoot.end());
   const double p99 = overshoot[static_cast<size_t>(0.99 * (overshoot.size() - 1))];
   // The in-flight window: 50 ms of measured goodput plus one batch.
   const double inflight = 0.05 + 4096 / goodput;
   // Printed on every run: the figures this test exists for.
-  WARN("windows " << overshoot.size() << ", overshoot p50 " << overshoot[overshoot.size() / 2]
-                  << " s, p99 " << p99 << " s, bound " << inflight + 0.02 << " s, goodput "
-                  << goodput << " B/s");
+  WARN("windows " << overshoot.size() << " (and " << late << " with late rows), overshoot p50 "
+                  << overshoot[overshoot.size() / 2] << " s, p99 " << p99 << " s, bound "
+                  << inflight + 0.02 << " s, goodput " << goodput << " B/s");
   CHECK(p99 <= inflight + 0.02);
   // The windows cut: rows stayed in the accumulators rather than everything
   // going whatever the time.

@@ -221,6 +221,40 @@ TEST_CASE("files since EndStep stopped waiting for acks: pushes apart, counted o
   CHECK(Summarise(run).transmit_capacity_up == Approx(1.0e6));
 }
 
+TEST_CASE("pushes with rows sent after their window are told apart", "[bench]") {
+  auto pushes = ParsePushCsv(
+      "start_unix_s,iteration,window_s,bytes,payload,busy_s,overshoot_s,disconnected,"
+      "late_bytes\n"
+      "1001.5,1,0.5,500000,400000,0.75,0.02,0,0\n"
+      "1002.5,2,0.5,500000,400000,0.5,0.3,0,4096\n"
+      "1003.5,3,0.5,500000,400000,0.5,0.01,0,0\n",
+      "p.csv");
+  REQUIRE(pushes.ok());
+  REQUIRE(pushes->size() == 3);
+  CHECK((*pushes)[1].late_bytes == 4096);
+  CHECK((*pushes)[0].late_bytes == 0);
+  CHECK_FALSE(ParsePushCsv("start_unix_s,iteration,window_s,bytes,payload,busy_s,overshoot_s,"
+                           "disconnected,late_bytes\n1,1,0.5,1,1,0.1,0,0,many\n",
+                           "p.csv")
+                  .ok());
+  RobotRun run;
+  run.id = "robot1";
+  run.pushes = *pushes;
+  run.iters = *ParseIterCsv(
+      "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,rows_up,bytes_up,"
+      "payload_up,rows_down,bytes_down,payload_down,disconnected,detached_s,kind\n"
+      "1002,1,0,0,0.5,0.5,0.5,3,500000,400000,2,550,500,0,0,0\n"
+      "1004,3,0,0,0.5,0.5,0.5,3,500000,400000,2,550,500,0,0,0\n",
+      "r.csv");
+  const RobotFigures f = Summarise(run);
+  CHECK(f.overshoots_s == std::vector<double>{0.02, 0.3, 0.01});
+  CHECK(f.on_time_overshoots_s == std::vector<double>{0.02, 0.01});
+  const PolicyFigures p = CombinePolicy("rog", {run});
+  CHECK(*p.overshoot_p99 == 0.3);
+  CHECK(*p.on_time_overshoot_p99 == 0.02);
+  CHECK(p.late_push_share == Approx(1.0 / 3));
+}
+
 TEST_CASE("late rows add up over rogctl workers --json", "[bench]") {
   auto late = LateRowsFromWorkersJson(
       "{\"workers\":[{\"id\":\"a\",\"late_rows\":12,\"x\":1},{\"id\":\"b\",\"late_rows\":30}]}");
