@@ -246,7 +246,7 @@ while [ "$running" -gt 0 ]; do
   line="$(printf '%4ds' $(( $(date +%s) - start )))"
   for w in 1 2 3 4; do
     last=$(grep -E '^progress' "$work/robot$w.log" | tail -1)
-    it=$(sed -nE 's/.* iter=([0-9]+).*/\1/p' <<<"$last")
+    it=$(sed -nE 's/.* steps=([0-9]+).*/\1/p' <<<"$last")
     acc=$(sed -nE 's/.* acc=([0-9.]+).*/\1/p' <<<"$last")
     st=$(sed -nE 's/.* stall=([0-9.]+).*/\1/p' <<<"$last")
     st=$(awk -v s="${st:-}" 'BEGIN { if (s == "") print "-"; else printf "%d%%", s * 100 }')
@@ -265,14 +265,15 @@ in_ns "$srv_ns" "$bin/tools/rogctl" --server="127.0.0.1:$rogd_port" workers --js
 detaches=$(grep -c "detached worker" "$work/rogd.log")
 echo
 echo "Summary: sync=$sync S=$staleness patience=${patience_used:-?} lr=$lr seed=$seed, $shards shards, $seconds s of adaptation, traces outdoors-$timeline-w1..4 × $scale; rogd detached robots $detaches times"
-printf '%-8s %10s %7s %10s %11s %7s %8s %8s\n' robot iterations it/s "accuracy" "stall share" stalls "MB up" "MB down"
+printf '%-8s %10s %7s %10s %11s %9s %7s %8s %8s\n' robot iterations it/s "accuracy" "stall share" detached stalls "MB up" "MB down"
 for w in 1 2 3 4; do
   f=$(grep -E '^final' "$work/robot$w.log" | tail -1)
   [ -n "$f" ] || { printf '%-8s %s\n' "robot$w" "(died: see $work/robot$w.log)"; failed=1; continue; }
   val() { sed -nE "s/.* $1=([0-9.]+).*/\\1/p" <<<"$f"; }
-  printf '%-8s %10s %7.2f %10s %11s %7s %8s %8s\n' "robot$w" "$(val iter)" \
-    "$(awk -v i="$(val iter)" -v t="$(val t)" 'BEGIN { printf "%.2f", i / t }')" \
-    "$(val acc)" "$(val stall)" "$(val stalls)" "$(val up_mb)" "$(val down_mb)"
+  printf '%-8s %10s %7.2f %10s %11s %9s %7s %8s %8s\n' "robot$w" "$(val steps)" \
+    "$(awk -v i="$(val steps)" -v t="$(val t)" 'BEGIN { printf "%.2f", i / t }')" \
+    "$(val acc)" "$(val stall)" "$(val detached)" "$(val stalls)" "$(val up_mb)" "$(val down_mb)"
 done
+echo "(iterations: computed by the robot; rogd moves a robot's clock past the iterations it skipped while detached)"
 echo "(accuracy: on degraded test images, each robot after its own final sync; clean model before adapting: $(sed -nE 's/.*clean model: ([0-9.]+)/\1/p' "$work/pretrain.log"))"
 exit "$failed"

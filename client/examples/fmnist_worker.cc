@@ -6,8 +6,12 @@
 // accuracy on degraded test images recovers over time.
 //
 // Output, one line each (for tools/run.sh to parse):
-//   progress id=ID t=SECONDS iter=N acc=FRACTION stall=SHARE
-//   final id=ID t=SECONDS iter=N acc=FRACTION stall=SHARE stalls=N up_mb=X down_mb=Y
+//   progress id=ID t=SECONDS iter=N steps=N acc=FRACTION stall=SHARE
+//   final id=ID t=SECONDS iter=N steps=N acc=FRACTION stall=SHARE detached=SHARE stalls=N
+//         up_mb=X down_mb=Y
+// iter is the robot's clock, which rogd raises past iterations a robot
+// skipped (joining late, reattached after a detachment); steps counts the
+// iterations this process computed.
 // With --csv_dir, also ID.iters.csv, ID.acc.csv and ID.pushes.csv (columns in
 // their header lines; unix_s is wall-clock time, to line up with the links'
 // traces).
@@ -327,7 +331,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  uint64_t stalls = 0, up = 0, down = 0, iter = 0;
+  uint64_t stalls = 0, up = 0, down = 0, iter = 0, steps = 0;
   // The worker's wait totals when the last record was written.
   double stall_total = 0, detached_total = 0;
   const int batch = absl::GetFlag(FLAGS_batch);
@@ -341,8 +345,9 @@ int main(int argc, char** argv) {
       next_progress = 0;  // print the fresh accuracy now
     }
     if (elapsed() >= next_progress) {
-      std::printf("progress id=%s t=%.1f iter=%lu acc=%.4f stall=%.3f\n", id.c_str(), elapsed(),
-                  static_cast<unsigned long>(iter), acc, stall / std::max(elapsed(), 1e-9));
+      std::printf("progress id=%s t=%.1f iter=%lu steps=%lu acc=%.4f stall=%.3f\n", id.c_str(),
+                  elapsed(), static_cast<unsigned long>(iter), static_cast<unsigned long>(steps),
+                  acc, stall / std::max(elapsed(), 1e-9));
       std::fflush(stdout);
       next_progress = elapsed() + absl::GetFlag(FLAGS_progress_every);
     }
@@ -390,6 +395,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     iter = st->iteration;
+    ++steps;
     csv.Iteration(*st, st->detached ? 1 : 0);
     stall_total = (*rog)->worker().stall_seconds();
     detached_total = (*rog)->worker().detached_seconds();
@@ -408,8 +414,11 @@ int main(int argc, char** argv) {
   acc = Accuracy(net, test_images, test_labels);
   csv.Accuracy(elapsed(), iter, acc);
   std::printf(
-      "final id=%s t=%.1f iter=%lu acc=%.4f stall=%.3f stalls=%lu up_mb=%.2f down_mb=%.2f\n",
-      id.c_str(), elapsed(), static_cast<unsigned long>(iter), acc,
-      stall / std::max(elapsed(), 1e-9), static_cast<unsigned long>(stalls), up / 1e6, down / 1e6);
+      "final id=%s t=%.1f iter=%lu steps=%lu acc=%.4f stall=%.3f detached=%.3f stalls=%lu "
+      "up_mb=%.2f down_mb=%.2f\n",
+      id.c_str(), elapsed(), static_cast<unsigned long>(iter), static_cast<unsigned long>(steps),
+      acc, stall / std::max(elapsed(), 1e-9),
+      (*rog)->worker().detached_seconds() / std::max(elapsed(), 1e-9),
+      static_cast<unsigned long>(stalls), up / 1e6, down / 1e6);
   return 0;
 }
