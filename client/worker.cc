@@ -689,10 +689,7 @@ struct Worker::Impl {
       }
     }
     inflight_bytes += sent.bytes;
-    // Between pushes the sender trickles (rows rogd asked for): app-limited,
-    // so it cannot drag the estimate the window is computed from below the
-    // link's rate.
-    goodput.OnSend(Now(), sent.bytes, /*app_limited=*/!transmitting && !detached);
+    goodput.OnSend(Now(), sent.bytes);
     inflight.push_back(std::move(sent));
     return true;
   }

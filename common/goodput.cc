@@ -5,15 +5,9 @@
 
 namespace rog {
 
-void GoodputEstimator::OnSend(double now, uint64_t bytes, bool app_limited) {
-  if (bytes == 0) return;
+void GoodputEstimator::OnSend(double now, uint64_t bytes) {
   if (in_flight_ == 0) busy_since_ = now;
   in_flight_ += bytes;
-  if (!sent_.empty() && sent_.back().second == app_limited) {
-    sent_.back().first += bytes;
-  } else {
-    sent_.emplace_back(bytes, app_limited);
-  }
 }
 
 void GoodputEstimator::OnAck(double now, uint64_t bytes) {
@@ -22,20 +16,10 @@ void GoodputEstimator::OnAck(double now, uint64_t bytes) {
   const double start = std::max(busy_since_, last_ack_);
   const double interval = now - start;
   in_flight_ -= bytes;
-  bool app_limited = false;
-  for (uint64_t left = bytes; left > 0 && !sent_.empty();) {
-    auto& [run, limited] = sent_.front();
-    app_limited = app_limited || limited;
-    const uint64_t take = std::min(left, run);
-    run -= take;
-    left -= take;
-    if (run == 0) sent_.pop_front();
-  }
   last_ack_ = now;
   if (in_flight_ == 0) busy_since_ = now;
   if (interval <= 0) return;  // same-instant acks carry no rate information
   const double sample = static_cast<double>(bytes) / interval;
-  if (app_limited && has_estimate_ && sample <= rate_) return;
   if (!has_estimate_) {
     rate_ = sample;
     has_estimate_ = true;

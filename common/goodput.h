@@ -3,15 +3,11 @@
 // Goodput is measured at the sender from the receiver's acks, never from
 // write completions (a finished write may still sit in a kernel buffer).
 // Only time when data was outstanding counts, so idle gaps between
-// iterations do not dilute the estimate. Data the sender trickled (it had
-// nothing more to send, or chose to keep less in flight than the link
-// holds) is app-limited: its acks measure the sender, so they may raise the
-// estimate but never lower it (as BBR treats app-limited samples).
+// iterations do not dilute the estimate.
 #ifndef ROG_COMMON_GOODPUT_H_
 #define ROG_COMMON_GOODPUT_H_
 
 #include <cstdint>
-#include <deque>
 
 #include "absl/types/span.h"
 
@@ -24,9 +20,8 @@ class GoodputEstimator {
   // swings 40% every ~1.2 s, so a fraction of a second follows it.
   explicit GoodputEstimator(double time_constant = 0.5) : tau_(time_constant) {}
 
-  // `bytes` left the sender at `now`; `app_limited`: the sender sent less
-  // than the link could take (see above).
-  void OnSend(double now, uint64_t bytes, bool app_limited = false);
+  // `bytes` left the sender at `now`.
+  void OnSend(double now, uint64_t bytes);
   // The receiver acknowledged `bytes` at `now`. Acks for bytes never sent are
   // clamped to what is in flight.
   void OnAck(double now, uint64_t bytes);
@@ -43,8 +38,6 @@ class GoodputEstimator {
   uint64_t in_flight_ = 0;
   double busy_since_ = 0;  // when the current run of outstanding data began
   double last_ack_ = 0;
-  // Bytes in flight in send order, runs of the same app-limited flag merged.
-  std::deque<std::pair<uint64_t, bool>> sent_;
 };
 
 // ATP's window: the slowest attached worker sends its MTA share; its expected

@@ -509,7 +509,6 @@ struct Engine::Impl {
             : kInitialInFlight;
     bool exhausted = false;
     bool sent_any = false;
-    std::vector<uint64_t> sent_bytes;
     while (r.inflight_bytes < limit && r.outbox->queued_bytes() < kMaxQueued) {
       pb::ServerMessage m;
       if (!FormBatch(r, &m)) {
@@ -520,15 +519,11 @@ struct Engine::Impl {
       r.inflight.push_back(InFlight{m.batch().seq(), bytes, Now(), r.inflight_bytes});
       r.inflight_bytes += bytes;
       r.bytes_down += bytes;
-      sent_bytes.push_back(bytes);
+      r.down_goodput.OnSend(Now(), bytes);
       r.last_down_sent = Now();
       r.outbox->Send(std::move(m));
       sent_any = true;
     }
-    // Stopped because nothing was left rather than by the in-flight limit:
-    // these batches did not fill the link, so their acks may raise the
-    // downlink estimate but not lower it.
-    for (uint64_t bytes : sent_bytes) r.down_goodput.OnSend(Now(), bytes, exhausted);
     if (resyncing && r.resync_next >= layout->num_rows()) {
       spdlog::debug("worker {}: full resync sent", r.id);
       CheckStalled(r);

@@ -36,46 +36,6 @@ TEST_CASE("idle time between iterations does not dilute goodput", "[goodput]") {
   CHECK(g.in_flight() == 0);
 }
 
-TEST_CASE("a trickle the sender chose cannot lower goodput, but may raise it", "[goodput]") {
-  // 1 MB/s measured by a bulk push; then single 4 kB batches, each acked a
-  // 20 ms round trip later: 4096 / 0.024 s reads 170 kB/s, which says how
-  // the sender trickled, not what the link carries.
-  auto measured = [] {
-    GoodputEstimator g(0.5);
-    double t = 0;
-    g.OnSend(t, 100000);
-    t += 0.1;
-    g.OnAck(t, 100000);
-    return g;
-  };
-  for (bool app_limited : {true, false}) {
-    GoodputEstimator g = measured();
-    REQUIRE(g.rate() == Approx(1e6));
-    double t = 1;
-    for (int i = 0; i < 50; ++i) {
-      g.OnSend(t, 4096, app_limited);
-      g.OnAck(t + 0.024, 4096);
-      t += 0.03;
-    }
-    CHECK(g.in_flight() == 0);
-    if (app_limited) {
-      CHECK(g.rate() == Approx(1e6));
-    } else {
-      CHECK(g.rate() < 0.3e6);  // the same samples from a full sender do count
-    }
-  }
-  // An ack that covers bulk and trickled bytes together is app-limited.
-  GoodputEstimator g = measured();
-  g.OnSend(1, 1000);
-  g.OnSend(1, 1000, true);
-  g.OnAck(1.1, 2000);
-  CHECK(g.rate() == Approx(1e6));
-  // A trickle faster than the estimate is news about the link.
-  g.OnSend(2, 100000, true);
-  g.OnAck(2.05, 100000);
-  CHECK(g.rate() > 1.05e6);
-}
-
 TEST_CASE("goodput follows a drop in bandwidth within a few time constants", "[goodput]") {
   GoodputEstimator g(0.5);
   double t = 0;
