@@ -498,8 +498,7 @@ TEST_CASE("on a slow link the window cuts sharply", "[protocol][slow]") {
   RequireClean(team);
   // ATP cuts the optional rows at the window's end; rows the staleness
   // bound made mandatory, or that the stalled peer asked for, go whatever
-  // the window (late_bytes) and are not what this test measures. The first
-  // windowed push also queues behind the warm-up pushes, which have none.
+  // the window (late_bytes) and are not what this test measures.
   std::vector<double> overshoot;
   std::vector<double> goodputs;
   size_t late = 0;
