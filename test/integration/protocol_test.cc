@@ -250,16 +250,36 @@ TEST_CASE("rogd killed with -9 restarts from its checkpoint and workers replay t
   Team team((*rogd)->address(), 2);
   Member& a = team.Add("a", 0);
   Member& b = team.Add("b", 1);
-  team.Train(a, 400, 5);
-  team.Train(b, 400, 5);
-  REQUIRE(WaitFor(30, [&] {
-    return a.worker->clock() >= 150 &&
-           (*rogd)->log().find("checkpoint written") != std::string::npos;
-  }));
+  team.Train(a, 600, 5);
+  team.Train(b, 600, 5);
+  const auto checkpoints = [&] {
+    const std::string log = (*rogd)->log();
+    size_t n = 0;
+    for (size_t at = log.find("checkpoint written"); at != std::string::npos;
+         at = log.find("checkpoint written", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  REQUIRE(WaitFor(30, [&] { return a.worker->clock() >= 150; }));
+  // Kill 300 ms after a fresh checkpoint, about 30 iterations later and well
+  // before the next one. Killing as soon as one was written (as this test
+  // once did) can leave nothing to replay.
+  const size_t before = checkpoints();
+  REQUIRE(WaitFor(30, [&] { return checkpoints() > before; }));
+  const size_t written = checkpoints();
+  const uint64_t a_at_checkpoint = a.worker->clock();
+  const uint64_t b_at_checkpoint = b.worker->clock();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   INFO((*rogd)->log());
   (*rogd)->Stop(SIGKILL);
+  // The kill must fall between checkpoints after both pushed more, or there
+  // is nothing to replay and the checks below say nothing.
+  REQUIRE(checkpoints() == written);
+  REQUIRE(a.worker->clock() > a_at_checkpoint);
+  REQUIRE(b.worker->clock() > b_at_checkpoint);
   const uint64_t killed_at = a.worker->clock();
-  CHECK(killed_at < 400);
+  CHECK(killed_at < 600);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   auto again = RogdProcess::Start(flags, port);
   REQUIRE(again.ok());
