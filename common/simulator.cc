@@ -736,14 +736,9 @@ void Simulation::JudgeStallCauses() {
     const uint64_t needed = Needed(s);
     const StallPlan plan =
         PlanStall(server_->versions(), server_->copy_versions(s), s, attached_, needed);
-    sw.stall_cause = kStallDownlink;
-    for (size_t q : plan.waiting_for) {
-      if (workers_[q].state->clock() < needed) {
-        sw.stall_cause = kStallPeerCompute;
-        break;
-      }
-      sw.stall_cause = kStallPeerUplink;
-    }
+    std::vector<uint64_t> clocks(workers_.size());
+    for (size_t q = 0; q < workers_.size(); ++q) clocks[q] = workers_[q].state->clock();
+    sw.stall_cause = ClassifyStall(plan, clocks, needed);
   }
 }
 
@@ -777,17 +772,28 @@ void Simulation::CheckPatience() {
   while (changed) {
     changed = false;
     // Every attached worker stalled at the bound for the patience detaches
-    // all attached workers it waits for, at once.
+    // the workers at the ends of its chain of waits (as rogd does), at once.
     std::vector<std::pair<size_t, std::string>> detach;
     std::vector<bool> chosen(workers_.size(), false);
+    const auto waited_long = [&](size_t s) {
+      return attached_[s] && workers_[s].phase == Phase::kStalled &&
+             now_ >= workers_[s].phase_start + cfg_.patience;
+    };
+    bool any = false;
+    for (size_t s = 0; s < workers_.size(); ++s) any = any || waited_long(s);
+    if (!any) break;
+    std::vector<std::vector<size_t>> waits_for(workers_.size());
     for (size_t s = 0; s < workers_.size(); ++s) {
+      if (!attached_[s] || workers_[s].phase != Phase::kStalled) continue;
+      waits_for[s] =
+          PlanStall(server_->versions(), server_->copy_versions(s), s, attached_, Needed(s))
+              .waiting_for;
+    }
+    for (size_t s = 0; s < workers_.size(); ++s) {
+      if (!waited_long(s)) continue;
       const SimWorker& sw = workers_[s];
-      if (!attached_[s] || sw.phase != Phase::kStalled) continue;
-      if (now_ < sw.phase_start + cfg_.patience) continue;
-      const StallPlan plan =
-          PlanStall(server_->versions(), server_->copy_versions(s), s, attached_, Needed(s));
-      for (size_t q : plan.waiting_for) {
-        if (q == s || !attached_[q] || chosen[q]) continue;
+      for (size_t q : BlameForStall(s, waits_for[s], waits_for, attached_)) {
+        if (chosen[q]) continue;
         chosen[q] = true;
         detach.emplace_back(
             q, absl::StrFormat("w%d kept w%d waiting %.2f s at the bound before iteration %d", q, s,

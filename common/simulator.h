@@ -22,8 +22,9 @@
 // Team patience (DESIGN.md "Team patience", semantics in issue 10's shared
 // spec), off when `patience` is 0: ROG's window counts only attached workers
 // whose expected MTA time fits in the patience and never exceeds it; a worker
-// stalled at the bound for `patience` seconds detaches every attached worker
-// it waits for (any policy). A detached worker leaves the bound and the
+// stalled at the bound for `patience` seconds detaches the attached workers
+// at the ends of its chain of waits, as rogd does (BlameForStall in
+// common/staleness.h; any policy). A detached worker leaves the bound and the
 // window, pushes all it has and receives every pending row in the background
 // (what it pushes is folded in and counted as late rows), and pauses training
 // or runs up to `detached_local_steps` local iterations. It reattaches when
@@ -130,15 +131,10 @@ struct SimWorkerReport {
   uint64_t reattaches = 0;
   uint64_t local_steps = 0;
   uint64_t late_rows = 0;
-  // Stall time by what the stalled worker was waiting for (see StallCause).
-  double stall_cause_seconds[3] = {0, 0, 0};
+  // Stall time by what the stalled worker was waiting for, judged after
+  // every event (StallCause in common/staleness.h).
+  double stall_cause_seconds[kStallCauses] = {0, 0, 0};
 };
-
-// What a stalled worker waits for, judged after every event: a peer that
-// has not yet finished the iteration the bound needs (inherent in S), a peer
-// that has it but has not pushed the rows (its uplink), or rows rogd holds
-// but has not yet delivered (the stalled worker's downlink).
-enum StallCause { kStallPeerCompute = 0, kStallPeerUplink = 1, kStallDownlink = 2 };
 
 struct SimReport {
   SimConfig config;

@@ -91,6 +91,70 @@ StallPlan PlanStall(const VersionStore& global, const VersionStore& copy, size_t
   return plan;
 }
 
+namespace {
+
+// Depth-first: q is covered when it is blamed or passes the blame to a
+// worker that ends up covered. Workers on the current path are not covered
+// yet, so a wait back into the path (a cycle) does not cover anyone.
+struct BlameWalk {
+  size_t self;
+  const std::vector<std::vector<size_t>>& waits_for;
+  const AttachedSet& attached;
+  enum State { kUnvisited, kOnPath, kCovered };
+  std::vector<State> state;
+  std::vector<size_t> blamed;
+
+  bool Counts(size_t q) const { return q < attached.size() && attached[q] && q != self; }
+
+  void Visit(size_t q) {
+    state[q] = kOnPath;
+    bool passed = false;
+    if (q < waits_for.size()) {
+      for (size_t u : waits_for[q]) {
+        if (!Counts(u)) continue;
+        if (state[u] == kUnvisited) Visit(u);
+        passed = passed || state[u] == kCovered;
+      }
+    }
+    if (!passed) blamed.push_back(q);
+    state[q] = kCovered;
+  }
+};
+
+}  // namespace
+
+std::vector<size_t> BlameForStall(size_t self, const std::vector<size_t>& waiting_for,
+                                  const std::vector<std::vector<size_t>>& waits_for,
+                                  const AttachedSet& attached) {
+  BlameWalk walk{self, waits_for, attached,
+                 std::vector<BlameWalk::State>(attached.size(), BlameWalk::kUnvisited), {}};
+  for (size_t q : waiting_for) {
+    if (walk.Counts(q) && walk.state[q] == BlameWalk::kUnvisited) walk.Visit(q);
+  }
+  return walk.blamed;
+}
+
+absl::string_view StallCauseName(StallCause cause) {
+  switch (cause) {
+    case kStallPeerCompute:
+      return "peer_compute";
+    case kStallPeerUplink:
+      return "peer_uplink";
+    case kStallDownlink:
+      return "downlink";
+  }
+  return "unknown";
+}
+
+StallCause ClassifyStall(const StallPlan& plan, const std::vector<uint64_t>& clocks,
+                         uint64_t needed) {
+  if (plan.waiting_for.empty()) return kStallDownlink;
+  for (size_t q : plan.waiting_for) {
+    if (q < clocks.size() && clocks[q] < needed) return kStallPeerCompute;
+  }
+  return kStallPeerUplink;
+}
+
 uint64_t CopyStaleness(const VersionStore& global, const VersionStore& copy, RowId row, size_t self,
                        const AttachedSet& attached) {
   uint64_t worst = 0;

@@ -79,6 +79,37 @@ struct StallPlan {
 StallPlan PlanStall(const VersionStore& global, const VersionStore& copy, size_t self,
                     const AttachedSet& attached, uint64_t needed);
 
+// Team patience: whom to detach when worker `self` has waited at the bound
+// too long for the workers in `waiting_for` (its StallPlan's). `waits_for[q]`
+// lists the workers q itself waits for while stalled at the bound (empty
+// when q is not stalled). A holder that is itself stalled has not computed
+// what `self` lacks, so the blame passes on to those it waits for, and so on:
+// the robot on the slow link is blamed, not a healthy one stuck behind it.
+// A holder is blamed itself when none of its waits leads to a blamed worker:
+// it waits for nobody, only for `self` or detached workers, or only back into
+// the chain that led to it (a cycle). Workers that are not attached, and
+// `self`, are never blamed. Each blamed worker appears once, in the order of
+// a depth-first walk from `waiting_for`.
+std::vector<size_t> BlameForStall(size_t self, const std::vector<size_t>& waiting_for,
+                                  const std::vector<std::vector<size_t>>& waits_for,
+                                  const AttachedSet& attached);
+
+// What a stalled worker waits for: a peer that has not yet finished the
+// iteration the bound needs (inherent in S), a peer that has it but has not
+// pushed the rows (its uplink), or rows the server holds but has not yet
+// delivered (the stalled worker's downlink).
+enum StallCause { kStallPeerCompute = 0, kStallPeerUplink = 1, kStallDownlink = 2 };
+constexpr int kStallCauses = 3;
+// "peer_compute", "peer_uplink", "downlink" (metric labels, JSON keys).
+absl::string_view StallCauseName(StallCause cause);
+
+// The cause of a stall planned as `plan` for version `needed`, given every
+// worker's clock (indexed like the VersionStore columns): peer compute when
+// some worker it waits for has not completed `needed` iterations, else peer
+// uplink when it waits for anyone, else downlink.
+StallCause ClassifyStall(const StallPlan& plan, const std::vector<uint64_t>& clocks,
+                         uint64_t needed);
+
 // How many iterations a worker's copy of `row` is behind the freshest
 // contribution: the largest global − copy over attached other workers.
 uint64_t CopyStaleness(const VersionStore& global, const VersionStore& copy, RowId row, size_t self,

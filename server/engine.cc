@@ -109,6 +109,11 @@ struct WorkerRec {
   bool stalled = false;
   double stalled_since = 0;
   bool stall_announced = false;
+  // rogd's view of its stalls: seconds by what it waited for (StallCause),
+  // and the cause judged at the last stall plan (-1: not stalled) since when.
+  double stall_cause_seconds[kStallCauses] = {0, 0, 0};
+  int stall_cause = -1;
+  double stall_cause_since = 0;
   bool flush = false;
   // Team patience: outside the bound and the window while detached.
   bool detached = false;
@@ -330,6 +335,7 @@ struct Engine::Impl {
     }
     by_session.erase(r.session);
     r.session = 0;
+    JudgeStall(r, -1);
     r.stalled = false;
     r.inflight.clear();
     r.inflight_bytes = 0;
@@ -338,7 +344,21 @@ struct Engine::Impl {
   }
 
   // --- stalls ----------------------------------------------------------------
+  // Charges the time since the last judgement to the cause judged then, and
+  // judges `cause` from now on (-1: the worker is no longer stalled).
+  void JudgeStall(WorkerRec& r, int cause) {
+    const double now = Now();
+    if (r.stall_cause >= 0) r.stall_cause_seconds[r.stall_cause] += now - r.stall_cause_since;
+    r.stall_cause = cause;
+    r.stall_cause_since = now;
+  }
+
   void CheckStalled(WorkerRec& r) {
+    if (!r.stalled || r.state != WState::kConnected || r.detached || !team_ready ||
+        r.resync_next < layout->num_rows()) {
+      // Waits for the team to form or for a resync are not stalls at the bound.
+      if (r.stall_cause >= 0) JudgeStall(r, -1);
+    }
     if (!r.stalled || r.state != WState::kConnected || r.detached) return;
     if (!team_ready) {
       if (!r.stall_announced) {
@@ -358,6 +378,7 @@ struct Engine::Impl {
     const AttachedSet attached = AttachedWorkers();
     const VersionStore& copy = state->copy_versions(r.index);
     if (MayStart(copy, r.index, attached, r.clock, bound)) {
+      JudgeStall(r, -1);
       r.stalled = false;
       r.stall_announced = false;
       SendDirective(r, [&](pb::Directive* d) { d->mutable_release()->set_iteration(r.clock); });
@@ -365,6 +386,11 @@ struct Engine::Impl {
     }
     const uint64_t needed = NeededVersion(r.clock, bound);
     const StallPlan plan = PlanStall(state->versions(), copy, r.index, attached, needed);
+    {
+      std::vector<uint64_t> clocks(workers.size(), 0);
+      for (const auto& q : workers) clocks[q->index] = q->clock;
+      JudgeStall(r, ClassifyStall(plan, clocks, needed));
+    }
     for (auto& holder : workers) {
       const size_t q = holder->index;
       if (q >= plan.pushes.size() || plan.pushes[q].empty()) continue;
@@ -709,6 +735,7 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
   r->next_down_seq = 1;
   r->inflight.clear();
   r->inflight_bytes = 0;
+  JudgeStall(*r, -1);
   r->stalled = r->stall_announced = r->flush = r->transmitting = false;
   r->deadline = kInf;
   r->requested.assign(layout->num_rows(), 0);
@@ -841,6 +868,7 @@ void Engine::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
     CheckStalled(*r);
   } else if (state && !p.flush()) {
     // The worker finished computing an iteration: its transmission window.
+    JudgeStall(*r, -1);
     r->stalled = false;
     r->stall_announced = false;
     const pb::Window window = CurrentWindow(r->clock + 1);
@@ -925,38 +953,23 @@ void Engine::Impl::CheckPatience(double now) {
   // Detach: whoever kept an attached worker waiting at the bound too long.
   std::vector<std::pair<WorkerRec*, std::string>> detach;
   const AttachedSet attached = AttachedWorkers();
+  // waits_for[q]: whom stalled worker q waits for; filled when first needed.
+  std::vector<std::vector<size_t>> waits_for;
   for (auto& r : workers) {
     if (!r->stalled || r->state != WState::kConnected || !Attached(*r)) continue;
     if (r->resync_next < layout->num_rows() || now - r->stalled_since < opt.patience) continue;
-    const uint64_t needed = NeededVersion(r->clock, bound);
-    const StallPlan plan =
-        PlanStall(state->versions(), state->copy_versions(r->index), r->index, attached, needed);
-    // A holder itself waiting at the bound has not computed what r lacks:
-    // the blame passes to those it waits for, so that the robot on the slow
-    // link is detached and not a healthy one stuck behind it. A holder whose
-    // own wait leads nowhere new (back to r) is blamed itself.
-    std::vector<bool> seen(workers.size(), false);
-    seen[r->index] = true;
-    std::vector<size_t> todo(plan.waiting_for.rbegin(), plan.waiting_for.rend());
-    while (!todo.empty()) {
-      const size_t q = todo.back();
-      todo.pop_back();
-      if (seen[q]) continue;
-      seen[q] = true;
-      WorkerRec* holder = workers[q].get();
-      if (holder == r.get() || !Attached(*holder)) continue;
-      if (holder->stalled && holder->state == WState::kConnected) {
-        const StallPlan upstream =
-            PlanStall(state->versions(), state->copy_versions(q), q, attached,
-                      NeededVersion(holder->clock, bound));
-        bool passed = false;
-        for (size_t u : upstream.waiting_for) {
-          if (seen[u] || !Attached(*workers[u])) continue;
-          todo.push_back(u);
-          passed = true;
-        }
-        if (passed) continue;
+    // The blame passes along waiting holders to the robot on the slow link.
+    if (waits_for.empty()) {
+      waits_for.resize(workers.size());
+      for (auto& q : workers) {
+        if (!q->stalled || q->state != WState::kConnected || !Attached(*q)) continue;
+        waits_for[q->index] = PlanStall(state->versions(), state->copy_versions(q->index),
+                                        q->index, attached, NeededVersion(q->clock, bound))
+                                  .waiting_for;
       }
+    }
+    for (size_t q : BlameForStall(r->index, waits_for[r->index], waits_for, attached)) {
+      WorkerRec* holder = workers[q].get();
       bool listed = false;
       for (const auto& d : detach) listed |= d.first == holder;
       if (listed) continue;
@@ -1155,6 +1168,7 @@ void Engine::Impl::Detach(WorkerRec& q, const std::string& reason) {
   q.probes = 0;
   ++q.detaches;
   q.detach_reason = reason;
+  JudgeStall(q, -1);
   q.stalled = q.stall_announced = false;
   q.transmitting = false;
   q.deadline = kInf;
@@ -1177,6 +1191,7 @@ void Engine::Impl::Reattach(WorkerRec& q, const std::string& reason) {
   ++q.reattaches;
   q.detach_reason = reason;
   q.reattach_ok_since = 0;
+  JudgeStall(q, -1);
   q.stalled = q.stall_announced = false;
   // Joins the bound at the slowest attached clock: nobody waits for the
   // iterations it skipped, and everything it computed is folded already
@@ -1482,6 +1497,12 @@ pb::WorkersReply Engine::Impl::WorkersReport() const {
     w->set_detached_seconds(r->detached_total + (r->detached ? now - r->detached_at : 0));
     w->set_late_rows(r->late_rows);
     w->set_detach_reason(r->detach_reason);
+    double cause[kStallCauses];
+    for (int c = 0; c < kStallCauses; ++c) cause[c] = r->stall_cause_seconds[c];
+    if (r->stall_cause >= 0) cause[r->stall_cause] += now - r->stall_cause_since;
+    w->set_stall_peer_compute_seconds(cause[kStallPeerCompute]);
+    w->set_stall_peer_uplink_seconds(cause[kStallPeerUplink]);
+    w->set_stall_downlink_seconds(cause[kStallDownlink]);
   }
   return reply;
 }

@@ -72,6 +72,10 @@ Labels WorkerDirection(const pb::WorkerInfo& w, const char* direction) {
   return {{"direction", direction}, {"worker", w.worker_id()}};
 }
 
+Labels WorkerCause(const pb::WorkerInfo& w, StallCause cause) {
+  return {{"cause", std::string(StallCauseName(cause))}, {"worker", w.worker_id()}};
+}
+
 bool TeamMember(const pb::WorkerInfo& w) { return w.state() != "evicted"; }
 
 class EngineCollectable final : public prometheus::Collectable {
@@ -277,6 +281,12 @@ std::vector<MetricFamily> MetricFamilies(const MetricsSnapshot& snapshot, double
   MetricFamily& w_detached_seconds =
       fam.Add("rog_worker_detached_seconds_total", "Seconds the worker spent detached",
               MetricType::Counter);
+  MetricFamily& w_stall_cause = fam.Add(
+      "rog_worker_stall_cause_seconds_total",
+      "Seconds rogd saw the worker stalled at the bound, by what it waited for: peer_compute (a "
+      "peer had not completed the iteration the bound needs), peer_uplink (a peer had, but had "
+      "not pushed the rows), downlink (rogd held the rows and had not delivered them yet)",
+      MetricType::Counter);
   MetricFamily& w_late = fam.Add(
       "rog_worker_late_rows_total",
       "Rows the worker pushed while detached (folded as usual; nobody waited for them)",
@@ -310,6 +320,9 @@ std::vector<MetricFamily> MetricFamilies(const MetricsSnapshot& snapshot, double
     Counter(w_reattaches, static_cast<double>(w.reattaches()), WorkerLabel(w));
     Counter(w_detached_seconds, w.detached_seconds(), WorkerLabel(w));
     Counter(w_late, static_cast<double>(w.late_rows()), WorkerLabel(w));
+    Counter(w_stall_cause, w.stall_peer_compute_seconds(), WorkerCause(w, kStallPeerCompute));
+    Counter(w_stall_cause, w.stall_peer_uplink_seconds(), WorkerCause(w, kStallPeerUplink));
+    Counter(w_stall_cause, w.stall_downlink_seconds(), WorkerCause(w, kStallDownlink));
   }
   return fam.Take();
 }

@@ -307,6 +307,13 @@ int main(int argc, char** argv) {
     auto r = LoadPolicy(results / policy, absl::GetFlag(FLAGS_trace_prefix));
     if (!r.ok()) return Fail(std::string(r.status().message()));
     figures.push_back(rog::CombinePolicy(policy, *r));
+    if (auto json = Read(results / policy / "workers.json"); json.ok()) {
+      auto causes = rog::StallCausesFromWorkersJson(*json);
+      if (!causes.ok()) {
+        return Fail(absl::StrCat(policy, "/workers.json: ", causes.status().message()));
+      }
+      figures.back().stall_cause_s = std::move(*causes);
+    }
     runs.push_back(std::move(*r));
   }
   if (figures.empty()) {

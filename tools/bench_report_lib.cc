@@ -461,6 +461,25 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
                                        Ms(p.on_time_overshoot_p99), Pct(p.late_push_share))
                      : std::string()));
   }
+  bool causes = false;
+  for (const PolicyFigures& p : policies) causes = causes || p.stall_cause_s.size() == 3;
+  if (causes) {
+    absl::StrAppend(
+        &md,
+        "\nStall share by what the stalled robot waited for, as rogd saw it (`rogctl workers`; "
+        "from the robot's stall report to its release, so a little under the robots' own stall "
+        "share): a peer still computing the iteration the bound needs, a peer's push of rows it "
+        "has, rogd's delivery of rows it holds. The simulator's split below is on the same "
+        "terms.\n\n| | peer compute | peer uplink | downlink |\n| --- | --- | --- | --- |\n");
+    for (const PolicyFigures& p : policies) {
+      if (p.stall_cause_s.size() != 3) continue;
+      double span = 0;
+      for (const RobotFigures& r : p.robots) span += r.span_s;
+      const auto share = [&](int c) { return Pct(span > 0 ? p.stall_cause_s[c] / span : 0); };
+      absl::StrAppend(&md, absl::StrFormat("| %s | %s | %s | %s |\n", Label(p, settings.staleness),
+                                           share(0), share(1), share(2)));
+    }
+  }
   absl::StrAppend(&md, "\nPer robot (iterations/s, stall share, final accuracy):\n\n");
   for (const PolicyFigures& p : policies) {
     absl::StrAppend(&md, "- ", Label(p, settings.staleness), ":");
@@ -537,22 +556,45 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
   return md;
 }
 
-absl::StatusOr<int64_t> LateRowsFromWorkersJson(absl::string_view json) {
-  constexpr absl::string_view kKey = "\"late_rows\":";
+absl::StatusOr<double> SumFromWorkersJson(absl::string_view json, absl::string_view key) {
   if (!absl::StrContains(json, "\"workers\"")) {
     return absl::InvalidArgumentError("not the output of `rogctl workers --json`");
   }
-  int64_t sum = 0;
-  for (size_t at = json.find(kKey); at != absl::string_view::npos; at = json.find(kKey, at + 1)) {
-    absl::string_view rest = json.substr(at + kKey.size());
+  const std::string quoted = absl::StrCat("\"", key, "\":");
+  double sum = 0;
+  bool found = false;
+  for (size_t at = json.find(quoted); at != absl::string_view::npos;
+       at = json.find(quoted, at + 1)) {
+    absl::string_view rest = json.substr(at + quoted.size());
     rest = rest.substr(0, rest.find_first_of(",}"));
-    int64_t n;
-    if (!absl::SimpleAtoi(rest, &n)) {
-      return absl::InvalidArgumentError(absl::StrCat("bad late_rows value '", rest, "'"));
+    double v;
+    if (!absl::SimpleAtod(rest, &v)) {
+      return absl::InvalidArgumentError(absl::StrCat("bad ", key, " value '", rest, "'"));
     }
-    sum += n;
+    sum += v;
+    found = true;
   }
+  if (!found) return absl::NotFoundError(absl::StrCat("no worker has \"", key, "\""));
   return sum;
+}
+
+absl::StatusOr<int64_t> LateRowsFromWorkersJson(absl::string_view json) {
+  absl::StatusOr<double> sum = SumFromWorkersJson(json, "late_rows");
+  if (absl::IsNotFound(sum.status())) return 0;  // no workers
+  if (!sum.ok()) return sum.status();
+  return static_cast<int64_t>(*sum);
+}
+
+absl::StatusOr<std::vector<double>> StallCausesFromWorkersJson(absl::string_view json) {
+  std::vector<double> causes;
+  for (const char* key : {"stall_peer_compute_seconds", "stall_peer_uplink_seconds",
+                          "stall_downlink_seconds"}) {
+    absl::StatusOr<double> sum = SumFromWorkersJson(json, key);
+    if (absl::IsNotFound(sum.status())) return std::vector<double>();
+    if (!sum.ok()) return sum.status();
+    causes.push_back(*sum);
+  }
+  return causes;
 }
 
 std::string PatienceMarkdown(const std::vector<StudyRun>& runs, const BenchSettings& settings,

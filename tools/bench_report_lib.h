@@ -154,6 +154,10 @@ struct PolicyFigures {
   // Rows rogd folded from robots while detached (from `rogctl workers`);
   // -1 when not recorded.
   int64_t late_rows = -1;
+  // rogd's view of the stall seconds, summed over robots, by what the robot
+  // waited for (peer compute, peer uplink, downlink; StallCause), from
+  // `rogctl workers`; empty when not recorded (older rogd or no file).
+  std::vector<double> stall_cause_s;
 };
 
 PolicyFigures CombinePolicy(const std::string& policy, const std::vector<RobotRun>& runs);
@@ -194,6 +198,12 @@ struct StudyRun {
 
 // The sum of "late_rows" over the workers of `rogctl workers --json`.
 absl::StatusOr<int64_t> LateRowsFromWorkersJson(absl::string_view json);
+// The sum of the number under `key` over the workers of `rogctl workers
+// --json`; NotFound when no worker has the key (an older rogd).
+absl::StatusOr<double> SumFromWorkersJson(absl::string_view json, absl::string_view key);
+// PolicyFigures::stall_cause_s from `rogctl workers --json`: empty when the
+// file predates the stall causes.
+absl::StatusOr<std::vector<double>> StallCausesFromWorkersJson(absl::string_view json);
 
 // patience.md: per timeline, every run with its iterations/s (and the ratio
 // to the same policy without patience), stall and detached shares, late

@@ -345,6 +345,9 @@ std::string WorkersJson(const pb::WorkersReply& w) {
                         .Num("detached_seconds", i.detached_seconds())
                         .Int("late_rows", i.late_rows())
                         .Str("detach_reason", i.detach_reason())
+                        .Num("stall_peer_compute_seconds", i.stall_peer_compute_seconds())
+                        .Num("stall_peer_uplink_seconds", i.stall_peer_uplink_seconds())
+                        .Num("stall_downlink_seconds", i.stall_downlink_seconds())
                         .Done());
   }
   return Obj().Raw("workers", absl::StrCat("[", absl::StrJoin(items, ","), "]")).Done() + "\n";

@@ -93,6 +93,66 @@ TEST_CASE("copy staleness is the largest gap to the freshest contribution", "[st
   CHECK(MinOtherVersion(f.copy, 1, 0, alone) == std::numeric_limits<uint64_t>::max());
 }
 
+TEST_CASE("a stall is classified by what the stalled worker waits for", "[staleness]") {
+  StallPlan plan;
+  // Waiting for nobody: the rows are at the server, not yet delivered.
+  CHECK(ClassifyStall(plan, {5, 5, 5}, 3) == kStallDownlink);
+  plan.waiting_for = {1, 2};
+  // Both have completed iteration 3 but not pushed the rows.
+  CHECK(ClassifyStall(plan, {5, 3, 4}, 3) == kStallPeerUplink);
+  // Worker 2 has not completed iteration 3 yet.
+  CHECK(ClassifyStall(plan, {5, 4, 2}, 3) == kStallPeerCompute);
+  CHECK(StallCauseName(kStallPeerCompute) == "peer_compute");
+  CHECK(StallCauseName(kStallPeerUplink) == "peer_uplink");
+  CHECK(StallCauseName(kStallDownlink) == "downlink");
+}
+
+TEST_CASE("patience blames the end of the chain of waiting workers", "[staleness]") {
+  using Waits = std::vector<std::vector<size_t>>;
+  const AttachedSet all(5, true);
+  SECTION("a holder that is not stalled is blamed itself") {
+    CHECK(BlameForStall(0, {1}, Waits(5), all) == std::vector<size_t>{1});
+  }
+  SECTION("a stalled holder passes the blame to the worker it waits for") {
+    // 0 waits for 1, 1 waits for 2, 2 waits for 3 on a slow link.
+    const Waits waits = {{1}, {2}, {3}, {}, {}};
+    CHECK(BlameForStall(0, {1}, waits, all) == std::vector<size_t>{3});
+  }
+  SECTION("a wait that leads back into the chain blames the holder") {
+    // 1 waits only for 0, who waits for 1: 1 has not pushed what 0 needs.
+    const Waits waits = {{1}, {0}, {}, {}, {}};
+    CHECK(BlameForStall(0, {1}, waits, all) == std::vector<size_t>{1});
+    // 1 waits for 2, 2 waits for 1: 2 is blamed (1 was seen).
+    const Waits loop = {{1}, {2}, {1}, {}, {}};
+    CHECK(BlameForStall(0, {1}, loop, all) == std::vector<size_t>{2});
+  }
+  SECTION("two chains ending at the same worker blame it once") {
+    // 0 waits for 1 and 2; both wait for 4: 2 is stuck behind 4 too.
+    const Waits waits = {{1, 2}, {4}, {4}, {}, {}};
+    CHECK(BlameForStall(0, {1, 2}, waits, all) == std::vector<size_t>{4});
+    // 2 waits for 1, who waits for 3: 3 alone.
+    const Waits behind = {{1, 2}, {3}, {1}, {}, {}};
+    CHECK(BlameForStall(0, {1, 2}, behind, all) == std::vector<size_t>{3});
+  }
+  SECTION("several slow links are all blamed, in walk order") {
+    const Waits waits = {{1, 2}, {3}, {}, {}, {}};
+    CHECK(BlameForStall(0, {1, 2}, waits, all) == std::vector<size_t>({3, 2}));
+  }
+  SECTION("detached workers are never blamed and do not take the blame") {
+    AttachedSet attached = all;
+    attached[3] = false;
+    // 1 waits for 3 only, who is detached: 1 is blamed.
+    const Waits waits = {{1}, {3}, {}, {}, {}};
+    CHECK(BlameForStall(0, {1}, waits, attached) == std::vector<size_t>{1});
+    // A detached worker among those waited for directly: nobody for it.
+    CHECK(BlameForStall(0, {3}, waits, attached).empty());
+  }
+  SECTION("the waiting worker itself is never blamed") {
+    CHECK(BlameForStall(0, {0}, Waits(5), all).empty());
+    CHECK(BlameForStall(2, {}, Waits(5), all).empty());
+  }
+}
+
 TEST_CASE("version stores grow by a worker column keeping existing versions", "[version_store]") {
   VersionStore v(3, 2);
   v.Set(0, 0, 1);

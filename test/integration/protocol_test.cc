@@ -51,6 +51,41 @@ TEST_CASE("every policy trains a team with the bound held and updates conserved"
   }
 }
 
+TEST_CASE("rogd says what a stalled worker waited for", "[protocol]") {
+  // SSP(1): a computes in 1 ms, b in 25 ms, so a spends most of the run at
+  // the bound waiting for b to finish computing (peer compute).
+  auto rogd = RogdProcess::Start({"--sync=ssp", "--staleness=1", "--workers=2"});
+  REQUIRE(rogd.ok());
+  Team team((*rogd)->address(), 1);
+  Member& a = team.Add("a", 0);
+  Member& b = team.Add("b", 1);
+  team.Train(a, 30, 1);
+  team.Train(b, 30, 25);
+  team.JoinAll();
+  RequireClean(team);
+  auto workers = AdminWorkers((*rogd)->address());
+  REQUIRE(workers.ok());
+  const pb::WorkerInfo* info = nullptr;
+  for (const pb::WorkerInfo& w : workers->workers()) {
+    if (w.worker_id() == "a") info = &w;
+  }
+  REQUIRE(info != nullptr);
+  const double compute = info->stall_peer_compute_seconds();
+  const double uplink = info->stall_peer_uplink_seconds();
+  const double downlink = info->stall_downlink_seconds();
+  INFO("a: stalled " << a.worker->stall_seconds() << " s by its own count; rogd: peer compute "
+                     << compute << " s, peer uplink " << uplink << " s, downlink " << downlink
+                     << " s");
+  // 30 iterations of b at 25 ms: a waits most of ~0.75 s for b's compute.
+  CHECK(compute > 0.3);
+  CHECK(compute > uplink + downlink);
+  CHECK(uplink >= 0);
+  CHECK(downlink >= 0);
+  // rogd sees a stall from a's progress to its release, inside a's own wait.
+  CHECK(compute + uplink + downlink <= a.worker->stall_seconds() + 0.05);
+  RequireConserved(team, **rogd);
+}
+
 TEST_CASE("a worker that joins mid-training is resynced and counts from then on", "[protocol]") {
   auto rogd = RogdProcess::Start({"--sync=rog", "--staleness=2", "--workers=2"});
   REQUIRE(rogd.ok());

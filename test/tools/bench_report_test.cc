@@ -154,6 +154,15 @@ TEST_CASE("summary.md states the ratios, every figure and the settings", "[bench
   CHECK(md.find("10.00%") != std::string::npos);  // index overhead
   CHECK(md.find("`tools/bench.sh --profile=tiny`") != std::string::npos);
   CHECK(md.find("sim says hello") != std::string::npos);
+  // Without rogd's stall causes there is no such table.
+  CHECK(md.find("peer uplink") == std::string::npos);
+  // With them: shares of the robots' summed span (10 s here).
+  rog.stall_cause_s = {0.1, 0.3, 0.1};
+  const std::string with = SummaryMarkdown({bsp, rog}, s, "");
+  INFO(with);
+  CHECK(with.find("| | peer compute | peer uplink | downlink |") != std::string::npos);
+  CHECK(with.find("| ROG(4) | 1.0% | 3.0% | 1.0% |") != std::string::npos);
+  CHECK(with.find("| BSP |") == with.rfind("| BSP |"));  // BSP has none: one row only
   CHECK(Ratio(3, 0) == "n/a");
   CHECK(Ratio(5.2, 2) == "2.60×");
 }
@@ -262,6 +271,25 @@ TEST_CASE("late rows add up over rogctl workers --json", "[bench]") {
   CHECK(*late == 42);
   CHECK_FALSE(LateRowsFromWorkersJson("{}").ok());
   CHECK_FALSE(LateRowsFromWorkersJson("{\"workers\":[{\"late_rows\":x}]}").ok());
+}
+
+TEST_CASE("rogd's stall causes add up over rogctl workers --json", "[bench]") {
+  auto causes = StallCausesFromWorkersJson(
+      "{\"workers\":[{\"id\":\"a\",\"stall_peer_compute_seconds\":1.5,"
+      "\"stall_peer_uplink_seconds\":2,\"stall_downlink_seconds\":0.25},"
+      "{\"id\":\"b\",\"stall_peer_compute_seconds\":0.5,"
+      "\"stall_peer_uplink_seconds\":1e-3,\"stall_downlink_seconds\":0}]}");
+  REQUIRE(causes.ok());
+  REQUIRE(causes->size() == 3);
+  CHECK((*causes)[0] == Approx(2.0));
+  CHECK((*causes)[1] == Approx(2.001));
+  CHECK((*causes)[2] == Approx(0.25));
+  // A file from a rogd before the causes: none, and no error.
+  auto old = StallCausesFromWorkersJson("{\"workers\":[{\"id\":\"a\",\"late_rows\":3}]}");
+  REQUIRE(old.ok());
+  CHECK(old->empty());
+  CHECK_FALSE(StallCausesFromWorkersJson("{\"workers\":[{\"stall_peer_compute_seconds\":?}]}")
+                  .ok());
 }
 
 TEST_CASE("patience.md compares every run with the same policy without patience", "[bench]") {

@@ -160,6 +160,9 @@ TEST_CASE("workers table and JSON", "[rogctl]") {
   i->set_detached_seconds(30);
   i->set_late_rows(9);
   i->set_detach_reason("kept robot2 waiting");
+  i->set_stall_peer_compute_seconds(1.5);
+  i->set_stall_peer_uplink_seconds(0.25);
+  i->set_stall_downlink_seconds(0);
   i->set_rows_pushed_per_iteration(4.5);
   i->set_rows_pulled_per_iteration(16);
   i->set_bytes_pushed_per_iteration(100);
@@ -185,7 +188,9 @@ TEST_CASE("workers table and JSON", "[rogctl]") {
         "\"bytes_pulled_per_iteration\":4096,\"window_overshoot_seconds\":0.002,"
         "\"last_seen_seconds\":1.5,\"sdk_version\":\"0.1.0\",\"peer\":\"ipv4:127.0.0.1:5555\","
         "\"detached\":true,\"detached_for_seconds\":12,\"detaches\":2,\"reattaches\":1,"
-        "\"detached_seconds\":30,\"late_rows\":9,\"detach_reason\":\"kept robot2 waiting\"}]}"
+        "\"detached_seconds\":30,\"late_rows\":9,\"detach_reason\":\"kept robot2 waiting\","
+        "\"stall_peer_compute_seconds\":1.5,\"stall_peer_uplink_seconds\":0.25,"
+        "\"stall_downlink_seconds\":0}]}"
         "\n");
 }
 
