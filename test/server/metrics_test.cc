@@ -63,6 +63,9 @@ MetricsSnapshot Snapshot() {
   a->set_reattaches(1);
   a->set_detached_seconds(12.5);
   a->set_late_rows(40);
+  a->set_stall_peer_compute_seconds(1.5);
+  a->set_stall_peer_uplink_seconds(7.25);
+  a->set_stall_downlink_seconds(0.5);
   *s.workers.add_workers() = Info("gone", "evicted", 3);
   s.staleness_bound = 4;
   s.staleness = {{0, 20}, {1, 6}, {4, 3}, {9, 5}};
@@ -108,6 +111,9 @@ TEST_CASE("metric families follow the snapshot", "[metrics]") {
   CHECK(m.at("rog_worker_reattaches_total{worker=\"a\"}") == 1);
   CHECK(m.at("rog_worker_detached_seconds_total{worker=\"a\"}") == 12.5);
   CHECK(m.at("rog_worker_late_rows_total{worker=\"a\"}") == 40);
+  CHECK(m.at("rog_worker_stall_cause_seconds_total{cause=\"peer_compute\",worker=\"a\"}") == 1.5);
+  CHECK(m.at("rog_worker_stall_cause_seconds_total{cause=\"peer_uplink\",worker=\"a\"}") == 7.25);
+  CHECK(m.at("rog_worker_stall_cause_seconds_total{cause=\"downlink\",worker=\"a\"}") == 0.5);
   CHECK(!absl::StrContains(text, "worker=\"gone\""));
   CHECK(text.find("rog_worker_iteration{worker=\"a\"}") <
         text.find("rog_worker_iteration{worker=\"b\"}"));
