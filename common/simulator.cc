@@ -783,16 +783,19 @@ void Simulation::CheckPatience() {
     for (size_t s = 0; s < workers_.size(); ++s) any = any || waited_long(s);
     if (!any) break;
     std::vector<std::vector<size_t>> waits_for(workers_.size());
+    std::vector<uint64_t> clocks(workers_.size()), needed(workers_.size());
     for (size_t s = 0; s < workers_.size(); ++s) {
+      clocks[s] = workers_[s].state->clock();
+      needed[s] = Needed(s);
       if (!attached_[s] || workers_[s].phase != Phase::kStalled) continue;
       waits_for[s] =
-          PlanStall(server_->versions(), server_->copy_versions(s), s, attached_, Needed(s))
+          PlanStall(server_->versions(), server_->copy_versions(s), s, attached_, needed[s])
               .waiting_for;
     }
     for (size_t s = 0; s < workers_.size(); ++s) {
       if (!waited_long(s)) continue;
       const SimWorker& sw = workers_[s];
-      for (size_t q : BlameForStall(s, waits_for[s], waits_for, attached_)) {
+      for (size_t q : BlameForStall(s, waits_for[s], waits_for, clocks, needed, attached_)) {
         if (chosen[q]) continue;
         chosen[q] = true;
         detach.emplace_back(

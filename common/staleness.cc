@@ -99,6 +99,8 @@ namespace {
 struct BlameWalk {
   size_t self;
   const std::vector<std::vector<size_t>>& waits_for;
+  const std::vector<uint64_t>& clocks;
+  const std::vector<uint64_t>& needed;
   const AttachedSet& attached;
   enum State { kUnvisited, kOnPath, kCovered };
   std::vector<State> state;
@@ -106,13 +108,17 @@ struct BlameWalk {
 
   bool Counts(size_t q) const { return q < attached.size() && attached[q] && q != self; }
 
-  void Visit(size_t q) {
+  // `need`: the version of q's updates the worker before it on the path needs.
+  void Visit(size_t q, uint64_t need) {
     state[q] = kOnPath;
     bool passed = false;
-    if (q < waits_for.size()) {
+    // A holder that has computed what is needed only has to push it: its
+    // own wait is not why it has not. One that has not is held by its wait.
+    const bool computed = q < clocks.size() && clocks[q] >= need;
+    if (!computed && q < waits_for.size() && q < needed.size()) {
       for (size_t u : waits_for[q]) {
         if (!Counts(u)) continue;
-        if (state[u] == kUnvisited) Visit(u);
+        if (state[u] == kUnvisited) Visit(u, needed[q]);
         passed = passed || state[u] == kCovered;
       }
     }
@@ -125,11 +131,19 @@ struct BlameWalk {
 
 std::vector<size_t> BlameForStall(size_t self, const std::vector<size_t>& waiting_for,
                                   const std::vector<std::vector<size_t>>& waits_for,
+                                  const std::vector<uint64_t>& clocks,
+                                  const std::vector<uint64_t>& needed,
                                   const AttachedSet& attached) {
-  BlameWalk walk{self, waits_for, attached,
-                 std::vector<BlameWalk::State>(attached.size(), BlameWalk::kUnvisited), {}};
+  BlameWalk walk{self,
+                 waits_for,
+                 clocks,
+                 needed,
+                 attached,
+                 std::vector<BlameWalk::State>(attached.size(), BlameWalk::kUnvisited),
+                 {}};
+  const uint64_t need = self < needed.size() ? needed[self] : 0;
   for (size_t q : waiting_for) {
-    if (walk.Counts(q) && walk.state[q] == BlameWalk::kUnvisited) walk.Visit(q);
+    if (walk.Counts(q) && walk.state[q] == BlameWalk::kUnvisited) walk.Visit(q, need);
   }
   return walk.blamed;
 }

@@ -82,16 +82,21 @@ StallPlan PlanStall(const VersionStore& global, const VersionStore& copy, size_t
 // Team patience: whom to detach when worker `self` has waited at the bound
 // too long for the workers in `waiting_for` (its StallPlan's). `waits_for[q]`
 // lists the workers q itself waits for while stalled at the bound (empty
-// when q is not stalled). A holder that is itself stalled has not computed
-// what `self` lacks, so the blame passes on to those it waits for, and so on:
-// the robot on the slow link is blamed, not a healthy one stuck behind it.
-// A holder is blamed itself when none of its waits leads to a blamed worker:
-// it waits for nobody, only for `self` or detached workers, or only back into
-// the chain that led to it (a cycle). Workers that are not attached, and
-// `self`, are never blamed. Each blamed worker appears once, in the order of
-// a depth-first walk from `waiting_for`.
+// when q is not stalled), `needed[q]` the version q needs to start
+// (NeededVersion of its clock), `clocks[q]` the iterations q has completed.
+// A holder that has not completed the iteration the worker before it needs
+// and is itself stalled is held by its own wait, so the blame passes on to
+// those it waits for, and so on: the robot on the slow link is blamed, not a
+// healthy one stuck behind it. A holder is blamed itself when it has
+// completed what is needed (only its push is missing), or when none of its
+// waits leads to a blamed worker: it waits for nobody, only for `self` or
+// detached workers, or only back into the chain that led to it (a cycle).
+// Workers that are not attached, and `self`, are never blamed. Each blamed
+// worker appears once, in the order of a depth-first walk from `waiting_for`.
 std::vector<size_t> BlameForStall(size_t self, const std::vector<size_t>& waiting_for,
                                   const std::vector<std::vector<size_t>>& waits_for,
+                                  const std::vector<uint64_t>& clocks,
+                                  const std::vector<uint64_t>& needed,
                                   const AttachedSet& attached);
 
 // What a stalled worker waits for: a peer that has not yet finished the

@@ -953,22 +953,29 @@ void Engine::Impl::CheckPatience(double now) {
   // Detach: whoever kept an attached worker waiting at the bound too long.
   std::vector<std::pair<WorkerRec*, std::string>> detach;
   const AttachedSet attached = AttachedWorkers();
-  // waits_for[q]: whom stalled worker q waits for; filled when first needed.
+  // waits_for[q]: whom stalled worker q waits for, with every worker's clock
+  // and needed version; filled when first needed.
   std::vector<std::vector<size_t>> waits_for;
+  std::vector<uint64_t> clocks, needed;
   for (auto& r : workers) {
     if (!r->stalled || r->state != WState::kConnected || !Attached(*r)) continue;
     if (r->resync_next < layout->num_rows() || now - r->stalled_since < opt.patience) continue;
     // The blame passes along waiting holders to the robot on the slow link.
     if (waits_for.empty()) {
       waits_for.resize(workers.size());
+      clocks.assign(workers.size(), 0);
+      needed.assign(workers.size(), 0);
       for (auto& q : workers) {
+        clocks[q->index] = q->clock;
+        needed[q->index] = NeededVersion(q->clock, bound);
         if (!q->stalled || q->state != WState::kConnected || !Attached(*q)) continue;
         waits_for[q->index] = PlanStall(state->versions(), state->copy_versions(q->index),
-                                        q->index, attached, NeededVersion(q->clock, bound))
+                                        q->index, attached, needed[q->index])
                                   .waiting_for;
       }
     }
-    for (size_t q : BlameForStall(r->index, waits_for[r->index], waits_for, attached)) {
+    for (size_t q :
+         BlameForStall(r->index, waits_for[r->index], waits_for, clocks, needed, attached)) {
       WorkerRec* holder = workers[q].get();
       bool listed = false;
       for (const auto& d : detach) listed |= d.first == holder;

@@ -110,46 +110,67 @@ TEST_CASE("a stall is classified by what the stalled worker waits for", "[stalen
 TEST_CASE("patience blames the end of the chain of waiting workers", "[staleness]") {
   using Waits = std::vector<std::vector<size_t>>;
   const AttachedSet all(5, true);
+  // Bound 2, each worker further behind: 0 has completed 10 iterations and
+  // needs version 8 of the others; 1 (clock 7) needs 5, 2 (clock 4) needs
+  // 2; 3 and 4 are at 1 and 0. None has completed what the one before it
+  // in these chains needs, so a stalled holder is held by its own wait.
+  std::vector<uint64_t> clocks = {10, 7, 4, 1, 0};
+  std::vector<uint64_t> needed = {8, 5, 2, 0, 0};
+  const auto blame = [&](std::vector<size_t> waiting_for, const Waits& waits,
+                         const AttachedSet& attached) {
+    return BlameForStall(0, waiting_for, waits, clocks, needed, attached);
+  };
   SECTION("a holder that is not stalled is blamed itself") {
-    CHECK(BlameForStall(0, {1}, Waits(5), all) == std::vector<size_t>{1});
+    CHECK(blame({1}, Waits(5), all) == std::vector<size_t>{1});
   }
   SECTION("a stalled holder passes the blame to the worker it waits for") {
     // 0 waits for 1, 1 waits for 2, 2 waits for 3 on a slow link.
     const Waits waits = {{1}, {2}, {3}, {}, {}};
-    CHECK(BlameForStall(0, {1}, waits, all) == std::vector<size_t>{3});
+    CHECK(blame({1}, waits, all) == std::vector<size_t>{3});
+  }
+  SECTION("a stalled holder that has computed what is needed is blamed: its push is late") {
+    clocks[1] = 9;  // 1 completed iteration 8 and 9 but has not pushed 8
+    needed[1] = 7;
+    const Waits waits = {{1}, {2}, {3}, {}, {}};
+    CHECK(blame({1}, waits, all) == std::vector<size_t>{1});
+    // Further down the chain the same: 2 completed what 1 needs (version 5).
+    clocks[1] = 7;
+    needed[1] = 5;
+    clocks[2] = 6;
+    CHECK(blame({1}, waits, all) == std::vector<size_t>{2});
   }
   SECTION("a wait that leads back into the chain blames the holder") {
     // 1 waits only for 0, who waits for 1: 1 has not pushed what 0 needs.
     const Waits waits = {{1}, {0}, {}, {}, {}};
-    CHECK(BlameForStall(0, {1}, waits, all) == std::vector<size_t>{1});
-    // 1 waits for 2, 2 waits for 1: 2 is blamed (1 was seen).
+    CHECK(blame({1}, waits, all) == std::vector<size_t>{1});
+    // 1 waits for 2, 2 waits for 1: 2 is blamed (1 is on the path).
     const Waits loop = {{1}, {2}, {1}, {}, {}};
-    CHECK(BlameForStall(0, {1}, loop, all) == std::vector<size_t>{2});
+    CHECK(blame({1}, loop, all) == std::vector<size_t>{2});
   }
   SECTION("two chains ending at the same worker blame it once") {
     // 0 waits for 1 and 2; both wait for 4: 2 is stuck behind 4 too.
     const Waits waits = {{1, 2}, {4}, {4}, {}, {}};
-    CHECK(BlameForStall(0, {1, 2}, waits, all) == std::vector<size_t>{4});
+    CHECK(blame({1, 2}, waits, all) == std::vector<size_t>{4});
     // 2 waits for 1, who waits for 3: 3 alone.
     const Waits behind = {{1, 2}, {3}, {1}, {}, {}};
-    CHECK(BlameForStall(0, {1, 2}, behind, all) == std::vector<size_t>{3});
+    CHECK(blame({1, 2}, behind, all) == std::vector<size_t>{3});
   }
   SECTION("several slow links are all blamed, in walk order") {
     const Waits waits = {{1, 2}, {3}, {}, {}, {}};
-    CHECK(BlameForStall(0, {1, 2}, waits, all) == std::vector<size_t>({3, 2}));
+    CHECK(blame({1, 2}, waits, all) == std::vector<size_t>({3, 2}));
   }
   SECTION("detached workers are never blamed and do not take the blame") {
     AttachedSet attached = all;
     attached[3] = false;
     // 1 waits for 3 only, who is detached: 1 is blamed.
     const Waits waits = {{1}, {3}, {}, {}, {}};
-    CHECK(BlameForStall(0, {1}, waits, attached) == std::vector<size_t>{1});
+    CHECK(blame({1}, waits, attached) == std::vector<size_t>{1});
     // A detached worker among those waited for directly: nobody for it.
-    CHECK(BlameForStall(0, {3}, waits, attached).empty());
+    CHECK(blame({3}, waits, attached).empty());
   }
   SECTION("the waiting worker itself is never blamed") {
-    CHECK(BlameForStall(0, {0}, Waits(5), all).empty());
-    CHECK(BlameForStall(2, {}, Waits(5), all).empty());
+    CHECK(blame({0}, Waits(5), all).empty());
+    CHECK(BlameForStall(2, {}, Waits(5), clocks, needed, all).empty());
   }
 }
 
