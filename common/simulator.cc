@@ -177,6 +177,8 @@ class Simulation {
   void ReplanStalls();
   void AttributeStalls(double until);
   void JudgeStallCauses();
+  // Every worker's clock, indexed like the version stores' columns.
+  std::vector<uint64_t> Clocks() const;
   void CheckBound(size_t w);
   // Team patience.
   bool patience() const { return cfg_.patience > 0; }
@@ -728,7 +730,14 @@ void Simulation::AttributeStalls(double until) {
   }
 }
 
+std::vector<uint64_t> Simulation::Clocks() const {
+  std::vector<uint64_t> clocks(workers_.size());
+  for (size_t q = 0; q < workers_.size(); ++q) clocks[q] = workers_[q].state->clock();
+  return clocks;
+}
+
 void Simulation::JudgeStallCauses() {
+  const std::vector<uint64_t> clocks = Clocks();
   for (size_t s = 0; s < workers_.size(); ++s) {
     SimWorker& sw = workers_[s];
     sw.stall_cause = -1;
@@ -736,8 +745,6 @@ void Simulation::JudgeStallCauses() {
     const uint64_t needed = Needed(s);
     const StallPlan plan =
         PlanStall(server_->versions(), server_->copy_versions(s), s, attached_, needed);
-    std::vector<uint64_t> clocks(workers_.size());
-    for (size_t q = 0; q < workers_.size(); ++q) clocks[q] = workers_[q].state->clock();
     sw.stall_cause = ClassifyStall(plan, clocks, needed);
   }
 }
@@ -783,9 +790,9 @@ void Simulation::CheckPatience() {
     for (size_t s = 0; s < workers_.size(); ++s) any = any || waited_long(s);
     if (!any) break;
     std::vector<std::vector<size_t>> waits_for(workers_.size());
-    std::vector<uint64_t> clocks(workers_.size()), needed(workers_.size());
+    const std::vector<uint64_t> clocks = Clocks();
+    std::vector<uint64_t> needed(workers_.size());
     for (size_t s = 0; s < workers_.size(); ++s) {
-      clocks[s] = workers_[s].state->clock();
       needed[s] = Needed(s);
       if (!attached_[s] || workers_[s].phase != Phase::kStalled) continue;
       waits_for[s] =

@@ -235,6 +235,13 @@ struct Engine::Impl {
     return min;
   }
 
+  // Every worker's clock, indexed like the version stores' columns.
+  std::vector<uint64_t> Clocks() const {
+    std::vector<uint64_t> clocks(workers.size(), 0);
+    for (const auto& q : workers) clocks[q->index] = q->clock;
+    return clocks;
+  }
+
   uint64_t MaxAttachedClock() const {
     uint64_t max = 0;
     for (const auto& r : workers) {
@@ -386,11 +393,7 @@ struct Engine::Impl {
     }
     const uint64_t needed = NeededVersion(r.clock, bound);
     const StallPlan plan = PlanStall(state->versions(), copy, r.index, attached, needed);
-    {
-      std::vector<uint64_t> clocks(workers.size(), 0);
-      for (const auto& q : workers) clocks[q->index] = q->clock;
-      JudgeStall(r, ClassifyStall(plan, clocks, needed));
-    }
+    JudgeStall(r, ClassifyStall(plan, Clocks(), needed));
     for (auto& holder : workers) {
       const size_t q = holder->index;
       if (q >= plan.pushes.size() || plan.pushes[q].empty()) continue;
@@ -963,10 +966,9 @@ void Engine::Impl::CheckPatience(double now) {
     // The blame passes along waiting holders to the robot on the slow link.
     if (waits_for.empty()) {
       waits_for.resize(workers.size());
-      clocks.assign(workers.size(), 0);
+      clocks = Clocks();
       needed.assign(workers.size(), 0);
       for (auto& q : workers) {
-        clocks[q->index] = q->clock;
         needed[q->index] = NeededVersion(q->clock, bound);
         if (!q->stalled || q->state != WState::kConnected || !Attached(*q)) continue;
         waits_for[q->index] = PlanStall(state->versions(), state->copy_versions(q->index),
