@@ -23,13 +23,6 @@ namespace {
 constexpr double kUp = 4e6;
 constexpr double kDip = 10e3;
 
-const pb::WorkerInfo* Find(const pb::WorkersReply& w, const std::string& id) {
-  for (const pb::WorkerInfo& i : w.workers()) {
-    if (i.worker_id() == id) return &i;
-  }
-  return nullptr;
-}
-
 struct Dip {
   std::string sync;
   uint32_t bound = 2;
@@ -105,10 +98,10 @@ TEST_CASE("a robot behind an obstacle is detached, the team goes on, it reattach
       CHECK(c.worker->clock() >= a_at_dip + 10);
       absl::StatusOr<pb::WorkersReply> during = AdminWorkers((*rogd)->address());
       REQUIRE(during.ok());
-      REQUIRE(Find(*during, "b") != nullptr);
-      CHECK(Find(*during, "b")->detached());
-      CHECK(Find(*during, "b")->detaches() >= 1);
-      CHECK(Find(*during, "a")->detached() == false);
+      REQUIRE(FindWorker(*during, "b") != nullptr);
+      CHECK(FindWorker(*during, "b")->detached());
+      CHECK(FindWorker(*during, "b")->detaches() >= 1);
+      CHECK(FindWorker(*during, "a")->detached() == false);
       // The directive reaches b behind what its link still carries.
       CHECK(WaitFor(30, [&] { return b.worker->detached(); }));
 
@@ -154,7 +147,7 @@ TEST_CASE("a robot behind an obstacle is detached, the team goes on, it reattach
       RequireClean(team);
       absl::StatusOr<pb::WorkersReply> after = AdminWorkers((*rogd)->address());
       REQUIRE(after.ok());
-      const pb::WorkerInfo* bi = Find(*after, "b");
+      const pb::WorkerInfo* bi = FindWorker(*after, "b");
       REQUIRE(bi != nullptr);
       CHECK(bi->reattaches() >= 1);
       CHECK(bi->detached_seconds() > 0);

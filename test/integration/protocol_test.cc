@@ -65,10 +65,7 @@ TEST_CASE("rogd says what a stalled worker waited for", "[protocol]") {
   RequireClean(team);
   auto workers = AdminWorkers((*rogd)->address());
   REQUIRE(workers.ok());
-  const pb::WorkerInfo* info = nullptr;
-  for (const pb::WorkerInfo& w : workers->workers()) {
-    if (w.worker_id() == "a") info = &w;
-  }
+  const pb::WorkerInfo* info = FindWorker(*workers, "a");
   REQUIRE(info != nullptr);
   const double compute = info->stall_peer_compute_seconds();
   const double uplink = info->stall_peer_uplink_seconds();

@@ -189,6 +189,13 @@ absl::StatusOr<pb::WorkersReply> AdminWorkers(const std::string& address,
   return reply;
 }
 
+const pb::WorkerInfo* FindWorker(const pb::WorkersReply& workers, const std::string& id) {
+  for (const pb::WorkerInfo& w : workers.workers()) {
+    if (w.worker_id() == id) return &w;
+  }
+  return nullptr;
+}
+
 absl::StatusOr<std::vector<float>> AdminExport(const std::string& address,
                                                const ClientSecurity& security) {
   absl::StatusOr<Admin> admin = AdminStub(address, security);

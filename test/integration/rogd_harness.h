@@ -72,6 +72,8 @@ absl::StatusOr<pb::StatusReply> AdminStatus(const std::string& address,
                                             const ClientSecurity& security = {});
 absl::StatusOr<pb::WorkersReply> AdminWorkers(const std::string& address,
                                               const ClientSecurity& security = {});
+// The entry of worker `id` in `workers`; null when it is not listed.
+const pb::WorkerInfo* FindWorker(const pb::WorkersReply& workers, const std::string& id);
 // The global model, fp32, in row order.
 absl::StatusOr<std::vector<float>> AdminExport(const std::string& address,
                                                const ClientSecurity& security = {});
