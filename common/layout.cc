@@ -1,5 +1,6 @@
 #include "common/layout.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
@@ -41,19 +42,26 @@ bool IsSplit(const std::vector<int64_t>& shape, uint64_t min_split_numel) {
   return numel >= min_split_numel;
 }
 
-absl::StatusOr<Layout> Layout::Create(std::vector<TensorSpec> tensors, uint64_t min_split_numel) {
+absl::StatusOr<Layout> Layout::Create(std::vector<TensorSpec> tensors, uint64_t min_split_numel,
+                                      const LayoutLimits& limits) {
   if (tensors.empty()) {
     return absl::InvalidArgumentError("layout has no tensors: register at least one parameter");
   }
   if (min_split_numel == 0) {
     return absl::InvalidArgumentError("min_split_numel must be at least 1");
   }
-  Layout layout;
-  layout.min_split_numel_ = min_split_numel;
+  const uint64_t max_rows = std::min(limits.max_rows, kMaxRows);
+  // Every tensor is at least one row: refuse absurd tensor counts before
+  // looking at any of them.
+  if (tensors.size() > max_rows) {
+    return absl::ResourceExhaustedError(absl::StrCat("the model has ", tensors.size(),
+                                                     " tensors, so at least as many rows; at most ",
+                                                     max_rows, " rows are allowed"));
+  }
+  // First pass: sizes only, so that nothing is allocated for a layout that
+  // is too large (a hello of a few bytes can describe petabytes).
   std::unordered_set<std::string> names;
-  uint64_t h = kFnvOffset;
-  HashU64(&h, min_split_numel);
-  HashU64(&h, tensors.size());
+  uint64_t total_rows = 0, total_numel = 0;
   for (size_t t = 0; t < tensors.size(); ++t) {
     const TensorSpec& spec = tensors[t];
     if (spec.name.empty()) {
@@ -76,22 +84,46 @@ absl::StatusOr<Layout> Layout::Create(std::vector<TensorSpec> tensors, uint64_t 
                                                        "]; every dimension must be at least 1"));
       }
       if (numel > kMaxRowNumel * kMaxRows / static_cast<uint64_t>(d)) {
-        return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name, "' is too large"));
+        return absl::ResourceExhaustedError(
+            absl::StrCat("tensor '", spec.name, "' of shape [", absl::StrJoin(spec.shape, ", "),
+                         "] is too large: more than ", kMaxRowNumel * kMaxRows, " elements"));
       }
       numel *= static_cast<uint64_t>(d);
     }
-    const bool split = IsSplit(spec.shape, min_split_numel);
-    const uint64_t rows = split ? static_cast<uint64_t>(spec.shape[0]) : 1;
+    const uint64_t rows = IsSplit(spec.shape, min_split_numel) ? static_cast<uint64_t>(spec.shape[0])
+                                                               : 1;
+    if (numel / rows > kMaxRowNumel) {
+      return absl::ResourceExhaustedError(absl::StrCat("tensor '", spec.name, "' has rows of ",
+                                                       numel / rows, " elements; at most ",
+                                                       kMaxRowNumel, " are supported"));
+    }
+    total_rows += rows;
+    total_numel += numel;
+    if (total_rows > max_rows) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the model has more than ", max_rows, " rows (tensor '", spec.name, "' alone has ",
+          rows, "); at most ", max_rows, " are allowed"));
+    }
+    if (total_numel > limits.max_model_bytes / 4) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the model is more than ", limits.max_model_bytes, " bytes of fp32 (tensor '",
+          spec.name, "' of shape [", absl::StrJoin(spec.shape, ", "), "] alone is ", numel * 4,
+          " bytes); at most ", limits.max_model_bytes, " are allowed"));
+    }
+  }
+  Layout layout;
+  layout.min_split_numel_ = min_split_numel;
+  layout.rows_.reserve(total_rows);
+  uint64_t h = kFnvOffset;
+  HashU64(&h, min_split_numel);
+  HashU64(&h, tensors.size());
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const TensorSpec& spec = tensors[t];
+    uint64_t numel = 1;
+    for (int64_t d : spec.shape) numel *= static_cast<uint64_t>(d);
+    const uint64_t rows = IsSplit(spec.shape, min_split_numel) ? static_cast<uint64_t>(spec.shape[0])
+                                                               : 1;
     const uint64_t row_numel = numel / rows;
-    if (row_numel > kMaxRowNumel) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name, "' has rows of ",
-                                                     row_numel, " elements; at most ", kMaxRowNumel,
-                                                     " are supported"));
-    }
-    if (layout.rows_.size() + rows > kMaxRows) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the model has more than ", kMaxRows, " rows"));
-    }
     layout.tensor_first_row_.push_back(static_cast<RowId>(layout.rows_.size()));
     layout.tensor_numel_.push_back(numel);
     for (uint64_t r = 0; r < rows; ++r) {

@@ -25,6 +25,14 @@ struct TensorSpec {
   std::vector<int64_t> shape;  // each dimension >= 1; empty = scalar
 };
 
+// Bounds on what a layout may describe, checked before anything is
+// allocated for it (a layout can arrive from the network). The defaults are
+// the hard limits below; rogd passes its --max_model_bytes and --max_rows.
+struct LayoutLimits {
+  uint64_t max_model_bytes = uint64_t{1} << 56;  // fp32 bytes of all tensors
+  uint64_t max_rows = uint64_t{1} << 24;
+};
+
 struct RowInfo {
   uint32_t tensor;           // index into Layout::tensors()
   uint32_t index_in_tensor;  // 0 for a tensor that is one row
@@ -39,12 +47,15 @@ class Layout {
   static constexpr uint64_t kMaxRowNumel = uint64_t{1} << 30;
   static constexpr uint64_t kMaxRows = uint64_t{1} << 24;
 
-  // Builds the row table. Errors (InvalidArgument, saying which tensor and
-  // why): no tensors, an empty, duplicate or over-long name, a dimension
-  // below 1, a row of more than kMaxRowNumel elements, more than kMaxRows
-  // rows, min_split_numel of 0.
+  // Builds the row table. Errors, saying which tensor and why:
+  // InvalidArgument for no tensors, an empty, duplicate or over-long name, a
+  // dimension below 1, min_split_numel of 0; ResourceExhausted for a row of
+  // more than kMaxRowNumel elements, more rows than kMaxRows or
+  // limits.max_rows, more fp32 bytes than limits.max_model_bytes. Sizes are
+  // checked before anything is allocated for the row table.
   static absl::StatusOr<Layout> Create(std::vector<TensorSpec> tensors,
-                                       uint64_t min_split_numel = kDefaultMinSplitNumel);
+                                       uint64_t min_split_numel = kDefaultMinSplitNumel,
+                                       const LayoutLimits& limits = LayoutLimits());
 
   const std::vector<TensorSpec>& tensors() const { return tensors_; }
   uint64_t min_split_numel() const { return min_split_numel_; }

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
 #include "common/codec.h"
 
 namespace rog {
@@ -17,7 +18,13 @@ pb::Layout LayoutToProto(const Layout& layout) {
   return proto;
 }
 
-absl::StatusOr<Layout> LayoutFromProto(const pb::Layout& proto) {
+absl::StatusOr<Layout> LayoutFromProto(const pb::Layout& proto, const LayoutLimits& limits) {
+  // Every tensor is at least one row: bound the copy below first.
+  if (static_cast<uint64_t>(proto.tensors_size()) > limits.max_rows) {
+    return absl::ResourceExhaustedError(absl::StrCat("the model has ", proto.tensors_size(),
+                                                     " tensors, so at least as many rows; at most ",
+                                                     limits.max_rows, " rows are allowed"));
+  }
   std::vector<TensorSpec> tensors;
   tensors.reserve(proto.tensors_size());
   for (const pb::TensorSpec& t : proto.tensors()) {
@@ -25,7 +32,8 @@ absl::StatusOr<Layout> LayoutFromProto(const pb::Layout& proto) {
   }
   return Layout::Create(std::move(tensors), proto.min_split_numel() == 0
                                                 ? Layout::kDefaultMinSplitNumel
-                                                : proto.min_split_numel());
+                                                : proto.min_split_numel(),
+                        limits);
 }
 
 std::string FloatsToBytes(absl::Span<const float> values) {

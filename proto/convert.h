@@ -20,8 +20,10 @@ namespace pb = ::rog::v1;
 inline constexpr char kRogVersion[] = "0.1.0";
 
 pb::Layout LayoutToProto(const Layout& layout);
-// Validates as Layout::Create does (min_split_numel 0 means the default).
-absl::StatusOr<Layout> LayoutFromProto(const pb::Layout& proto);
+// Validates as Layout::Create does (min_split_numel 0 means the default),
+// within `limits`.
+absl::StatusOr<Layout> LayoutFromProto(const pb::Layout& proto,
+                                       const LayoutLimits& limits = LayoutLimits());
 
 // fp32 little-endian, as checkpoints and exports carry them.
 std::string FloatsToBytes(absl::Span<const float> values);

@@ -87,6 +87,39 @@ TEST_CASE("invalid layouts are refused with a message naming the tensor", "[layo
   }
 }
 
+TEST_CASE("limits are checked before the row table is built", "[layout]") {
+  LayoutLimits limits;
+  limits.max_model_bytes = 1 << 20;
+  limits.max_rows = 100;
+  SECTION("a model over max_model_bytes") {
+    auto l = Layout::Create({{"a", {16}}, {"big", {50, 8192}}}, 1024, limits);
+    REQUIRE_FALSE(l.ok());
+    CHECK(l.status().code() == absl::StatusCode::kResourceExhausted);
+    CHECK(std::string(l.status().message()).find("'big' of shape [50, 8192]") !=
+          std::string::npos);
+    CHECK(std::string(l.status().message()).find("1048576") != std::string::npos);
+  }
+  SECTION("more rows than max_rows, in one tensor or many") {
+    auto l = Layout::Create({{"w", {101, 16}}}, 16, limits);
+    REQUIRE_FALSE(l.ok());
+    CHECK(l.status().code() == absl::StatusCode::kResourceExhausted);
+    std::vector<TensorSpec> many;
+    for (int k = 0; k < 101; ++k) many.push_back({"t" + std::to_string(k), {}});
+    l = Layout::Create(many, 1024, limits);
+    REQUIRE_FALSE(l.ok());
+    CHECK(l.status().code() == absl::StatusCode::kResourceExhausted);
+  }
+  SECTION("exactly at the limits") {
+    auto l = Layout::Create({{"w", {100, 2621}}}, 16, limits);  // 100 rows, 1,048,400 bytes
+    REQUIRE(l.ok());
+    CHECK(l->num_rows() == 100);
+  }
+  SECTION("2^24 rows of 2^30 elements: within the hard limits, over any rogd limit") {
+    CHECK(Layout::Create({{"huge", {1 << 24, 1 << 30}}}, 1024, limits).status().code() ==
+          absl::StatusCode::kResourceExhausted);
+  }
+}
+
 TEST_CASE("FindTensor finds by name and explains a miss", "[layout]") {
   auto l = Layout::Create({{"fc.weight", {4, 4}}, {"fc.bias", {4}}});
   REQUIRE(l.ok());
