@@ -20,6 +20,8 @@
 #ifndef ROG_COMMON_FLOAT_LOOPS_H_
 #define ROG_COMMON_FLOAT_LOOPS_H_
 
+#include <cfloat>
+#include <cmath>
 #include <cstddef>
 
 namespace rog {
@@ -29,6 +31,18 @@ namespace rog {
 // which the vectoriser turns into whole vectors with no epilogue wherever the
 // function is inlined. The last n % kBlock elements take a scalar loop.
 inline constexpr size_t kBlock = 16;
+
+// Whether every a[j] + b[j] is finite: no sum overflows to infinity or is
+// NaN. Branch-free, so it vectorises like the loops around it.
+inline bool SumsFinite(const float* __restrict a, const float* __restrict b, size_t n) {
+  int bad = 0;
+  size_t j = 0;
+  for (; j + kBlock <= n; j += kBlock) {
+    for (size_t k = 0; k < kBlock; ++k) bad |= !(std::fabs(a[j + k] + b[j + k]) <= FLT_MAX);
+  }
+  for (; j < n; ++j) bad |= !(std::fabs(a[j] + b[j]) <= FLT_MAX);
+  return bad == 0;
+}
 
 // dst[j] += src[j].
 inline void AddTo(float* __restrict dst, const float* __restrict src, size_t n) {

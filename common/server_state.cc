@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "common/float_loops.h"
@@ -14,7 +15,8 @@ ServerState::ServerState(Layout layout, std::vector<float> initial, size_t num_w
       global_(std::move(initial)),
       versions_(layout_.num_rows(), num_workers),
       pending_(num_workers, std::vector<float>(layout_.total_numel(), 0.0f)),
-      copy_versions_(num_workers, VersionStore(layout_.num_rows(), num_workers)) {
+      copy_versions_(num_workers, VersionStore(layout_.num_rows(), num_workers)),
+      unversioned_(num_workers, std::vector<bool>(layout_.num_rows(), false)) {
   assert(global_.size() == layout_.total_numel());
 }
 
@@ -36,13 +38,38 @@ void ServerState::Fold(size_t w, RowId row, absl::Span<const float> update, uint
   for (size_t q = 0; q < pending_.size(); ++q) {
     if (q == w || pending_[q].empty()) continue;
     AddTo(pending_[q].data() + r.offset, update.data(), r.numel);
+    if (count == 0) unversioned_[q][row] = true;
   }
   versions_.Add(row, w, count);
   // The worker's own replica already holds what it pushed.
   copy_versions_[w].Set(row, w, versions_.Get(row, w));
 }
 
+absl::Status ServerState::CheckFold(size_t w, RowId row, absl::Span<const float> update) const {
+  const RowInfo& r = layout_.row(row);
+  const auto fail = [&](const char* what, const float* base) {
+    size_t j = 0;
+    while (j < r.numel && std::isfinite(base[j] + update[j])) ++j;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "folding element ", j, " of row ", row, " (", layout_.RowName(row), ") would make ", what,
+        " non-finite (", base[j], " + ", update[j],
+        "): the batch was not applied. The worker's updates have diverged; lower the learning "
+        "rate or clip gradients, and restart it"));
+  };
+  const float* global = global_.data() + r.offset;
+  if (!SumsFinite(global, update.data(), r.numel)) return fail("the global value", global);
+  for (size_t q = 0; q < pending_.size(); ++q) {
+    if (q == w || pending_[q].empty()) continue;
+    const float* pending = pending_[q].data() + r.offset;
+    if (!SumsFinite(pending, update.data(), r.numel)) {
+      return fail("the update pending for another worker", pending);
+    }
+  }
+  return absl::OkStatus();
+}
+
 bool ServerState::HasPending(size_t w, RowId row) const {
+  if (!unversioned_[w].empty() && unversioned_[w][row]) return true;
   const VersionStore& copy = copy_versions_[w];
   for (size_t q = 0; q < versions_.num_workers(); ++q) {
     if (q != w && versions_.Get(row, q) > copy.Get(row, q)) return true;
@@ -55,6 +82,7 @@ double ServerState::PendingMagnitude(size_t w, RowId row) const { return MeanAbs
 uint64_t ServerState::TakeDownlink(size_t w, RowId row, Codec codec, std::string* payload,
                                    absl::Span<float> decoded) {
   const RowInfo& r = layout_.row(row);
+  if (!unversioned_[w].empty()) unversioned_[w][row] = false;
   EncodeWithFeedback(codec, absl::MakeSpan(pending_[w].data() + r.offset, r.numel), payload,
                      decoded);
   uint64_t included = 0;
@@ -78,6 +106,7 @@ size_t ServerState::AddWorker(uint64_t version) {
   for (VersionStore& copy : copy_versions_) copy.AddWorker(version);
   copy_versions_.push_back(versions_);
   pending_.emplace_back(layout_.total_numel(), 0.0f);
+  unversioned_.emplace_back(layout_.num_rows(), false);
   return w;
 }
 
@@ -95,15 +124,20 @@ void ServerState::RaiseVersion(size_t w, uint64_t version) {
 void ServerState::SetActive(size_t w, bool active) {
   if (active) {
     pending_[w].assign(layout_.total_numel(), 0.0f);
+    unversioned_[w].assign(layout_.num_rows(), false);
   } else {
     std::vector<float>().swap(pending_[w]);
+    std::vector<bool>().swap(unversioned_[w]);
   }
 }
 
 void ServerState::TakeValues(size_t w, RowId row, std::string* payload) {
   const RowInfo& r = layout_.row(row);
   Encode(Codec::kFp32, global_row(row), payload);
-  if (!pending_[w].empty()) std::fill_n(pending_[w].data() + r.offset, r.numel, 0.0f);
+  if (!pending_[w].empty()) {
+    std::fill_n(pending_[w].data() + r.offset, r.numel, 0.0f);
+    unversioned_[w][row] = false;
+  }
   copy_versions_[w].CopyRow(versions_, row);
 }
 
@@ -148,6 +182,22 @@ absl::StatusOr<std::unique_ptr<ServerState>> ServerState::Restore(Layout layout,
   state->versions_ = std::move(parts.versions);
   state->pending_ = std::move(parts.pending);
   state->copy_versions_ = std::move(parts.copies);
+  // Checkpoints do not say which pending values came from count-0 folds:
+  // any non-zero pending row counts as such (at worst a lossy codec's
+  // residual is sent once more).
+  state->unversioned_.assign(n, std::vector<bool>());
+  for (size_t w = 0; w < n; ++w) {
+    if (state->pending_[w].empty()) continue;
+    state->unversioned_[w].assign(rows, false);
+    for (RowId row = 0; row < rows; ++row) {
+      for (float v : state->pending(w, row)) {
+        if (v != 0) {
+          state->unversioned_[w][row] = true;
+          break;
+        }
+      }
+    }
+  }
   return state;
 }
 

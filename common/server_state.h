@@ -46,7 +46,16 @@ class ServerState {
   // storage (it is the caller's decode buffer).
   void Fold(size_t w, RowId row, absl::Span<const float> update, uint32_t count);
 
-  // Whether worker w's copy of `row` lacks some other worker's folded update.
+  // OK when Fold(w, row, update, ...) keeps every value finite: the global
+  // row and every other worker's pending copy. Otherwise InvalidArgument
+  // naming the first element that would overflow (finite updates can sum
+  // to infinity), and nothing may be folded. REQUIRES as Fold.
+  absl::Status CheckFold(size_t w, RowId row, absl::Span<const float> update) const;
+
+  // Whether worker w's copy of `row` lacks some other worker's folded
+  // update: one with a higher version, or one folded with count 0 (a
+  // residual, or updates a rejoining worker kept), which raises no version
+  // but must reach every copy all the same.
   bool HasPending(size_t w, RowId row) const;
   // Mean |pending update| of w's copy of `row`.
   double PendingMagnitude(size_t w, RowId row) const;
@@ -101,6 +110,9 @@ class ServerState {
   VersionStore versions_;
   std::vector<std::vector<float>> pending_;  // per worker, the flattened model
   std::vector<VersionStore> copy_versions_;  // per worker
+  // Per worker and row: its pending copy holds a count-0 fold not yet sent
+  // (HasPending). Empty for a worker without a copy.
+  std::vector<std::vector<bool>> unversioned_;
 };
 
 }  // namespace rog

@@ -1,0 +1,64 @@
+#include "common/uplink_rules.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace rog {
+
+absl::Status CheckReportedClock(uint64_t clock, uint64_t reported) {
+  if (reported > kMaxClock || (reported > clock && reported - clock > 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "progress reports iteration ", reported, " but rogd holds this worker at iteration ", clock,
+        ": a worker reports after each iteration it completes, so its clock rises by at most 1 "
+        "per report"));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t ReachableClock(const VersionStore& copy, size_t self, const AttachedSet& attached,
+                        uint64_t clock, uint32_t bound) {
+  uint64_t min = std::numeric_limits<uint64_t>::max();
+  for (RowId row = 0; row < copy.num_rows(); ++row) {
+    min = std::min(min, MinOtherVersion(copy, row, self, attached));
+  }
+  if (min == std::numeric_limits<uint64_t>::max() || min >= kMaxClock) return kMaxClock;
+  return std::min(kMaxClock, std::max(clock, min + bound + 1));
+}
+
+absl::Status CheckHelloClock(uint64_t reported, uint64_t reachable) {
+  if (reported > kMaxClock) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hello says the worker completed ", reported, " iterations; at most ",
+                     kMaxClock, " are possible: send the worker's own iteration count"));
+  }
+  if (reported > reachable) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "hello says the worker completed ", reported, " iterations, but with the rows rogd sent it "
+        "the staleness bound let it reach at most ", reachable,
+        ": send the iteration count the worker really reached (rog::Worker does)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckUpdateCounts(const VersionStore& versions, size_t w, const Layout& layout,
+                               const std::vector<RowId>& rows, const std::vector<uint32_t>& counts,
+                               uint64_t iteration) {
+  for (size_t k = 0; k < rows.size(); ++k) {
+    if (counts[k] == 0) continue;
+    const uint64_t have = versions.Get(rows[k], w);
+    if (have >= iteration || counts[k] > iteration - have) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "row ", rows[k], " (", layout.RowName(rows[k]), ") carries count ", counts[k],
+          ", but rogd holds this worker's updates of it up to iteration ", have,
+          " and the batch was formed at iteration ", iteration, ", so at most ",
+          have >= iteration ? 0 : iteration - have,
+          " iterations can be new: a count is the number of the worker's iterations in the row "
+          "not pushed before (0 for a residual or updates kept across a rejoin)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace rog

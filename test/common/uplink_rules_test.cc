@@ -1,0 +1,79 @@
+// What rogd accepts of a worker's clocks and counts (common/uplink_rules.h).
+#include "common/uplink_rules.h"
+
+#include <limits>
+#include <string>
+
+#include "catch2/catch.hpp"
+
+namespace rog {
+namespace {
+
+bool Says(const absl::Status& s, const std::string& text) {
+  return std::string(s.message()).find(text) != std::string::npos;
+}
+
+TEST_CASE("a progress report moves the clock by at most one, and stays below 2^48",
+          "[uplink_rules]") {
+  CHECK(CheckReportedClock(5, 6).ok());
+  CHECK(CheckReportedClock(5, 5).ok());  // a stall report
+  CHECK(CheckReportedClock(5, 2).ok());  // sent before rogd moved the clock
+  CHECK(CheckReportedClock(kMaxClock - 1, kMaxClock).ok());
+  const absl::Status jump = CheckReportedClock(5, 7);
+  CHECK(jump.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(Says(jump, "iteration 7 but rogd holds this worker at iteration 5"));
+  CHECK_FALSE(CheckReportedClock(kMaxClock, kMaxClock + 1).ok());
+  CHECK_FALSE(CheckReportedClock(0, std::numeric_limits<uint64_t>::max()).ok());
+}
+
+TEST_CASE("a hello clock is below 2^48 and within what the worker can have reached",
+          "[uplink_rules]") {
+  CHECK(CheckHelloClock(0, kMaxClock).ok());
+  CHECK(CheckHelloClock(kMaxClock, kMaxClock).ok());
+  CHECK_FALSE(CheckHelloClock(kMaxClock + 1, kMaxClock).ok());
+  CHECK_FALSE(CheckHelloClock(std::numeric_limits<uint64_t>::max(), kMaxClock).ok());
+  const absl::Status s = CheckHelloClock(12, 7);
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(Says(s, "at most 7"));
+}
+
+TEST_CASE("ReachableClock: the bound lets a worker run S + 1 past what its copy holds",
+          "[uplink_rules]") {
+  // Two rows, three workers; worker 0's copy.
+  VersionStore copy(2, 3);
+  copy.SetWorker(1, 10);
+  copy.SetWorker(2, 10);
+  copy.Set(1, 2, 6);  // row 1 holds worker 2 up to 6 only
+  const AttachedSet all(3, true);
+  // It may complete iteration c + 1 while every row holds the others up to
+  // c - S: with S = 2 up to c = 8, so clock 9.
+  CHECK(ReachableClock(copy, 0, all, 3, 2) == 9);
+  CHECK(ReachableClock(copy, 0, all, 20, 2) == 20);  // never below its clock
+  // BSP: one past the slowest.
+  CHECK(ReachableClock(copy, 0, all, 0, 0) == 7);
+  // Worker 2 detached: only worker 1 counts.
+  CHECK(ReachableClock(copy, 0, AttachedSet{true, true, false}, 0, 2) == 13);
+  // Alone: no bound.
+  CHECK(ReachableClock(copy, 0, AttachedSet{true, false, false}, 0, 2) == kMaxClock);
+}
+
+TEST_CASE("update counts keep every row within the worker's clock", "[uplink_rules]") {
+  const Layout layout = *Layout::Create({{"w", {4, 8}}}, 8);
+  VersionStore versions(4, 2);
+  versions.SetWorker(1, 3);  // worker 1 pushed every row up to 3
+  versions.Set(2, 1, 1);     // but row 2 only up to 1
+  CHECK(CheckUpdateCounts(versions, 1, layout, {0, 2}, {2, 4}, 5).ok());
+  CHECK(CheckUpdateCounts(versions, 1, layout, {0}, {0}, 3).ok());  // a residual
+  const absl::Status over = CheckUpdateCounts(versions, 1, layout, {0, 2}, {2, 5}, 5);
+  CHECK(over.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(Says(over, "row 2 (w[2]) carries count 5"));
+  CHECK(Says(over, "at most 4 iterations can be new"));
+  for (uint32_t count : {1000u, std::numeric_limits<uint32_t>::max()}) {
+    CHECK_FALSE(CheckUpdateCounts(versions, 1, layout, {1}, {count}, 5).ok());
+  }
+  // Nothing can be new when the row already holds the clock.
+  CHECK_FALSE(CheckUpdateCounts(versions, 1, layout, {0}, {1}, 3).ok());
+}
+
+}  // namespace
+}  // namespace rog
