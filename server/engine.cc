@@ -43,8 +43,10 @@ constexpr double kReattachHold = 1.0;
 // Without it the estimate of a link that recovered while nothing flowed
 // (the team idle, the worker paused) would never change.
 constexpr double kProbeIdle = 0.25;
-// Team pace: a worker just reattached is not detached for its pace again
-// before attached traffic has refreshed its links' estimates.
+// Team pace: a worker is not detached for its pace before attached traffic
+// has measured its links: not within this long of the team's start, of its
+// joining, or of its reattaching (the first estimates, taken while every
+// worker's full resync shares the links, read healthy links as slow).
 constexpr double kPaceGrace = 2.0;
 constexpr uint64_t kMaxProbeBytes = 256 * 1024;
 
@@ -164,6 +166,7 @@ struct Engine::Impl {
   std::map<uint64_t, size_t> by_session;
   uint64_t next_session = 1;
   bool team_ready = false;
+  double team_ready_at = 0;
   std::map<std::string, uint64_t> rejected;
   double start_time = Now();
   double last_checkpoint_unix = 0;
@@ -314,6 +317,7 @@ struct Engine::Impl {
     for (const auto& r : workers) members += Member(*r) ? 1 : 0;
     if (members < opt.team_size) return;
     team_ready = true;
+    team_ready_at = Now();
     spdlog::info("team ready: {} workers joined, training starts", members);
     for (auto& r : workers) {
       if (r->state != WState::kConnected) continue;
@@ -1102,7 +1106,8 @@ std::string Engine::Impl::PaceDetachReason(double now) {
       pace_candidate = r.get();
     }
   }
-  if (attached < 2 || pace_candidate == nullptr ||
+  if (attached < 2 || pace_candidate == nullptr || now - team_ready_at < kPaceGrace ||
+      now - pace_candidate->joined_at < kPaceGrace ||
       now - pace_candidate->reattached_at < kPaceGrace) {
     pace_candidate = nullptr;
     return "";

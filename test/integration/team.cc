@@ -1,5 +1,6 @@
 #include "test/integration/team.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -99,27 +100,42 @@ void Team::SetJoinClock(int marker, uint64_t clock) {
 std::string Team::CheckStart(Member* m, uint64_t clock, const std::vector<float>& params) {
   if (clock <= bound_) return "";
   const uint64_t needed = clock - bound_;
-  std::map<int, uint64_t> joins;
+  // Per checked marker: its join clock, and how many iterations it computed
+  // after joining and up to `needed`. Not needed - join: rogd moves a
+  // worker's clock forward when it reattaches it (the iterations it skipped
+  // count for nobody), so a worker's clock may be ahead of its count.
+  struct Checked {
+    uint64_t join, needed_count, clock_count;
+  };
+  std::map<int, Checked> checked;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    joins = join_clock_;
+    for (const auto& [marker, join] : join_clock_) {
+      const std::vector<uint64_t>& done = computed_[marker];
+      const auto from = std::upper_bound(done.begin(), done.end(), join);
+      const auto to = std::upper_bound(done.begin(), done.end(), needed);
+      const auto now = std::upper_bound(done.begin(), done.end(), clock);
+      checked[marker] = Checked{join, from < to ? static_cast<uint64_t>(to - from) : 0,
+                                from < now ? static_cast<uint64_t>(now - from) : 0};
+    }
   }
   ++m->starts_checked;
   std::string violation;
-  for (const auto& [marker, join] : joins) {
+  for (const auto& [marker, entry] : checked) {
+    const uint64_t join = entry.join;
     if (marker == m->marker || needed <= join) continue;
     for (RowId r = 0; r < layout_.num_rows(); ++r) {
       const RowInfo& row = layout_.row(r);
       if (row.numel <= static_cast<uint32_t>(marker)) continue;
       const size_t at = row.offset + marker;
       const double held = std::llround(params[at] - initial_[at]);
-      const double want = static_cast<double>(needed - join);
+      const double want = static_cast<double>(entry.needed_count);
       if (held < want && violation.empty()) {
         violation = absl::StrCat(m->id, " started iteration ", clock + 1, " holding ", held,
                                     " iterations of marker ", marker, " in row ",
                                     layout_.RowName(r), "; the bound needs ", want);
       }
-      const double lag = static_cast<double>(clock - join) - held;
+      const double lag = static_cast<double>(entry.clock_count) - held;
       if (lag > m->max_lag) m->max_lag = static_cast<uint64_t>(lag);
     }
   }
@@ -138,6 +154,15 @@ void Team::Loop(Member* m, uint64_t until_clock, double compute_ms) {
     const uint64_t clock = m->worker->clock();
     const std::string violation = CheckStart(m, clock, params);
     const std::vector<float> update = TestUpdate(layout_, m->marker, clock);
+    {
+      // Recorded before it is pushed: a peer may hold it as soon as
+      // EndIteration starts.
+      std::lock_guard<std::mutex> lock(mu_);
+      std::vector<uint64_t>& done = computed_[m->marker];
+      // A new incarnation that rejoined behind its old clock numbers anew.
+      if (!done.empty() && done.back() >= clock + 1) done.clear();
+      done.push_back(clock + 1);
+    }
     if (compute_ms > 0) {
       std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int>(compute_ms * 1000)));
     }

@@ -91,6 +91,8 @@ class Team {
   std::vector<float> initial_;
   std::mutex mu_;
   std::map<int, uint64_t> join_clock_;  // attached members by marker
+  // By marker, ascending: the clock each iteration it computed ended at.
+  std::map<int, std::vector<uint64_t>> computed_;
   std::vector<std::unique_ptr<Member>> members_;
 };
 
