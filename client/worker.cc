@@ -862,6 +862,9 @@ struct Worker::Impl {
       context = &ctx;
     }
     std::unique_ptr<Stream> stream = stub->Session(&ctx);
+    // rogd's own account of why it ended the stream (pb::StreamEnd): the
+    // call's status may say only CANCELLED.
+    std::unique_ptr<grpc::Status> ended_by_rogd;
     pb::ServerMessage m;
     bool ok = stream->Write(hello) && stream->Read(&m);
     if (ok && m.kind_case() != pb::ServerMessage::kWelcome) ok = false;
@@ -894,6 +897,10 @@ struct Worker::Impl {
         case pb::ServerMessage::kDirective:
           OnDirective(m.directive());
           break;
+        case pb::ServerMessage::kEnd:
+          ended_by_rogd = std::make_unique<grpc::Status>(
+              static_cast<grpc::StatusCode>(m.end().code()), m.end().message());
+          break;
         default:
           break;
       }
@@ -913,6 +920,7 @@ struct Worker::Impl {
       context = nullptr;
     }
     grpc::Status status = stream->Finish();
+    if (ended_by_rogd != nullptr) status = *ended_by_rogd;
     spdlog::info("worker {}: stream to {} ended: {}", opt.worker_id, opt.server,
                  status.ok() ? std::string("ok") : status.error_message());
     return status;

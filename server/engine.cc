@@ -11,10 +11,12 @@
 #include "absl/strings/str_format.h"
 #include "common/batch_plan.h"
 #include "common/goodput.h"
+#include "common/log_limiter.h"
 #include "common/mta.h"
 #include "common/row_index.h"
 #include "common/selection.h"
 #include "common/server_state.h"
+#include "common/uplink_rules.h"
 #include "proto/convert.h"
 #include "server/checkpoint.h"
 #include "spdlog/spdlog.h"
@@ -23,6 +25,9 @@ namespace rog {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr char kReplaced[] =
+    "replaced by a newer stream of the same worker (a reconnect, or a second process under "
+    "this worker id)";
 // Unacknowledged downlink bytes before the first goodput estimate.
 constexpr uint64_t kInitialInFlight = 64 * 1024;
 // Bytes a stream's writer may have queued before the engine stops forming
@@ -49,10 +54,6 @@ constexpr double kProbeIdle = 0.25;
 // worker's full resync shares the links, read healthy links as slow).
 constexpr double kPaceGrace = 2.0;
 constexpr uint64_t kMaxProbeBytes = 256 * 1024;
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 double UnixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -85,6 +86,10 @@ struct WorkerRec {
   uint64_t token = 0;
   WState state = WState::kConnected;
   uint64_t session = 0;
+  // A session whose stream rogd refused: its later events are dropped (Live).
+  uint64_t refused_session = 0;
+  // Restored from a checkpoint and not connected since.
+  bool restored = false;
   std::shared_ptr<Outbox> outbox;
   std::string peer;
   std::string sdk_version;
@@ -94,6 +99,10 @@ struct WorkerRec {
 
   uint64_t clock = 0;
   uint64_t join_clock = 0;
+  // The clock rogd last moved this worker's versions to (joining,
+  // rejoining, reattaching): every iteration up to it is credited, so a
+  // batch the worker formed before it heard of the move counts none.
+  uint64_t raised_to = 0;
   uint64_t last_applied = 0;  // uplink seq
   uint64_t durable = 0;       // uplink seq in the last checkpoint
 
@@ -168,14 +177,20 @@ struct Engine::Impl {
   bool team_ready = false;
   double team_ready_at = 0;
   std::map<std::string, uint64_t> rejected;
-  double start_time = Now();
+  double start_time = 0;  // set by Start, from opt.clock
   double last_checkpoint_unix = 0;
-  double last_checkpoint_time = Now();
+  double last_checkpoint_time = 0;
   std::string last_checkpoint_path;
   std::mt19937_64 rng{std::random_device{}()};
   std::string scratch;
   std::vector<float> decoded;
   double last_patience_check = 0;
+
+  // Refusal lines, per reason and worker (a client can cause them at will).
+  LogLimiter refusal_log;
+
+  // Every reading of time goes through opt.clock (a FakeClock in tests).
+  double Now() const { return opt.clock->Now(); }
 
   // --- the queue -------------------------------------------------------------
   void Post(std::function<void()> task) {
@@ -228,6 +243,44 @@ struct Engine::Impl {
   WorkerRec* BySession(uint64_t session) {
     auto it = by_session.find(session);
     return it == by_session.end() ? nullptr : workers[it->second].get();
+  }
+
+  // The worker of a stream whose messages still count: null once the
+  // stream was replaced, closed or refused.
+  WorkerRec* Live(uint64_t session) {
+    WorkerRec* r = BySession(session);
+    return r == nullptr || r->refused_session == session ? nullptr : r;
+  }
+
+  // One line per refusal, at most a few per reason and client every 10 s
+  // (a client can cause them as fast as it can send).
+  void LogRefusal(const std::string& reason, const std::string& who, absl::string_view message) {
+    // Per client host, not per connection: a client that reconnects for
+    // each bad message gets a new port every time.
+    absl::string_view client = who;
+    const size_t colon = client.rfind(':');
+    if (colon != absl::string_view::npos &&
+        client.find_first_not_of("0123456789", colon + 1) == absl::string_view::npos) {
+      client = client.substr(0, colon);
+    }
+    uint64_t suppressed = 0;
+    if (!refusal_log.Allow(absl::StrCat(reason, "|", client), Now(), &suppressed)) return;
+    if (suppressed > 0) {
+      spdlog::warn("refused a message from {} ({}): {} [{} more refusals of this kind not logged]",
+                   who, reason, std::string(message), suppressed);
+    } else {
+      spdlog::warn("refused a message from {} ({}): {}", who, reason, std::string(message));
+    }
+  }
+
+  // Refuses what worker r sent on its current stream: nothing of it is
+  // applied, it is counted under `reason` and logged, and the stream ends
+  // with `status`; events the stream queued after it are dropped.
+  void Refuse(WorkerRec& r, const std::string& reason, const absl::Status& status) {
+    ++rejected[reason];
+    LogRefusal(reason, absl::StrCat("worker ", r.id, " at ", r.peer), status.message());
+    r.refused_session = r.session;
+    if (r.outbox) r.outbox->End(status, reason);
   }
 
   uint64_t MinAttachedClock(const WorkerRec* except = nullptr) const {
@@ -341,7 +394,8 @@ struct Engine::Impl {
     if (state) state->SetActive(r.index, false);
     if (r.outbox) {
       SendDirective(r, [&](pb::Directive* d) { d->mutable_evicted()->set_reason(reason); });
-      r.outbox->End(reason);
+      r.outbox->End(left ? absl::OkStatus()
+                         : absl::AbortedError(absl::StrCat("rogd evicted this worker: ", reason)));
       r.outbox.reset();
     }
     by_session.erase(r.session);
@@ -578,7 +632,7 @@ struct Engine::Impl {
 
   // --- events ----------------------------------------------------------------
   absl::StatusOr<Admission> OnHello(std::shared_ptr<Outbox> outbox, const pb::Hello& hello,
-                                    const std::string& peer);
+                                    const std::string& peer, std::string* reason);
   void OnBatch(uint64_t session, UplinkBatch& batch);
   void OnAck(uint64_t session, const pb::Ack& ack);
   void OnProgress(uint64_t session, const pb::Progress& p);
@@ -609,11 +663,31 @@ struct Engine::Impl {
 };
 
 absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
-                                                const pb::Hello& hello, const std::string& peer) {
-  absl::StatusOr<Layout> parsed = LayoutFromProto(hello.layout());
+                                                const pb::Hello& hello, const std::string& peer,
+                                                std::string* reason) {
+  *reason = "bad_hello";
+  // Bounded before anything is allocated for it: a hello of a few bytes can
+  // describe petabytes.
+  absl::StatusOr<Layout> parsed = LayoutFromProto(hello.layout(), opt.layout_limits);
   if (!parsed.ok()) {
+    if (absl::IsResourceExhausted(parsed.status())) {
+      *reason = "model_too_large";
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "hello from '", hello.worker_id(), "': ", parsed.status().message(),
+          " (rogd --max_model_bytes=", opt.layout_limits.max_model_bytes,
+          ", --max_rows=", opt.layout_limits.max_rows,
+          "): register the model's parameters only, or raise the limit"));
+    }
     return absl::InvalidArgumentError(absl::StrCat("hello from '", hello.worker_id(),
                                                    "': bad layout: ", parsed.status().message()));
+  }
+  {
+    absl::Status clock = CheckHelloClock(hello.iteration(), kMaxClock);
+    if (!clock.ok()) {
+      *reason = "bad_clock";
+      return absl::InvalidArgumentError(
+          absl::StrCat("hello from '", hello.worker_id(), "': ", clock.message()));
+    }
   }
   if (parsed->fingerprint() != hello.layout_fingerprint()) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -635,6 +709,7 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
   auto it = by_id.find(hello.worker_id());
   WorkerRec* r = it == by_id.end() ? nullptr : workers[it->second].get();
 
+  if (state && parsed->fingerprint() != layout->fingerprint()) *reason = "layout_mismatch";
   if (!state) {
     // No model yet: the first worker brings it.
     if (!workers.empty() && r == nullptr) {
@@ -643,7 +718,7 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
           "'; this worker will be admitted once it is complete (retrying is automatic)"));
     }
     if (r != nullptr && r->outbox) {
-      r->outbox->End("replaced by a newer stream of the same worker");
+      r->outbox->End(absl::AbortedError(kReplaced));
       by_session.erase(r->session);
     }
     workers.clear();
@@ -684,7 +759,7 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
         hello.resume_token() == r->token) {
       // Resume: same incarnation, its state kept within the lease.
       if (r->outbox) {
-        r->outbox->End("replaced by a newer stream of the same worker");
+        r->outbox->End(absl::AbortedError(kReplaced));
         by_session.erase(r->session);
       }
       r->clock = std::max(r->clock, hello.iteration());
@@ -693,7 +768,9 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
     } else if (r != nullptr) {
       // Rejoin: evicted, or a new incarnation (its process restarted).
       if (r->outbox) {
-        r->outbox->End("replaced by a new incarnation of the same worker");
+        r->outbox->End(absl::AbortedError(
+            "replaced by a new incarnation of the same worker (its process restarted, or a second "
+            "process runs under this worker id)"));
         by_session.erase(r->session);
       }
       const bool was_evicted = r->state == WState::kEvicted;
@@ -701,13 +778,19 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
       r->token = rng() | 1;
       // The uplink seqs go on: a worker that comes back after eviction drops
       // what was applied before it and resends the rest, exactly once.
-      r->clock = alone ? std::max(r->clock, hello.iteration()) : team_min;
+      // Never below its own clock: its folded updates count iterations up
+      // to there, and its new ones must count after them (a new
+      // incarnation starting at the team's clock below that would push
+      // iterations rogd already holds).
+      r->clock = alone ? std::max(r->clock, hello.iteration()) : std::max(team_min, r->clock);
       r->join_clock = r->clock;
       state->RaiseVersion(r->index, r->clock);
+      r->raised_to = r->clock;
       spdlog::info("worker {} rejoined from {} ({}) at iteration {}", r->id, peer,
                    was_evicted ? "was evicted" : "new incarnation", r->clock);
     } else {
       if (workers.size() >= opt.max_workers) {
+        *reason = "too_many_workers";
         return absl::ResourceExhaustedError(absl::StrCat(
             "rogd keeps ", workers.size(),
             " worker records (--max_workers), evicted ones "
@@ -722,6 +805,7 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
       rec->clock = alone ? hello.iteration() : team_min;
       rec->join_clock = rec->clock;
       rec->index = state->AddWorker(rec->clock);
+      rec->raised_to = rec->clock;
       rec->token = rng() | 1;
       rec->joined_at = now;
       r = rec.get();
@@ -734,6 +818,7 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
     welcome.set_full_resync(true);
   }
   r->state = WState::kConnected;
+  r->restored = false;
   r->session = session;
   r->outbox = std::move(outbox);
   r->peer = peer;
@@ -777,14 +862,15 @@ void Engine::Impl::ModelComplete() {
   WorkerRec& r = *workers[0];
   r.joined_at = Now();
   state->RaiseVersion(0, r.clock);
+  r.raised_to = r.clock;
   spdlog::info("model received from worker {}: {} rows, {} bytes", r.id, layout->num_rows(),
                layout->total_numel() * 4);
   CheckTeamReady();
 }
 
 void Engine::Impl::OnBatch(uint64_t session, UplinkBatch& b) {
-  WorkerRec* r = BySession(session);
-  if (r == nullptr) return;  // a stream already replaced or closed
+  WorkerRec* r = Live(session);
+  if (r == nullptr) return;  // a stream already replaced, closed or refused
   r->last_seen = Now();
   pb::ServerMessage ack;
   if (b.seq <= r->last_applied) {
@@ -795,12 +881,69 @@ void Engine::Impl::OnBatch(uint64_t session, UplinkBatch& b) {
     return;
   }
   if (b.seq != r->last_applied + 1) {
-    spdlog::warn("worker {}: uplink seq {} after {} ignored", r->id, b.seq, r->last_applied);
+    // The stream handler checks seqs; this is the engine's own guard, never
+    // a silent drop.
+    Refuse(*r, "bad_seq",
+           absl::InvalidArgumentError(absl::StrCat(
+               "row batch seq ", b.seq, " after ", r->last_applied,
+               ": seqs rise by 1 per batch; after a reconnect continue from "
+               "Welcome.last_applied_uplink_seq + 1")));
     return;
+  }
+  // Everything is checked before anything is applied: a batch is folded
+  // whole or not at all.
+  if (b.kind == pb::BATCH_KIND_VALUES && state) {
+    Refuse(*r, "unexpected_values",
+           absl::InvalidArgumentError(absl::StrCat(
+               "initial values (BATCH_KIND_VALUES, seq ", b.seq,
+               ") after the model was complete: every row's values had arrived; send updates "
+               "as BATCH_KIND_UPDATE")));
+    return;
+  }
+  if (b.kind != pb::BATCH_KIND_VALUES && !state) {
+    Refuse(*r, "update_before_model",
+           absl::InvalidArgumentError(absl::StrCat(
+               "an update (seq ", b.seq, ") before the initial model was complete: ", staged_rows,
+               " of ", layout->num_rows(),
+               " rows have arrived. Send every row's values as BATCH_KIND_VALUES first "
+               "(Welcome.send_initial_values), then updates")));
+    return;
+  }
+  if (b.kind != pb::BATCH_KIND_VALUES) {
+    if (b.iteration > r->clock) {
+      Refuse(*r, "bad_clock",
+             absl::InvalidArgumentError(absl::StrCat(
+                 "row batch formed at iteration ", b.iteration,
+                 " but rogd holds this worker at iteration ", r->clock,
+                 ": send the Progress of an iteration before the batches that carry it")));
+      return;
+    }
+    if (b.iteration <= r->raised_to) {
+      // Formed before the worker heard that rogd moved its clock (a
+      // reattach or rejoin while the batch was on its way): rogd credits
+      // every iteration up to the move already, so the batch counts none.
+      // Its values are folded like any other.
+      std::fill(b.counts.begin(), b.counts.end(), 0);
+    }
+    absl::Status s =
+        CheckUpdateCounts(state->versions(), r->index, *layout, b.rows, b.counts, b.iteration);
+    if (!s.ok()) {
+      Refuse(*r, "bad_count", s);
+      return;
+    }
+    size_t at = 0;
+    for (size_t k = 0; k < b.rows.size(); ++k) {
+      const uint32_t numel = layout->row(b.rows[k]).numel;
+      s = state->CheckFold(r->index, b.rows[k], absl::MakeConstSpan(b.values.data() + at, numel));
+      if (!s.ok()) {
+        Refuse(*r, "non_finite_fold", s);
+        return;
+      }
+      at += numel;
+    }
   }
   size_t at = 0;
   if (b.kind == pb::BATCH_KIND_VALUES) {
-    if (state) return;  // the stream handler refuses these once a model exists
     for (RowId row : b.rows) {
       const RowInfo& info = layout->row(row);
       std::copy_n(b.values.data() + at, info.numel, staging.data() + info.offset);
@@ -811,7 +954,6 @@ void Engine::Impl::OnBatch(uint64_t session, UplinkBatch& b) {
       }
     }
   } else {
-    if (!state) return;
     for (size_t k = 0; k < b.rows.size(); ++k) {
       const uint32_t numel = layout->row(b.rows[k]).numel;
       state->Fold(r->index, b.rows[k], absl::MakeConstSpan(b.values.data() + at, numel),
@@ -835,8 +977,17 @@ void Engine::Impl::OnBatch(uint64_t session, UplinkBatch& b) {
 }
 
 void Engine::Impl::OnAck(uint64_t session, const pb::Ack& ack) {
-  WorkerRec* r = BySession(session);
+  WorkerRec* r = Live(session);
   if (r == nullptr) return;
+  if (ack.seq() >= r->next_down_seq) {
+    Refuse(*r, "bad_ack",
+           absl::InvalidArgumentError(absl::StrCat(
+               "ack of downlink seq ", ack.seq(), " but rogd has sent up to seq ",
+               r->next_down_seq - 1,
+               " on this stream: acknowledge only batches received (seqs restart at 1 on every "
+               "stream)")));
+    return;
+  }
   r->last_seen = Now();
   while (!r->inflight.empty() && r->inflight.front().seq <= ack.seq()) {
     r->inflight_bytes -= r->inflight.front().bytes;
@@ -847,8 +998,12 @@ void Engine::Impl::OnAck(uint64_t session, const pb::Ack& ack) {
 }
 
 void Engine::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
-  WorkerRec* r = BySession(session);
+  WorkerRec* r = Live(session);
   if (r == nullptr) return;
+  if (absl::Status s = CheckReportedClock(r->clock, p.iteration()); !s.ok()) {
+    Refuse(*r, "bad_clock", s);
+    return;
+  }
   r->last_seen = Now();
   r->progress = p;
   if (p.iteration() > r->compute_iteration_seen && p.compute_seconds() >= r->compute_total_seen) {
@@ -1212,6 +1367,7 @@ void Engine::Impl::Reattach(WorkerRec& q, const std::string& reason) {
   // (MayReattach), so the raised versions claim nothing still unpushed.
   q.clock = clock;
   state->RaiseVersion(q.index, clock);
+  q.raised_to = clock;
   spdlog::info("reattached worker {} at iteration {} after {:.1f} s detached: {}", q.id, clock,
                now - q.detached_at, reason);
   SendDirective(q, [&](pb::Directive* d) {
@@ -1320,6 +1476,8 @@ absl::Status Engine::Impl::Restore(const std::string& path) {
     rec->clock = rec->join_clock = cw.clock();
     rec->last_applied = rec->durable = cw.last_applied_uplink_seq();
     rec->state = cw.evicted() ? WState::kEvicted : WState::kDisconnected;
+    rec->restored = true;
+    if (rec->clock > kMaxClock) return bad(absl::StrCat("worker '", rec->id, "' clock"));
     rec->disconnected_at = Now();
     rec->sdk_version = cw.sdk_version();
     rec->requested.assign(rows, 0);
@@ -1366,6 +1524,8 @@ Engine::~Engine() {
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Start(EngineOptions options) {
   auto impl = std::make_unique<Impl>();
   impl->opt = std::move(options);
+  if (impl->opt.clock == nullptr) impl->opt.clock = DefaultClock();
+  impl->start_time = impl->last_checkpoint_time = impl->Now();
   impl->bound = EffectiveBound(impl->opt.policy, impl->opt.staleness);
   impl->mta =
       impl->opt.policy == SyncPolicy::kRog ? MinimumTransmissionAmount(impl->opt.staleness) : 1.0;
@@ -1382,9 +1542,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Start(EngineOptions options) {
 }
 
 absl::StatusOr<Admission> Engine::Hello(std::shared_ptr<Outbox> outbox, const pb::Hello& hello,
-                                        std::string peer) {
+                                        std::string peer, std::string* reason) {
+  std::string ignored;
+  if (reason == nullptr) reason = &ignored;
   return impl_->Call<absl::StatusOr<Admission>>(
-      [&] { return impl_->OnHello(std::move(outbox), hello, peer); });
+      [&] { return impl_->OnHello(std::move(outbox), hello, peer, reason); });
 }
 
 void Engine::Batch(uint64_t session, UplinkBatch batch) {
@@ -1402,17 +1564,18 @@ void Engine::Progress(uint64_t session, const pb::Progress& progress,
 }
 
 void Engine::Goodbye(uint64_t session, std::string reason) {
-  impl_->Post([this, session, reason] {
-    WorkerRec* r = impl_->BySession(session);
-    if (r == nullptr || !impl_->state) return;
+  impl_->Call<bool>([this, session, reason] {
+    WorkerRec* r = impl_->Live(session);
+    if (r == nullptr || !impl_->state) return true;
     impl_->Evict(*r, absl::StrCat("said goodbye (", reason, ")"), /*left=*/true);
+    return true;
   });
 }
 
 void Engine::EndStreams(const std::string& why) {
   impl_->Call<bool>([this, why] {
     for (auto& r : impl_->workers) {
-      if (r->outbox) r->outbox->End(why);
+      if (r->outbox) r->outbox->End(absl::AbortedError(why));
     }
     return true;
   });
@@ -1422,8 +1585,12 @@ void Engine::Closed(uint64_t session) {
   impl_->Post([this, session] { impl_->OnClosed(session); });
 }
 
-void Engine::CountRejection(const std::string& reason) {
-  impl_->Post([this, reason] { ++impl_->rejected[reason]; });
+void Engine::CountRejection(const std::string& reason, const std::string& who,
+                            const std::string& message) {
+  impl_->Post([this, reason, who, message] {
+    ++impl_->rejected[reason];
+    impl_->LogRefusal(reason, who, message);
+  });
 }
 
 pb::StatusReply Engine::Impl::StatusReport() const {
@@ -1640,7 +1807,7 @@ absl::Status Engine::Shutdown() {
   absl::Status result = impl_->Call<absl::Status>([this] {
     Impl& m = *impl_;
     for (auto& r : m.workers) {
-      if (r->outbox) r->outbox->End("rogd is shutting down");
+      if (r->outbox) r->outbox->End(absl::AbortedError("rogd is shutting down"));
       r->outbox.reset();
       if (r->state == WState::kConnected) r->state = WState::kDisconnected;
     }

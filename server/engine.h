@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/clock.h"
 #include "common/codec.h"
 #include "common/layout.h"
 #include "common/staleness.h"
@@ -69,6 +70,11 @@ struct EngineOptions {
   // link's time for its share). A detached worker then reattaches only
   // while the team with it would run at least as fast as without it.
   double detach_speedup = 0;
+  // What a first worker's layout may describe (--max_model_bytes,
+  // --max_rows), checked before anything is allocated for it.
+  LayoutLimits layout_limits{uint64_t{1} << 30, uint64_t{1} << 20};
+  // Every reading of time (null: the steady clock). Tests pass a FakeClock.
+  std::shared_ptr<const Clock> clock;
 };
 
 // What the engine needs of a worker stream.
@@ -79,9 +85,13 @@ class Outbox {
   virtual void Send(pb::ServerMessage message) = 0;
   // Serialized bytes queued and not yet handed to the transport.
   virtual uint64_t queued_bytes() const = 0;
-  // Ends the stream once the queued messages are written (superseded by a
-  // newer stream of the same worker, or evicted).
-  virtual void End(std::string why) = 0;
+  // Ends the stream once the queued messages are written, with `status`:
+  // ABORTED when superseded by a newer stream of the same worker, evicted
+  // or at shutdown; a refusal's code when rogd refused what the worker sent
+  // (`reason` is then its label, as counted in StatusReply.rejected). The
+  // stream's last message is a pb::StreamEnd saying the same. The first
+  // call wins.
+  virtual void End(absl::Status status, std::string reason = "") = 0;
 };
 
 // A validated, decoded uplink row batch.
@@ -140,19 +150,27 @@ class Engine {
   // Admits a stream whose first message was `hello`; sends pb::Welcome (and what
   // follows) through `outbox`. Errors carry the gRPC-style code and a message
   // saying what to do.
+  // A refusal's label (as counted in StatusReply.rejected) goes to *reason
+  // (if not null).
   absl::StatusOr<Admission> Hello(std::shared_ptr<Outbox> outbox, const pb::Hello& hello,
-                                  std::string peer);
+                                  std::string peer, std::string* reason = nullptr);
   void Batch(uint64_t session, UplinkBatch batch);
   // `hold` (may be null) is released once the engine is done with the
   // event, as UplinkBatch::hold is.
   void Ack(uint64_t session, const pb::Ack& ack, std::shared_ptr<const void> hold = nullptr);
   void Progress(uint64_t session, const pb::Progress& progress,
                 std::shared_ptr<const void> hold = nullptr);
+  // Waits until the engine has run every event the stream queued before
+  // it, so that a refusal among them is known (the stream's Outbox ended
+  // with its status) when it returns.
   void Goodbye(uint64_t session, std::string reason);
   // The stream ended (any reason). Idempotent.
   void Closed(uint64_t session);
-  // A message refused by a stream handler, by reason, for status and logs.
-  void CountRejection(const std::string& reason);
+  // A message refused by a stream handler: counted by reason for status and
+  // metrics, and logged (at most a few lines per reason and client every
+  // 10 s) as coming from `who`.
+  void CountRejection(const std::string& reason, const std::string& who,
+                      const std::string& message);
 
   // --- pb::Admin (thread-safe; wait for the engine thread) ---------------------
   pb::StatusReply Status();

@@ -81,6 +81,12 @@ ABSL_FLAG(absl::Duration, hello_timeout, absl::Seconds(10),
 ABSL_FLAG(uint32_t, max_workers, 256,
           "worker records kept, evicted ones included (each holds a copy of the model): a hello "
           "with a new worker id beyond it is refused");
+ABSL_FLAG(uint64_t, max_model_bytes, uint64_t{1} << 30,
+          "largest model (fp32 bytes of all tensors) a first worker's hello may register; "
+          "rogd holds a copy per worker, so memory is about this times (workers + 2)");
+ABSL_FLAG(uint32_t, max_rows, 1u << 20,
+          "most rows a model may have (rogd keeps versions per row and worker for every "
+          "worker's copy)");
 ABSL_FLAG(std::string, port_file, "",
           "write the port actually bound to this file once serving (for scripts and tests)");
 ABSL_FLAG(std::string, metrics_listen, "",
@@ -294,6 +300,12 @@ int main(int argc, char** argv) {
   if (options.max_message_bytes < 64 * 1024 || options.max_message_bytes > (1u << 30)) {
     return Fail("--max_message_bytes must be between 65536 and 1073741824");
   }
+  options.layout_limits.max_model_bytes = absl::GetFlag(FLAGS_max_model_bytes);
+  if (options.layout_limits.max_model_bytes < 4) return Fail("--max_model_bytes must be at least 4");
+  options.layout_limits.max_rows = absl::GetFlag(FLAGS_max_rows);
+  if (options.layout_limits.max_rows < 1 || options.layout_limits.max_rows > (1u << 24)) {
+    return Fail("--max_rows must be between 1 and 16777216");
+  }
   options.batch_bytes = absl::GetFlag(FLAGS_batch_bytes);
   if (options.batch_bytes < 256 || options.batch_bytes > options.max_message_bytes / 2) {
     return Fail("--batch_bytes must be at least 256 and at most half of --max_message_bytes");
@@ -329,6 +341,7 @@ int main(int argc, char** argv) {
     return Fail("--hello_timeout must be at least 100ms, e.g. 10s");
   }
   limits.hello_timeout_seconds = absl::ToDoubleSeconds(hello_timeout);
+  limits.max_message_bytes = options.max_message_bytes;
   options.max_workers = absl::GetFlag(FLAGS_max_workers);
   if (options.max_workers < options.team_size) {
     return Fail(absl::StrCat("--max_workers (", options.max_workers,
@@ -394,7 +407,10 @@ int main(int argc, char** argv) {
   // gRPC sets SO_REUSEPORT by default: a second rogd on the same port would
   // start and split the workers between two servers. Fail instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
+  // Twice the limit, so that the service sees a message over it and refuses
+  // it with a count and a message (StreamLimits::max_message_bytes).
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(std::min<uint64_t>(2 * options.max_message_bytes, INT32_MAX)));
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
   // Workers ping every second to find dead links (BUILDING.md): allow it.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);

@@ -163,11 +163,11 @@ class StreamOutbox final : public Outbox {
         // dropped (a reconnect resends and resyncs everything).
         ending_ = true;
         backlogged_ = true;
-        end_reason_ = absl::StrCat(
+        end_status_ = absl::ResourceExhaustedError(absl::StrCat(
             "the worker stopped reading its stream: ", queued_.load(),
             " bytes of row batches, acknowledgements and directives are waiting for it, and "
             "--max_stream_backlog_bytes is ",
-            max_backlog_, "; read the stream continuously (rog::Worker does), then reconnect");
+            max_backlog_, "; read the stream continuously (rog::Worker does), then reconnect"));
         for (const pb::ServerMessage& m : queue_) queued_ -= m.ByteSizeLong();
         queue_.clear();
         // The reading thread waits for the worker's next message and the
@@ -192,11 +192,21 @@ class StreamOutbox final : public Outbox {
 
   uint64_t queued_bytes() const override { return queued_.load(); }
 
-  void End(std::string why) override {
+  void End(absl::Status status, std::string reason) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (stop_ || ending_) return;
       ending_ = true;
-      end_reason_ = std::move(why);
+      // The last message says why: the client may see CANCELLED, since the
+      // writer cancels the call to wake the reading thread.
+      pb::ServerMessage m;
+      pb::StreamEnd* e = m.mutable_end();
+      e->set_code(static_cast<int32_t>(status.code()));
+      e->set_message(std::string(status.message()));
+      e->set_reason(reason);
+      queued_ += m.ByteSizeLong();
+      queue_.push_back(std::move(m));
+      end_status_ = std::move(status);
     }
     cv_.notify_all();
   }
@@ -206,9 +216,9 @@ class StreamOutbox final : public Outbox {
     return ending_;
   }
 
-  std::string end_reason() {
+  absl::Status end_status() {
     std::lock_guard<std::mutex> lock(mu_);
-    return end_reason_;
+    return end_status_;
   }
 
   // Ended because the worker stopped reading (StreamLimits::max_backlog_bytes).
@@ -273,7 +283,7 @@ class StreamOutbox final : public Outbox {
   bool backlogged_ = false;
   uint64_t backlog_timer_ = 0;  // Canceller id while one is set
   std::atomic<bool> backlog_cancelled_{false};
-  std::string end_reason_;
+  absl::Status end_status_;
   std::thread writer_;  // last: starts once the rest is constructed
 };
 
@@ -289,10 +299,15 @@ const std::vector<std::string>& RejectionReasons() {
       "bad_seq", "unexpected_values", "bad_codec", "bad_kind", "bad_row_ids", "empty_batch",
       "bad_index", "bad_count", "payload_size", "bad_values",
       // Anything else on a stream.
-      "bad_progress", "second_hello", "unknown_message",
-      // Resource limits (StreamLimits, EngineOptions::max_workers).
+      "bad_progress", "second_hello", "unknown_message", "unparseable",
+      "message_too_large",
+      // What rogd knows of the worker (the engine): hello clocks, progress
+      // clocks, update counts, finite folds, the order of values and updates.
+      "bad_clock", "bad_ack", "non_finite_fold", "update_before_model",
+      // Resource limits (StreamLimits, EngineOptions::max_workers and
+      // layout_limits).
       "too_many_rows", "batch_too_large", "too_many_streams", "worker_streams", "no_hello",
-      "downlink_backlog", "too_many_workers"};
+      "downlink_backlog", "too_many_workers", "model_too_large"};
   return reasons;
 }
 
@@ -484,11 +499,23 @@ grpc::Status TrainerService::Session(
     grpc::Status allowed = auth_->Check(context->client_metadata(), Caller::kWorker, peer);
     if (!allowed.ok()) return allowed;
   }
+  std::string who = peer;
   const auto reject = [&](const std::string& reason, grpc::StatusCode code,
                           const std::string& message) {
-    engine_->CountRejection(reason);
-    spdlog::warn("rejected a message from {}: {}", peer, message);
+    engine_->CountRejection(reason, who, message);
     return grpc::Status(code, message);
+  };
+  // A message over --max_message_bytes: gRPC takes up to twice that (so
+  // that rogd sees it and can say so); past that gRPC refuses it itself.
+  const auto too_large = [&](const pb::WorkerMessage& m) {
+    return limits_.max_message_bytes > 0 && m.ByteSizeLong() > limits_.max_message_bytes;
+  };
+  const auto refuse_too_large = [&](const pb::WorkerMessage& m) {
+    return reject("message_too_large", grpc::StatusCode::RESOURCE_EXHAUSTED,
+                  absl::StrCat("a message of ", m.ByteSizeLong(), " bytes; rogd takes at most ",
+                               limits_.max_message_bytes,
+                               " (--max_message_bytes, told in Welcome.max_message_bytes): send "
+                               "smaller row batches (WorkerOptions.batch_bytes)"));
   };
   if (!streams_->Open(limits_.max_streams)) {
     return reject("too_many_streams", grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -512,8 +539,16 @@ grpc::Status TrainerService::Session(
                                  " s of opening the stream (--hello_timeout): a worker sends "
                                  "its Hello first, at once"));
     }
-    if (!read) return grpc::Status(grpc::StatusCode::CANCELLED, "no hello");
+    if (!read) {
+      // The client left, or sent half a stream; or gRPC could not parse
+      // what it sent (the sync API says only that no message came).
+      if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "no hello");
+      return reject("unparseable", grpc::StatusCode::INVALID_ARGUMENT,
+                    "the stream ended before its first message could be read as a "
+                    "rog.v1.WorkerMessage: send a Hello first, encoded from proto/rog.proto");
+    }
   }
+  if (too_large(m)) return refuse_too_large(m);
   if (m.kind_case() != pb::WorkerMessage::kHello) {
     return reject("not_hello", grpc::StatusCode::INVALID_ARGUMENT,
                   "the first message of a stream must be a Hello");
@@ -524,6 +559,7 @@ grpc::Status TrainerService::Session(
                                "' is invalid: use 1-64 letters, digits, '.', '_' or '-'"));
   }
   const std::string worker_id = m.hello().worker_id();
+  who = absl::StrCat("worker ", worker_id, " at ", peer);
   if (!streams_->OpenFor(worker_id, limits_.max_streams_per_worker)) {
     return reject(
         "worker_streams", grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -535,17 +571,16 @@ grpc::Status TrainerService::Session(
   Finally close_worker_slot([&] { streams_->CloseFor(worker_id); });
   auto outbox = std::make_shared<StreamOutbox>(context, stream, limits_.max_backlog_bytes,
                                                &streams_->canceller());
-  absl::StatusOr<Admission> admitted = engine_->Hello(outbox, m.hello(), peer);
+  std::string hello_reason;
+  absl::StatusOr<Admission> admitted = engine_->Hello(outbox, m.hello(), peer, &hello_reason);
   if (!admitted.ok()) {
     outbox->Stop(/*cancel=*/false);
     const absl::StatusCode code = admitted.status().code();
     if (code == absl::StatusCode::kUnavailable) {
       return ToGrpc(admitted.status());  // retried by the worker; not a bad message
     }
-    return reject(code == absl::StatusCode::kFailedPrecondition  ? "layout_mismatch"
-                  : code == absl::StatusCode::kResourceExhausted ? "too_many_workers"
-                                                                 : "bad_hello",
-                  static_cast<grpc::StatusCode>(code), std::string(admitted.status().message()));
+    return reject(hello_reason, static_cast<grpc::StatusCode>(code),
+                  std::string(admitted.status().message()));
   }
   const uint64_t session = admitted->session;
   const Layout& layout = *admitted->layout;
@@ -564,8 +599,13 @@ grpc::Status TrainerService::Session(
   };
   grpc::Status result = grpc::Status::OK;
   bool clean = false;
-  while (stream->Read(&m)) {
+  bool read = false;
+  while ((read = stream->Read(&m))) {
     if (outbox->ended()) break;
+    if (too_large(m)) {
+      result = refuse_too_large(m);
+      break;
+    }
     switch (m.kind_case()) {
       case pb::WorkerMessage::kBatch: {
         UplinkBatch batch;
@@ -618,17 +658,29 @@ grpc::Status TrainerService::Session(
     }
     break;
   }
+  if (result.ok() && !read && !clean && !outbox->ended() && !context->IsCancelled()) {
+    // No Goodbye, not cancelled: the client half-closed, or gRPC could not
+    // parse its message (the sync API does not say which).
+    result = reject("unparseable", grpc::StatusCode::INVALID_ARGUMENT,
+                    "the stream ended without a Goodbye, or a message could not be read as a "
+                    "rog.v1.WorkerMessage: encode messages from proto/rog.proto, and send a "
+                    "Goodbye before closing the stream");
+  }
   engine_->Closed(session);
   if (result.ok() && outbox->backlogged()) {
     // Counted here, once: the outbox only ends the stream.
-    result = reject("downlink_backlog", grpc::StatusCode::RESOURCE_EXHAUSTED, outbox->end_reason());
+    result = reject("downlink_backlog", grpc::StatusCode::RESOURCE_EXHAUSTED,
+                    std::string(outbox->end_status().message()));
     outbox->Stop(/*cancel=*/true);
     return result;
   }
-  if (result.ok() && outbox->ended() && !clean) {
-    const std::string why = outbox->end_reason();
-    outbox->Stop(/*cancel=*/true);
-    return grpc::Status(grpc::StatusCode::ABORTED, why);
+  if (result.ok() && outbox->ended() && (!clean || !outbox->end_status().ok())) {
+    // Ended by the engine (replaced, evicted, refused, shutting down; a
+    // refusal can come before a Goodbye, which waits for it): its status,
+    // also sent in-band as the stream's last message.
+    const absl::Status why = outbox->end_status();
+    outbox->Stop(/*cancel=*/!clean);
+    return ToGrpc(why);
   }
   outbox->Stop(/*cancel=*/!result.ok() ? false : !clean);
   return result;

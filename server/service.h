@@ -71,6 +71,11 @@ struct StreamLimits {
   uint32_t max_streams_per_worker = 4;
   // A stream must send its Hello within this many seconds of opening.
   double hello_timeout_seconds = 10;
+  // Largest message taken from a worker (0: gRPC's limit only). rogd's
+  // gRPC server takes up to twice this, so that a message over it is
+  // refused here, counted and explained ("message_too_large"); gRPC refuses
+  // larger ones itself (RESOURCE_EXHAUSTED, not counted by rogd).
+  uint64_t max_message_bytes = 0;
 };
 
 // Every reason a stream handler counts a refused message under (the keys of

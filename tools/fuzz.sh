@@ -24,7 +24,7 @@ for a in "$@"; do
     *) targets+=("$a") ;;
   esac
 done
-[ "${#targets[@]}" -eq 0 ] && targets=(codec row_index row_batch checkpoint)
+[ "${#targets[@]}" -eq 0 ] && targets=(codec row_index row_batch checkpoint engine)
 
 buildlog="$(mktemp)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/rog-fuzz.XXXXXX")"

@@ -21,6 +21,9 @@ class FuzzInput {
     return v;
   }
 
+  // Bytes not taken yet.
+  size_t left() const { return size_ - at_; }
+
   // Everything not taken yet.
   std::string Rest() {
     std::string s(reinterpret_cast<const char*>(data_) + at_, size_ - at_);

@@ -2,7 +2,8 @@
 // engine sees it: the protobuf parse of a pb::WorkerMessage, then for a
 // RowBatch rog::ValidateUplinkBatch (seq, kind, codec, row ids, counts,
 // payload size and every row's Decode) and for a Hello
-// rog::LayoutFromProto. Input: 1 byte of options (which layout, whether
+// rog::LayoutFromProto within rogd's default --max_model_bytes and
+// --max_rows. Input: 1 byte of options (which layout, whether
 // the stream accepts initial values, the expected seq), then the
 // serialized message. Whatever is accepted must be self-consistent.
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "common/layout.h"
 #include "proto/convert.h"
 #include "rog.pb.h"
+#include "server/engine.h"
 #include "server/service.h"
 #include "test/fuzz/fuzz_input.h"
 
@@ -43,8 +45,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   rog::pb::WorkerMessage m;
   if (!m.ParseFromString(bytes)) return 0;
   if (m.has_hello()) {
-    absl::StatusOr<rog::Layout> parsed = rog::LayoutFromProto(m.hello().layout());
-    if (parsed.ok() && parsed->num_rows() == 0) std::abort();
+    // With rogd's default limits, as the engine parses a first hello: what
+    // is accepted stays within them (nothing larger was allocated).
+    const rog::LayoutLimits limits = rog::EngineOptions().layout_limits;
+    absl::StatusOr<rog::Layout> parsed = rog::LayoutFromProto(m.hello().layout(), limits);
+    if (parsed.ok() && (parsed->num_rows() == 0 || parsed->num_rows() > limits.max_rows ||
+                        parsed->total_numel() > limits.max_model_bytes / 4)) {
+      std::abort();
+    }
+    if (!parsed.ok() && parsed.status().code() != absl::StatusCode::kInvalidArgument &&
+        parsed.status().code() != absl::StatusCode::kResourceExhausted) {
+      std::abort();
+    }
     return 0;
   }
   if (!m.has_batch()) return 0;

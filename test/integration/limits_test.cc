@@ -75,7 +75,7 @@ pb::WorkerMessage RowsBatch(const Layout& layout, int n) {
   size_t bytes = 0;
   for (int k = 0; k < n; ++k) {
     rb->add_row_delta(k == 0 ? 0 : 1);
-    rb->add_count(1);
+    rb->add_count(0);  // zeros: a residual, no iteration
     rb->add_version_lag(0);
     bytes += layout.row(k).numel * 4;
   }

@@ -20,26 +20,48 @@ struct RawResult {
   std::string message;
 };
 
-// Opens a raw stream, writes `messages`, and returns how rogd ended it.
+// Reads a stream to its end: rogd's in-band pb::StreamEnd when it ended the
+// stream itself (the status may then read CANCELLED), else the status.
+template <typename Stream>
+RawResult ReadToEnd(Stream* stream) {
+  pb::ServerMessage reply;
+  std::unique_ptr<RawResult> in_band;
+  while (stream->Read(&reply)) {
+    if (reply.has_end()) {
+      in_band = std::make_unique<RawResult>(
+          RawResult{static_cast<grpc::StatusCode>(reply.end().code()), reply.end().message()});
+    }
+  }
+  const grpc::Status s = stream->Finish();
+  if (in_band != nullptr) return *in_band;
+  return RawResult{s.error_code(), s.error_message()};
+}
+
+// Opens a raw stream, writes `messages` and a Goodbye (a stream that ends
+// without one is refused as "unparseable": rogd cannot tell it from a
+// message gRPC could not parse), and returns how rogd ended it: its status,
+// or what its in-band pb::StreamEnd said when it ended the stream itself.
 inline RawResult Raw(const std::string& address, const std::vector<pb::WorkerMessage>& messages) {
   auto stub =
       pb::Trainer::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   auto stream = stub->Session(&ctx);
+  bool ok = true;
   for (const pb::WorkerMessage& m : messages) {
-    if (!stream->Write(m)) break;
+    if (!(ok = stream->Write(m))) break;
+  }
+  if (ok) {
+    pb::WorkerMessage goodbye;
+    goodbye.mutable_goodbye()->set_reason("raw test stream");
+    stream->Write(goodbye);
   }
   stream->WritesDone();
-  pb::ServerMessage reply;
-  while (stream->Read(&reply)) {
-  }
-  grpc::Status s = stream->Finish();
-  return RawResult{s.error_code(), s.error_message()};
+  return ReadToEnd(stream.get());
 }
 
 // A stream held open by the test: it writes what the test says and reads
-// nothing until Finish. Each has its own channel (its own connection), as
+// nothing until Welcome or Finish. Each has its own channel (its own connection), as
 // separate robots would.
 class OpenStream {
  public:
@@ -66,14 +88,18 @@ class OpenStream {
     }
   }
   bool Write(const pb::WorkerMessage& m) { return stream_->Write(m); }
-  // Reads whatever rogd sent, then its status.
+  // Reads until rogd's Welcome; empty if the stream ended first.
+  pb::Welcome Welcome() {
+    pb::ServerMessage m;
+    while (stream_->Read(&m)) {
+      if (m.has_welcome()) return m.welcome();
+    }
+    return pb::Welcome();
+  }
+  // Reads whatever rogd sent, then how it ended the stream (ReadToEnd).
   RawResult Finish() {
     finished_ = true;
-    pb::ServerMessage reply;
-    while (stream_->Read(&reply)) {
-    }
-    grpc::Status s = stream_->Finish();
-    return RawResult{s.error_code(), s.error_message()};
+    return ReadToEnd(stream_.get());
   }
   void Cancel() { ctx_.TryCancel(); }
 

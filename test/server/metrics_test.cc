@@ -201,17 +201,20 @@ TEST_CASE("--metrics_listen takes HOST:PORT and says what to write instead", "[m
   }
 }
 
-// A reason counted in server/service.cc but missing from RejectionReasons()
-// would only appear after its first occurrence.
-TEST_CASE("every rejection reason in service.cc is listed", "[metrics]") {
+// A reason counted in server/service.cc or server/engine.cc but missing
+// from RejectionReasons() would only appear after its first occurrence.
+TEST_CASE("every rejection reason in service.cc and engine.cc is listed", "[metrics]") {
   const char* srcdir = std::getenv("TEST_SRCDIR");
   const char* workspace = std::getenv("TEST_WORKSPACE");
   REQUIRE(srcdir != nullptr);
-  std::ifstream in(absl::StrCat(srcdir, "/", workspace, "/server/service.cc"));
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string source = ss.str();
+  std::string source;
+  for (const char* file : {"/server/service.cc", "/server/engine.cc"}) {
+    std::ifstream in(absl::StrCat(srcdir, "/", workspace, file));
+    REQUIRE(in.good());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    source += ss.str();
+  }
   const std::set<std::string> listed(RejectionReasons().begin(), RejectionReasons().end());
   const std::regex literal("\"([a-z0-9]+(_[a-z0-9]+)+)\"");
   size_t found = 0;
@@ -222,6 +225,22 @@ TEST_CASE("every rejection reason in service.cc is listed", "[metrics]") {
     ++found;
   }
   CHECK(found >= 2 * listed.size());  // once in the list, at least once where counted
+}
+
+// README "What is refused, and how" has a row for every reason.
+TEST_CASE("the README's table of refusals lists every rejection reason", "[metrics][docs]") {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  REQUIRE(srcdir != nullptr);
+  std::ifstream in(absl::StrCat(srcdir, "/", workspace, "/README.md"));
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string readme = ss.str();
+  for (const std::string& reason : RejectionReasons()) {
+    INFO(reason);
+    CHECK(absl::StrContains(readme, absl::StrCat("| `", reason, "` |")));
+  }
 }
 
 }  // namespace

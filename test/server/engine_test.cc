@@ -1,0 +1,397 @@
+// rogd's engine in-process against hostile and out-of-order input: every
+// message type with out-of-range, absurd, non-finite, contradictory and
+// out-of-order fields, before and after the model exists. After each the
+// engine answers, the refusal is counted under its reason, the stream ends
+// with a code and a message a person can act on, and the model is exactly
+// the ledger of what the engine acknowledged. Time is a FakeClock: nothing
+// here depends on the machine's speed.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "catch2/catch.hpp"
+#include "common/uplink_rules.h"
+#include "test/server/engine_testing.h"
+
+namespace rog {
+namespace {
+
+EngineOptions Options(SyncPolicy policy = SyncPolicy::kSsp, size_t team = 1) {
+  EngineOptions o;
+  o.policy = policy;
+  o.staleness = 2;
+  o.team_size = team;
+  return o;
+}
+
+std::vector<float> Ones(const Layout& layout) { return std::vector<float>(layout.total_numel(), 1); }
+
+// A harness whose first worker "a" brought the model (all ones) and is at
+// clock 0.
+struct WithModel {
+  explicit WithModel(EngineOptions options = Options()) : h(options) {
+    a = *h.Hello(h.MakeHello("a"));
+    h.SendValues(a, Ones(h.layout()));
+    h.Settle();
+    h.Account(a);
+    REQUIRE(h.engine().Status().has_model());
+  }
+  EngineHarness h;
+  EngineHarness::Stream a;
+};
+
+// The stream ended with `code`, saying `says`, counted under `reason`, and
+// the model is still the ledger of what the engine acknowledged.
+void RequireRefused(EngineHarness& h, const EngineHarness::Stream& s, absl::StatusCode code,
+                    const std::string& reason, const std::string& says) {
+  h.Settle();
+  INFO("ended: " << s.outbox->end_status().ToString());
+  REQUIRE(s.outbox->ended());
+  CHECK(s.outbox->end_status().code() == code);
+  CHECK(absl::StrContains(s.outbox->end_status().message(), says));
+  CHECK(s.outbox->end_reason() == reason);
+  CHECK(h.Rejected(reason) == 1);
+  // Nothing of the refused message was applied.
+  h.Account(s);
+  CHECK(h.CheckLedger() == "");
+}
+
+TEST_CASE("a hello whose layout is too large is refused before anything is allocated",
+          "[engine][hostile]") {
+  EngineHarness h(Options());
+  pb::Hello hello = h.MakeHello("a");
+  // One tensor of 2^24 x 2^30 elements: 64 PiB.
+  hello.mutable_layout()->Clear();
+  pb::TensorSpec* t = hello.mutable_layout()->add_tensors();
+  t->set_name("huge");
+  t->add_shape(16777216);
+  t->add_shape(1073741824);
+  // Within the hard limits of a layout (2^24 rows of 2^30), so it has a
+  // fingerprint; rogd's own limit refuses it before the row table exists.
+  hello.set_layout_fingerprint(LayoutFromProto(hello.layout())->fingerprint());
+  std::string reason;
+  absl::StatusOr<EngineHarness::Stream> s = h.Hello(hello, &reason);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.status().code() == absl::StatusCode::kResourceExhausted);
+  CHECK(reason == "model_too_large");
+  CHECK(absl::StrContains(s.status().message(), "--max_model_bytes"));
+
+  // Within the hard limits but over rogd's: 2 GiB of fp32.
+  hello.mutable_layout()->Clear();
+  t = hello.mutable_layout()->add_tensors();
+  t->set_name("big");
+  t->add_shape(1 << 19);
+  t->add_shape(1 << 10);
+  hello.set_layout_fingerprint(LayoutFromProto(hello.layout())->fingerprint());
+  s = h.Hello(hello, &reason);
+  REQUIRE_FALSE(s.ok());
+  CHECK(reason == "model_too_large");
+  CHECK(absl::StrContains(s.status().message(), "more than 1073741824 bytes"));
+
+  // Many one-row tensors: over --max_rows before one of them is copied.
+  EngineOptions few = Options();
+  few.layout_limits.max_rows = 4;
+  EngineHarness small(few);
+  hello = small.MakeHello("a");
+  for (int k = 0; k < 5; ++k) {
+    pb::TensorSpec* extra = hello.mutable_layout()->add_tensors();
+    extra->set_name("extra" + std::to_string(k));
+  }
+  s = small.Hello(hello, &reason);
+  REQUIRE_FALSE(s.ok());
+  CHECK(reason == "model_too_large");
+  CHECK(absl::StrContains(s.status().message(), "--max_rows=4"));
+  CHECK_FALSE(small.engine().Status().has_model());
+  // The engine still admits a worker with a sane model.
+  CHECK(small.Hello(small.MakeHello("a")).ok() == false);  // 10 rows > 4
+  CHECK(h.Hello(h.MakeHello("a")).ok());
+}
+
+TEST_CASE("hello clocks are bounded and never collide with 'no worker'", "[engine][hostile]") {
+  EngineHarness h(Options());
+  std::string reason;
+  for (uint64_t clock : {std::numeric_limits<uint64_t>::max(), kMaxClock + 1}) {
+    absl::StatusOr<EngineHarness::Stream> s = h.Hello(h.MakeHello("a", clock), &reason);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(reason == "bad_clock");
+  }
+  // The highest allowed clock works, and status reports it as it is.
+  EngineHarness::Stream a = *h.Hello(h.MakeHello("a", kMaxClock));
+  h.SendValues(a, Ones(h.layout()));
+  h.Settle();
+  const pb::StatusReply status = h.engine().Status();
+  CHECK(status.min_iteration() == kMaxClock);
+  CHECK(status.max_iteration() == kMaxClock);
+  // It cannot report beyond it.
+  h.Progress(a, kMaxClock + 1);
+  RequireRefused(h, a, absl::StatusCode::kInvalidArgument, "bad_clock", "at most 1");
+}
+
+TEST_CASE("a progress report moves the clock by at most one", "[engine][hostile]") {
+  WithModel m;
+  m.h.Progress(m.a, 1);
+  m.h.Progress(m.a, 1);  // repeated (a stall report): fine
+  m.h.Progress(m.a, 0);  // behind: ignored
+  m.h.Settle();
+  CHECK_FALSE(m.a.outbox->ended());
+  m.h.Progress(m.a, 13);
+  RequireRefused(m.h, m.a, absl::StatusCode::kInvalidArgument, "bad_clock",
+                 "rises by at most 1 per report");
+  CHECK(m.h.engine().Status().max_iteration() == 1);
+}
+
+TEST_CASE("update counts are bounded by the worker's clock", "[engine][hostile]") {
+  for (uint32_t count : {2u, 1000u, std::numeric_limits<uint32_t>::max()}) {
+    DYNAMIC_SECTION("count " << count) {
+      WithModel m;
+      m.h.Progress(m.a, 1);
+      m.h.UpdateAll(m.a, 2, count);
+      RequireRefused(m.h, m.a, absl::StatusCode::kInvalidArgument, "bad_count",
+                     "formed at iteration 1, so at most 1 iterations can be new");
+    }
+  }
+  SECTION("the count of the iteration just reported is fine, and not twice") {
+    WithModel m;
+    m.h.Progress(m.a, 1);
+    m.h.UpdateAll(m.a, 2, 1);
+    m.h.Settle();
+    CHECK_FALSE(m.a.outbox->ended());
+    m.h.Account(m.a);
+    m.h.UpdateAll(m.a, 2, 1);  // iteration 1 again
+    RequireRefused(m.h, m.a, absl::StatusCode::kInvalidArgument, "bad_count",
+                   "at most 0 iterations can be new");
+  }
+  SECTION("an update formed beyond the worker's clock is refused") {
+    WithModel m;
+    m.a.clock = 1;  // no Progress of iteration 1 was sent
+    m.h.UpdateAll(m.a, 2, 1);
+    RequireRefused(m.h, m.a, absl::StatusCode::kInvalidArgument, "bad_clock",
+                   "send the Progress of an iteration before the batches that carry it");
+  }
+}
+
+TEST_CASE("finite updates that would make the model non-finite are refused whole",
+          "[engine][hostile]") {
+  EngineOptions options = Options();
+  char dir[] = "/tmp/rog_engine_test.XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  options.checkpoint_path = std::string(dir) + "/rogd.ckpt";
+  {
+    WithModel m(options);
+    m.h.Progress(m.a, 1);
+    // Row 0 is fine, the last row overflows: nothing of the batch applies.
+    m.h.UpdateAll(m.a, 3e38f, 1);
+    m.h.Settle();
+    CHECK_FALSE(m.a.outbox->ended());
+    m.h.Account(m.a);
+    m.h.Progress(m.a, 2);
+    m.h.UpdateAll(m.a, 3e38f, 1);
+    RequireRefused(m.h, m.a, absl::StatusCode::kInvalidArgument, "non_finite_fold",
+                   "would make the global value non-finite");
+    // Events the refused stream had queued after it are dropped.
+    m.h.Progress(m.a, 3);
+    m.h.UpdateAll(m.a, 1, 1);
+    m.h.Settle();
+    CHECK(m.h.engine().Status().max_iteration() == 2);
+    CHECK(m.h.CheckLedger() == "");
+    REQUIRE(m.h.engine().CheckpointNow().ok());
+  }
+  // rogd loads the checkpoint it wrote.
+  EngineOptions restart = Options();
+  restart.checkpoint_path = options.checkpoint_path;
+  absl::StatusOr<std::unique_ptr<Engine>> again = Engine::Start(restart);
+  INFO(again.status().ToString());
+  REQUIRE(again.ok());
+  CHECK((*again)->Status().has_model());
+  REQUIRE((*again)->Shutdown().ok());
+}
+
+TEST_CASE("the pending copy of another worker cannot overflow either", "[engine][hostile]") {
+  WithModel m(Options(SyncPolicy::kSsp, 1));
+  EngineHarness::Stream b = *m.h.Hello(m.h.MakeHello("b"));
+  m.h.Settle();
+  // a pushes -3e38 twice and +3e38 twice: the global value stays finite
+  // (1 - 3e38 + 3e38 ...), but b's pending copy, which had none of it,
+  // would reach -6e38 after the second push.
+  m.h.Progress(m.a, 1);
+  m.h.UpdateAll(m.a, -3e38f, 1);
+  m.h.Settle();
+  m.h.Account(m.a);
+  m.h.Progress(m.a, 2);
+  m.h.UpdateAll(m.a, -3e38f, 1);
+  RequireRefused(m.h, m.a, absl::StatusCode::kInvalidArgument, "non_finite_fold",
+                 "non-finite");
+  CHECK_FALSE(b.outbox->ended());
+}
+
+TEST_CASE("the first worker's stream: values and updates in the wrong order are refused",
+          "[engine][hostile]") {
+  SECTION("an update before the model is complete") {
+    EngineHarness h(Options());
+    EngineHarness::Stream a = *h.Hello(h.MakeHello("a"));
+    h.Batch(a, pb::BATCH_KIND_VALUES, {0}, {0}, std::vector<float>(4, 1));
+    h.UpdateAll(a, 1, 0);
+    RequireRefused(h, a, absl::StatusCode::kInvalidArgument, "update_before_model",
+                   "1 of 9 rows have arrived");
+    // Nothing after it on that stream counts; the model is still missing.
+    CHECK_FALSE(h.engine().Status().has_model());
+    CHECK(a.outbox->acked() == 1);
+  }
+  SECTION("values after the model is complete") {
+    WithModel m;
+    m.h.SendValues(m.a, std::vector<float>(m.h.layout().total_numel(), 5));
+    RequireRefused(m.h, m.a, absl::StatusCode::kInvalidArgument, "unexpected_values",
+                   "after the model was complete");
+    CHECK(m.h.CheckLedger() == "");
+  }
+}
+
+TEST_CASE("an ack of a batch never sent is refused", "[engine][hostile]") {
+  WithModel m;
+  pb::Ack ack;
+  ack.set_seq(1000);
+  m.h.engine().Ack(m.a.session, ack);
+  RequireRefused(m.h, m.a, absl::StatusCode::kInvalidArgument, "bad_ack", "has sent up to seq");
+}
+
+TEST_CASE("a stream replaced by the same worker ends ABORTED, saying why", "[engine]") {
+  WithModel m;
+  EngineHarness::Stream again = *m.h.Hello(m.h.MakeHello("a", 0, m.a.token));
+  m.h.Settle();
+  REQUIRE(m.a.outbox->ended());
+  CHECK(m.a.outbox->end_status().code() == absl::StatusCode::kAborted);
+  CHECK(absl::StrContains(m.a.outbox->end_status().message(), "replaced by a newer stream"));
+  CHECK_FALSE(again.outbox->ended());
+}
+
+// rogd moved b's clock when it rejoined; a batch b formed before it heard
+// (its iteration at or below the move) counts no iteration, while its
+// values are folded. After that the usual bound applies.
+TEST_CASE("a batch formed before the worker heard its clock moved counts nothing",
+          "[engine][rejoin]") {
+  WithModel m(Options(SyncPolicy::kSsp, 1));
+  EngineHarness::Stream b = *m.h.Hello(m.h.MakeHello("b"));
+  m.h.Settle();
+  m.h.engine().Goodbye(b.session, "test");
+  m.h.Settle();
+  for (uint64_t k = 1; k <= 5; ++k) m.h.Progress(m.a, k);
+  b = *m.h.Hello(m.h.MakeHello("b"));
+  m.h.Settle();
+  REQUIRE(b.clock == 5);  // the team's clock
+  b.clock = 2;            // formed on its old clock
+  m.h.UpdateAll(b, 1, 2);
+  m.h.Settle();
+  REQUIRE_FALSE(b.outbox->ended());
+  m.h.Account(b);
+  CHECK(m.h.CheckLedger() == "");
+  m.h.Progress(b, 6);
+  m.h.UpdateAll(b, 1, 2);  // 5 + 2 > 6
+  RequireRefused(m.h, b, absl::StatusCode::kInvalidArgument, "bad_count",
+                 "at most 1 iterations can be new");
+}
+
+// A new incarnation that rejoins while its old updates are ahead of the
+// slowest worker starts at its old clock, not the team's: its next
+// iterations must count after the ones rogd holds.
+TEST_CASE("a worker rejoins at its own clock when that is ahead of the team's",
+          "[engine][rejoin]") {
+  WithModel m(Options(SyncPolicy::kSsp, 1));
+  EngineHarness::Stream b = *m.h.Hello(m.h.MakeHello("b"));
+  m.h.Progress(m.a, 1);
+  for (uint64_t k = 1; k <= 2; ++k) {
+    m.h.Progress(b, k);
+    m.h.UpdateAll(b, 1, 1);
+  }
+  m.h.Settle();
+  m.h.Account(b);
+  m.h.engine().Goodbye(b.session, "test");
+  m.h.Settle();
+  b = *m.h.Hello(m.h.MakeHello("b"));  // a new process, from clock 0
+  m.h.Settle();
+  CHECK(b.clock == 2);  // not a's 1
+  m.h.Progress(b, 3);
+  m.h.UpdateAll(b, 1, 1);
+  m.h.Settle();
+  CHECK_FALSE(b.outbox->ended());
+  m.h.Account(b);
+  CHECK(m.h.CheckLedger() == "");
+}
+
+// A worker that rejoins after leaving pushes what it kept with count 0 (its
+// clock moved to the team's, so those updates count no iteration): folded,
+// conserved, and delivered to the other workers although no version rises.
+TEST_CASE("updates a rejoining worker kept reach the others (count 0)", "[engine][rejoin]") {
+  WithModel m(Options(SyncPolicy::kSsp, 1));
+  EngineHarness::Stream b = *m.h.Hello(m.h.MakeHello("b"));
+  m.h.Settle();
+  // b leaves, and comes back as a new incarnation.
+  m.h.engine().Goodbye(b.session, "test");
+  m.h.Settle();
+  b = *m.h.Hello(m.h.MakeHello("b"));
+  m.h.Settle();
+  // b pushes what it kept: row 8 (the bias) only, count 0.
+  m.h.Batch(b, pb::BATCH_KIND_UPDATE, {8}, {0}, std::vector<float>(3, 4));
+  m.h.Settle();
+  REQUIRE_FALSE(b.outbox->ended());
+  m.h.Account(b);
+  CHECK(m.h.CheckLedger() == "");
+  // a's next iteration pulls every pending row: the bias is one of them.
+  const size_t before = m.a.outbox->messages().size();
+  m.h.Progress(m.a, 1);
+  m.h.Settle();
+  bool got_bias = false;
+  const std::vector<pb::ServerMessage> sent = m.a.outbox->messages();
+  for (size_t k = before; k < sent.size(); ++k) {
+    if (!sent[k].has_batch() || sent[k].batch().kind() != pb::BATCH_KIND_UPDATE) continue;
+    uint32_t row = 0;
+    for (int i = 0; i < sent[k].batch().row_delta_size(); ++i) {
+      row += sent[k].batch().row_delta(i);
+      got_bias |= row == 8;
+    }
+  }
+  CHECK(got_bias);
+}
+
+// Team patience on the fake clock: a worker that keeps another waiting at
+// the bound longer than the patience is detached, at the moment the clock
+// passes it and not before.
+TEST_CASE("patience detaches the holder once the wait passes it, on the fake clock",
+          "[engine][patience]") {
+  EngineOptions o = Options(SyncPolicy::kSsp, 2);
+  o.patience = 5;
+  EngineHarness h(o);
+  EngineHarness::Stream a = *h.Hello(h.MakeHello("a"));
+  h.SendValues(a, Ones(h.layout()));
+  EngineHarness::Stream b = *h.Hello(h.MakeHello("b"));
+  h.Settle();
+  REQUIRE(h.engine().Status().team_ready());
+  // a runs to the bound (S=2): it needs b's iteration 1 to start its 4th.
+  for (uint64_t k = 1; k <= 3; ++k) {
+    h.Progress(a, k);
+    h.UpdateAll(a, 1, 1);
+  }
+  h.Progress(a, 3, /*stalled=*/true);
+  h.Settle();
+  const auto detached = [&] {
+    for (const pb::ServerMessage& m : b.outbox->messages()) {
+      if (m.has_directive() && m.directive().has_detached()) return true;
+    }
+    return false;
+  };
+  h.clock().Advance(4.9);
+  h.Settle();
+  CHECK_FALSE(detached());
+  h.clock().Advance(0.2);
+  h.Settle();
+  CHECK(detached());
+  const pb::WorkersReply workers = h.engine().Workers();
+  for (const pb::WorkerInfo& w : workers.workers()) {
+    CHECK(w.detached() == (w.worker_id() == "b"));
+  }
+}
+
+}  // namespace
+}  // namespace rog
