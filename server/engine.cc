@@ -1706,6 +1706,39 @@ std::map<uint64_t, uint64_t> Engine::Impl::StalenessCounts() const {
   return counts;
 }
 
+absl::Status Engine::CheckInvariants() {
+  return impl_->Call<absl::Status>([this]() -> absl::Status {
+    const Impl& m = *impl_;
+    for (const auto& r : m.workers) {
+      if (r->clock > kMaxClock) {
+        return absl::InternalError(absl::StrCat("worker ", r->id, " clock ", r->clock));
+      }
+    }
+    if (!m.state) return absl::OkStatus();
+    const VersionStore& v = m.state->versions();
+    for (const auto& r : m.workers) {
+      for (RowId row = 0; row < m.layout->num_rows(); ++row) {
+        if (v.Get(row, r->index) > r->clock) {
+          return absl::InternalError(absl::StrCat("row ", row, " holds ", v.Get(row, r->index),
+                                                  " iterations of worker ", r->id,
+                                                  " whose clock is ", r->clock));
+        }
+        for (const auto& q : m.workers) {
+          if (m.state->copy_versions(q->index).Get(row, r->index) > v.Get(row, r->index)) {
+            return absl::InternalError(absl::StrCat("worker ", q->id, "'s copy of row ", row,
+                                                    " holds more of ", r->id,
+                                                    " than the global row"));
+          }
+        }
+      }
+    }
+    for (float x : m.state->global()) {
+      if (!std::isfinite(x)) return absl::InternalError("a global value is not finite");
+    }
+    return absl::OkStatus();
+  });
+}
+
 MetricsSnapshot Engine::Metrics() {
   return impl_->Call<MetricsSnapshot>([this] {
     MetricsSnapshot s;

@@ -182,6 +182,13 @@ class Engine {
   // unfiltered Staleness cost together, once per scrape.
   MetricsSnapshot Metrics();
 
+  // For tests and fuzzers: the engine's invariants, checked now. No
+  // worker's updates in any row count more iterations than its clock (what
+  // the staleness bound relies on), no copy holds more of a worker than
+  // the global rows, clocks stay below 2^48, and the model is finite.
+  // Internal with what broke, else OK.
+  absl::Status CheckInvariants();
+
   // Ends every worker stream once its queued messages are written (workers
   // reconnect by themselves); the first step of a clean shutdown.
   void EndStreams(const std::string& why);

@@ -3,10 +3,12 @@
 // streams can hand it: hellos with any clock and token, initial values and
 // updates of any rows with any counts and values (huge ones included, so
 // folds can overflow), progress reports with any clock, acks of any seq,
-// goodbyes, closed streams and time passing. After the sequence the engine
-// must answer, its status must be coherent, and its model must be finite
-// and equal, bit for bit, to the ledger of the batches it acknowledged.
-// Input: 1 byte of options, then ops of a few bytes each.
+// goodbyes, closed streams and time passing. The engine must answer, its
+// status must be coherent, and its model must be finite
+// and equal, bit for bit, to the ledger of the batches it acknowledged,
+// after every operation; and Engine::CheckInvariants must hold (no row
+// counts more of a worker's iterations than its clock, which the staleness
+// bound relies on). Input: 1 byte of options, then ops of a few bytes each.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -155,16 +157,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         h.clock().Advance(in.Byte() / 16.0);
         break;
       default:
-        h.Settle();
         break;
     }
-  }
-  h.Settle();
-  h.AccountAll();
-  const std::string ledger = h.CheckLedger();
-  if (!ledger.empty()) {
-    fprintf(stderr, "ledger: %s\n", ledger.c_str());
-    std::abort();
+    // After every operation: the invariants, and the model against the
+    // ledger of acknowledged batches.
+    h.Settle();
+    const absl::Status invariants = h.engine().CheckInvariants();
+    if (!invariants.ok()) {
+      fprintf(stderr, "after op %d: %s\n", op, std::string(invariants.message()).c_str());
+      std::abort();
+    }
+    h.AccountAll();
+    const std::string ledger = h.CheckLedger();
+    if (!ledger.empty()) {
+      fprintf(stderr, "after op %d, ledger: %s\n", op, ledger.c_str());
+      std::abort();
+    }
   }
   const rog::pb::StatusReply status = h.engine().Status();
   if (status.max_iteration() > rog::kMaxClock || status.min_iteration() > status.max_iteration()) {

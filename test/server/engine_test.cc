@@ -56,6 +56,7 @@ void RequireRefused(EngineHarness& h, const EngineHarness::Stream& s, absl::Stat
   // Nothing of the refused message was applied.
   h.Account(s);
   CHECK(h.CheckLedger() == "");
+  CHECK(h.engine().CheckInvariants().ToString() == "OK");
 }
 
 TEST_CASE("a hello whose layout is too large is refused before anything is allocated",
