@@ -1,8 +1,5 @@
 #include "common/uplink_rules.h"
 
-#include <algorithm>
-#include <limits>
-
 #include "absl/strings/str_cat.h"
 
 namespace rog {
@@ -17,27 +14,11 @@ absl::Status CheckReportedClock(uint64_t clock, uint64_t reported) {
   return absl::OkStatus();
 }
 
-uint64_t ReachableClock(const VersionStore& copy, size_t self, const AttachedSet& attached,
-                        uint64_t clock, uint32_t bound) {
-  uint64_t min = std::numeric_limits<uint64_t>::max();
-  for (RowId row = 0; row < copy.num_rows(); ++row) {
-    min = std::min(min, MinOtherVersion(copy, row, self, attached));
-  }
-  if (min == std::numeric_limits<uint64_t>::max() || min >= kMaxClock) return kMaxClock;
-  return std::min(kMaxClock, std::max(clock, min + bound + 1));
-}
-
-absl::Status CheckHelloClock(uint64_t reported, uint64_t reachable) {
+absl::Status CheckHelloClock(uint64_t reported) {
   if (reported > kMaxClock) {
     return absl::InvalidArgumentError(
         absl::StrCat("hello says the worker completed ", reported, " iterations; at most ",
                      kMaxClock, " are possible: send the worker's own iteration count"));
-  }
-  if (reported > reachable) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "hello says the worker completed ", reported, " iterations, but with the rows rogd sent it "
-        "the staleness bound let it reach at most ", reachable,
-        ": send the iteration count the worker really reached (rog::Worker does)"));
   }
   return absl::OkStatus();
 }

@@ -12,7 +12,6 @@
 
 #include "absl/status/status.h"
 #include "common/layout.h"
-#include "common/staleness.h"
 #include "common/version_store.h"
 
 namespace rog {
@@ -27,18 +26,11 @@ constexpr uint64_t kMaxClock = uint64_t{1} << 48;
 // one is a report sent before rogd moved the worker's clock, and ignored).
 absl::Status CheckReportedClock(uint64_t clock, uint64_t reported);
 
-// The highest clock a worker at `clock` can have reached on its own under
-// bound `bound`, given what its copy holds of the attached other workers
-// (rogd's view, which is never behind the worker's own): it may complete
-// iteration c + 1 only while every row holds them up to c - bound. With no
-// attached other worker, kMaxClock.
-uint64_t ReachableClock(const VersionStore& copy, size_t self, const AttachedSet& attached,
-                        uint64_t clock, uint32_t bound);
-
-// Hello.iteration of a worker that rogd already knows and that cannot have
-// gone past `reachable` (ReachableClock, or its local steps while detached)
-// since; of a worker rogd does not know, pass kMaxClock.
-absl::Status CheckHelloClock(uint64_t reported, uint64_t reachable);
+// Hello.iteration: below kMaxClock. Not bounded further: a worker may have
+// trained on while it was away, and one rogd restored from a checkpoint
+// reports a clock past it (the staleness bound a reconnecting worker kept
+// is the SDK's to keep; rogd bounds every count by the reported clock).
+absl::Status CheckHelloClock(uint64_t reported);
 
 // The counts of an uplink BATCH_KIND_UPDATE from worker `w`, formed when
 // the worker had completed `iteration` iterations (RowBatch.iteration,

@@ -88,8 +88,6 @@ struct WorkerRec {
   uint64_t session = 0;
   // A session whose stream rogd refused: its later events are dropped (Live).
   uint64_t refused_session = 0;
-  // Restored from a checkpoint and not connected since.
-  bool restored = false;
   std::shared_ptr<Outbox> outbox;
   std::string peer;
   std::string sdk_version;
@@ -682,7 +680,7 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
                                                    "': bad layout: ", parsed.status().message()));
   }
   {
-    absl::Status clock = CheckHelloClock(hello.iteration(), kMaxClock);
+    absl::Status clock = CheckHelloClock(hello.iteration());
     if (!clock.ok()) {
       *reason = "bad_clock";
       return absl::InvalidArgumentError(
@@ -818,7 +816,6 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
     welcome.set_full_resync(true);
   }
   r->state = WState::kConnected;
-  r->restored = false;
   r->session = session;
   r->outbox = std::move(outbox);
   r->peer = peer;
@@ -1476,7 +1473,6 @@ absl::Status Engine::Impl::Restore(const std::string& path) {
     rec->clock = rec->join_clock = cw.clock();
     rec->last_applied = rec->durable = cw.last_applied_uplink_seq();
     rec->state = cw.evicted() ? WState::kEvicted : WState::kDisconnected;
-    rec->restored = true;
     if (rec->clock > kMaxClock) return bad(absl::StrCat("worker '", rec->id, "' clock"));
     rec->disconnected_at = Now();
     rec->sdk_version = cw.sdk_version();
