@@ -5,6 +5,7 @@
 // with a code and a message a person can act on, and the model is exactly
 // the ledger of what the engine acknowledged. Time is a FakeClock: nothing
 // here depends on the machine's speed.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -392,6 +393,87 @@ TEST_CASE("patience detaches the holder once the wait passes it, on the fake clo
   for (const pb::WorkerInfo& w : workers.workers()) {
     CHECK(w.detached() == (w.worker_id() == "b"));
   }
+}
+
+// Acknowledges every downlink batch the stream received since the last
+// call, `seconds` after they left: rogd's estimate of its downlink.
+void AckDownlink(EngineHarness& h, const EngineHarness::Stream& s, double seconds,
+                 uint64_t* acked_seq) {
+  uint64_t seq = *acked_seq, bytes = 0;
+  for (const pb::ServerMessage& m : s.outbox->messages()) {
+    if (m.has_batch() && m.batch().seq() > *acked_seq) {
+      seq = std::max<uint64_t>(seq, m.batch().seq());
+      bytes += m.batch().ByteSizeLong();
+    }
+  }
+  if (seq == *acked_seq) return;
+  h.clock().Advance(seconds);
+  pb::Ack ack;
+  ack.set_seq(seq);
+  ack.set_bytes(bytes);
+  h.engine().Ack(s.session, ack);
+  *acked_seq = seq;
+}
+
+bool Detached(const EngineHarness::Stream& s, std::string* reason = nullptr) {
+  for (const pb::ServerMessage& m : s.outbox->messages()) {
+    if (m.has_directive() && m.directive().has_detached()) {
+      if (reason != nullptr) *reason = m.directive().detached().reason();
+      return true;
+    }
+  }
+  return false;
+}
+
+// Team pace on the fake clock: b's uplink moves 50 bytes/s, so its share
+// takes seconds; the team would run far faster without it, so with
+// --detach_speedup it is detached, but not before the links had kPaceGrace
+// (2 s) since the team started to be measured.
+TEST_CASE("the team pace detaches the slowest link, not within 2 s of the start",
+          "[engine][patience]") {
+  EngineOptions o = Options(SyncPolicy::kRog, 3);
+  o.patience = 10;
+  o.detach_speedup = 1.5;
+  EngineHarness h(o);
+  std::vector<EngineHarness::Stream> w;
+  w.push_back(*h.Hello(h.MakeHello("a")));
+  h.SendValues(w[0], Ones(h.layout()));
+  w.push_back(*h.Hello(h.MakeHello("b")));
+  w.push_back(*h.Hello(h.MakeHello("c")));
+  h.Settle();
+  REQUIRE(h.engine().Status().team_ready());
+  std::vector<uint64_t> acked(3, 0);
+  const double uplink[3] = {1e6, 50, 1e6};  // bytes/s, as each worker measures
+  const auto iteration = [&](uint64_t k) {
+    for (size_t i = 0; i < w.size(); ++i) {
+      pb::Progress p;
+      p.set_iteration(k);
+      p.set_compute_seconds(0.01 * static_cast<double>(k));
+      p.set_uplink_goodput(uplink[i]);
+      h.engine().Progress(w[i].session, p);
+      h.UpdateAll(w[i], 1, 1);
+    }
+    h.Settle();
+    for (size_t i = 0; i < w.size(); ++i) AckDownlink(h, w[i], 0.001, &acked[i]);
+    h.clock().Advance(0.1);
+    h.Settle();
+  };
+  const double ready = h.clock().Now();
+  // Every link is measured and every compute time known after a few
+  // iterations; the pace still waits until 2 s after the start.
+  double detached_at = -1;
+  for (uint64_t k = 1; k <= 40 && detached_at < 0; ++k) {
+    iteration(k);
+    if (Detached(w[1])) detached_at = h.clock().Now();
+  }
+  std::string reason;
+  REQUIRE(Detached(w[1], &reason));
+  INFO("detached " << detached_at - ready << " s after the start");
+  CHECK(detached_at - ready >= 2.0);
+  CHECK(detached_at - ready < 2.3);
+  CHECK(reason.find("--detach_speedup=1.5") != std::string::npos);
+  CHECK_FALSE(Detached(w[0]));
+  CHECK_FALSE(Detached(w[2]));
 }
 
 }  // namespace
