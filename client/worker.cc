@@ -303,6 +303,10 @@ struct Worker::Impl {
 
   // --- incoming messages (mu held) ----------------------------------------------
   void OnWelcome(const pb::Welcome& w) {
+    // Resumed: rogd kept this worker's state (the token it sent back is the
+    // one we presented). Otherwise rogd set its versions to the welcome's
+    // clock (a first connect, a rejoin, a first worker bringing the model).
+    const bool resumed = token != 0 && w.resume_token() == token;
     token = w.resume_token();
     policy = static_cast<SyncPolicy>(w.sync());
     bound = EffectiveBound(policy, w.staleness());
@@ -355,11 +359,19 @@ struct Worker::Impl {
     next_up_seq = w.last_applied_uplink_seq() + 1;
     forced.clear();
     std::fill(is_forced.begin(), is_forced.end(), false);
-    if (w.iteration() != state.clock()) {
-      spdlog::info("worker {}: rogd sets the clock to {} (was {})", opt.worker_id, w.iteration(),
-                   state.clock());
+    // Unless resumed, rogd credits every iteration up to the welcome's
+    // clock: what is unpushed goes with count 0 (Rebase), even at an equal
+    // clock, or its counts would claim iterations rogd already holds.
+    if (!resumed || w.iteration() != state.clock()) {
+      if (w.iteration() != state.clock()) {
+        spdlog::info("worker {}: rogd sets the clock to {} (was {})", opt.worker_id,
+                     w.iteration(), state.clock());
+      }
       state.Rebase(w.iteration());
     }
+    // Progress reports queued for the old stream: the hello carried the
+    // clock, and a stale report could be ahead of a clock rogd moved back.
+    progress_out.clear();
     values_next = w.send_initial_values() ? 0 : static_cast<RowId>(layout.num_rows());
     resync_rows = w.full_resync() ? layout.num_rows() : 0;
     next_down_seq = 1;
@@ -898,8 +910,10 @@ struct Worker::Impl {
           OnDirective(m.directive());
           break;
         case pb::ServerMessage::kEnd:
+          // rogd's last word on this stream: close our side at once.
           ended_by_rogd = std::make_unique<grpc::Status>(
               static_cast<grpc::StatusCode>(m.end().code()), m.end().message());
+          ctx.TryCancel();
           break;
         default:
           break;

@@ -76,6 +76,11 @@ absl::StatusOr<Layout> Layout::Create(std::vector<TensorSpec> tensors, uint64_t 
       return absl::InvalidArgumentError(
           absl::StrCat("tensor name '", spec.name, "' appears twice; names must be unique"));
     }
+    if (spec.shape.size() > kMaxRank) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name, "' has ",
+                                                     spec.shape.size(), " dimensions; at most ",
+                                                     kMaxRank, " are allowed"));
+    }
     uint64_t numel = 1;
     for (int64_t d : spec.shape) {
       if (d < 1) {

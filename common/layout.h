@@ -44,12 +44,13 @@ class Layout {
  public:
   static constexpr uint64_t kDefaultMinSplitNumel = 1024;
   static constexpr size_t kMaxNameLength = 256;
+  static constexpr size_t kMaxRank = 32;
   static constexpr uint64_t kMaxRowNumel = uint64_t{1} << 30;
   static constexpr uint64_t kMaxRows = uint64_t{1} << 24;
 
   // Builds the row table. Errors, saying which tensor and why:
-  // InvalidArgument for no tensors, an empty, duplicate or over-long name, a
-  // dimension below 1, min_split_numel of 0; ResourceExhausted for a row of
+  // InvalidArgument for no tensors, an empty, duplicate or over-long name,
+  // more than kMaxRank dimensions, a dimension below 1, min_split_numel of 0; ResourceExhausted for a row of
   // more than kMaxRowNumel elements, more rows than kMaxRows or
   // limits.max_rows, more fp32 bytes than limits.max_model_bytes. Sizes are
   // checked before anything is allocated for the row table.

@@ -55,6 +55,14 @@ constexpr double kProbeIdle = 0.25;
 constexpr double kPaceGrace = 2.0;
 constexpr uint64_t kMaxProbeBytes = 256 * 1024;
 
+// What the model state takes with `workers` worker records: the global
+// model and a pending copy per worker (fp32), the global versions (rows x
+// workers) and each worker's copy versions (rows x workers each).
+uint64_t StateBytes(const Layout& layout, uint64_t workers) {
+  return layout.total_numel() * 4 * (workers + 1) +
+         static_cast<uint64_t>(layout.num_rows()) * workers * (workers + 1) * 8;
+}
+
 double UnixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -707,6 +715,19 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
   auto it = by_id.find(hello.worker_id());
   WorkerRec* r = it == by_id.end() ? nullptr : workers[it->second].get();
 
+  if (!state && workers.empty()) {
+    const uint64_t team = std::max<uint64_t>(opt.team_size, 1);
+    const uint64_t need = StateBytes(*parsed, team);
+    if (need > opt.max_state_bytes) {
+      *reason = "model_too_large";
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "hello from '", hello.worker_id(), "': a model of ", parsed->total_numel() * 4,
+          " bytes in ", parsed->num_rows(), " rows needs ", need, " bytes of state for ", team,
+          " workers (a copy per worker, versions per row and worker); rogd may use ",
+          opt.max_state_bytes, " (--max_state_bytes): use fewer rows (a larger "
+          "min_split_numel) or a smaller model, or raise the limit"));
+    }
+  }
   if (state && parsed->fingerprint() != layout->fingerprint()) *reason = "layout_mismatch";
   if (!state) {
     // No model yet: the first worker brings it.
@@ -787,6 +808,17 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
       spdlog::info("worker {} rejoined from {} ({}) at iteration {}", r->id, peer,
                    was_evicted ? "was evicted" : "new incarnation", r->clock);
     } else {
+      if (workers.size() < opt.max_workers &&
+          StateBytes(*layout, workers.size() + 1) > opt.max_state_bytes) {
+        *reason = "too_many_workers";
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "'", hello.worker_id(), "' would be worker record ", workers.size() + 1,
+            ", and the model state would then need ", StateBytes(*layout, workers.size() + 1),
+            " bytes (a copy of the model per worker, versions per row and worker); rogd may use ",
+            opt.max_state_bytes,
+            " (--max_state_bytes): restart robots under their old worker ids, or raise the "
+            "limit"));
+      }
       if (workers.size() >= opt.max_workers) {
         *reason = "too_many_workers";
         return absl::ResourceExhaustedError(absl::StrCat(

@@ -73,6 +73,11 @@ struct EngineOptions {
   // What a first worker's layout may describe (--max_model_bytes,
   // --max_rows), checked before anything is allocated for it.
   LayoutLimits layout_limits{uint64_t{1} << 30, uint64_t{1} << 20};
+  // Memory the model state may take (--max_state_bytes): a copy of the
+  // model per worker plus versions per row, worker and copy, which grow
+  // with rows x workers^2. Checked before a first worker's model (for
+  // team_size workers) and before every new worker record.
+  uint64_t max_state_bytes = uint64_t{8} << 30;
   // Every reading of time (null: the steady clock). Tests pass a FakeClock.
   std::shared_ptr<const Clock> clock;
 };

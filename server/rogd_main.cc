@@ -84,6 +84,10 @@ ABSL_FLAG(uint32_t, max_workers, 256,
 ABSL_FLAG(uint64_t, max_model_bytes, uint64_t{1} << 30,
           "largest model (fp32 bytes of all tensors) a first worker's hello may register; "
           "rogd holds a copy per worker, so memory is about this times (workers + 2)");
+ABSL_FLAG(uint64_t, max_state_bytes, uint64_t{8} << 30,
+          "memory the model state may take: a copy of the model per worker plus versions per "
+          "row, worker and copy (rows x workers^2 x 8 bytes); a first model or a new worker "
+          "record that would need more is refused");
 ABSL_FLAG(uint32_t, max_rows, 1u << 20,
           "most rows a model may have (rogd keeps versions per row and worker for every "
           "worker's copy)");
@@ -302,6 +306,7 @@ int main(int argc, char** argv) {
   }
   options.layout_limits.max_model_bytes = absl::GetFlag(FLAGS_max_model_bytes);
   if (options.layout_limits.max_model_bytes < 4) return Fail("--max_model_bytes must be at least 4");
+  options.max_state_bytes = absl::GetFlag(FLAGS_max_state_bytes);
   options.layout_limits.max_rows = absl::GetFlag(FLAGS_max_rows);
   if (options.layout_limits.max_rows < 1 || options.layout_limits.max_rows > (1u << 24)) {
     return Fail("--max_rows must be between 1 and 16777216");

@@ -172,7 +172,7 @@ class StreamOutbox final : public Outbox {
         queue_.clear();
         // The reading thread waits for the worker's next message and the
         // writer for the worker to read: give them 2 s, then cancel.
-        backlog_timer_ = canceller_->Add(context_, 2, &backlog_cancelled_);
+        end_timer_ = canceller_->Add(context_, 2, &end_cancelled_);
         cv_.notify_all();
         return;
       }
@@ -207,6 +207,7 @@ class StreamOutbox final : public Outbox {
       queued_ += m.ByteSizeLong();
       queue_.push_back(std::move(m));
       end_status_ = std::move(status);
+      end_timer_ = canceller_->Add(context_, 2, &end_cancelled_);
     }
     cv_.notify_all();
   }
@@ -233,8 +234,8 @@ class StreamOutbox final : public Outbox {
     {
       std::unique_lock<std::mutex> lock(mu_);
       stop_ = true;
-      if (backlog_timer_ != 0) canceller_->Remove(backlog_timer_);
-      backlog_timer_ = 0;
+      if (end_timer_ != 0) canceller_->Remove(end_timer_);
+      end_timer_ = 0;
       if (cancel) queue_.clear();
       cv_.notify_all();
       if (!cv_.wait_for(lock, std::chrono::seconds(2), [&] { return writer_done_; })) {
@@ -252,8 +253,13 @@ class StreamOutbox final : public Outbox {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] { return !queue_.empty() || stop_ || ending_; });
         if (queue_.empty()) {
-          // End(): everything is written; cancel to wake the reading thread.
-          if (ending_ && !stop_) context_->TryCancel();
+          // End(): everything is written, the StreamEnd last. The client
+          // gets a moment to read it and close its side (rog::Worker does),
+          // which wakes the reading thread; else a cancel does.
+          if (ending_ && !stop_) {
+            cv_.wait_for(lock, std::chrono::milliseconds(500), [&] { return stop_; });
+            if (!stop_) context_->TryCancel();
+          }
           break;
         }
         m = std::move(queue_.front());
@@ -281,8 +287,10 @@ class StreamOutbox final : public Outbox {
   bool ending_ = false;
   bool writer_done_ = false;
   bool backlogged_ = false;
-  uint64_t backlog_timer_ = 0;  // Canceller id while one is set
-  std::atomic<bool> backlog_cancelled_{false};
+  // Cancels the stream 2 s after it began to end (a peer that stopped
+  // reading would keep the writer in Write for ever); Canceller id.
+  uint64_t end_timer_ = 0;
+  std::atomic<bool> end_cancelled_{false};
   absl::Status end_status_;
   std::thread writer_;  // last: starts once the rest is constructed
 };

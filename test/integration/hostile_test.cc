@@ -324,6 +324,7 @@ TEST_CASE("refusals are logged at most a few times per reason and client", "[hos
   Served served;
   const std::string& address = served.address;
   const Layout layout = TestLayout();
+  const double start = MonotonicSeconds();
   for (int k = 0; k < 40; ++k) {
     const RawResult r = Raw(address, {HelloFor("x", layout), GoodBatch(9, 4)});
     REQUIRE(r.code == grpc::StatusCode::INVALID_ARGUMENT);
@@ -334,8 +335,11 @@ TEST_CASE("refusals are logged at most a few times per reason and client", "[hos
     lines += absl::StrContains(line, "(bad_seq)") ? 1 : 0;
   }
   INFO(served.rogd->log());
+  // 5 a 10 s period (the 40 refusals take about a second here; a slow
+  // machine may span more periods).
+  const double periods = 1 + std::floor((MonotonicSeconds() - start) / 10);
   CHECK(lines >= 1);
-  CHECK(lines <= 5);
+  CHECK(lines <= 5 * periods);
 }
 
 }  // namespace

@@ -327,6 +327,38 @@ TEST_CASE("rogd killed with -9 restarts from its checkpoint and workers replay t
   RequireConserved(team, **again);
 }
 
+TEST_CASE("rogd killed without a checkpoint: the worker brings back its model, unpushed rows too",
+          "[protocol]") {
+  // Behind a slow link, so that rows are unpushed or in flight at the kill.
+  // The new rogd has no record of the worker: it asks it for the model at
+  // its own clock, and what it had not pushed goes after it with count 0
+  // (its clock is rogd's, so it counts no iteration rogd does not hold).
+  const std::vector<std::string> flags = {"--sync=rog", "--staleness=2", "--workers=1"};
+  auto rogd = RogdProcess::Start(flags);
+  REQUIRE(rogd.ok());
+  const int port = (*rogd)->port();
+  RateProxy::Options slow;
+  slow.rate_bytes_per_sec = 300e3;
+  auto link = RateProxy::Start((*rogd)->address(), slow);
+  REQUIRE(link.ok());
+  const Layout layout = BigLayout();
+  Team team((*rogd)->address(), 2, &layout);
+  WorkerOptions options;
+  options.server = (*link)->address();
+  Member& a = team.Add("a", 0, options);
+  team.Train(a, 20, 5);
+  REQUIRE(WaitFor(60, [&] { return a.worker->clock() >= 6; }));
+  (*rogd)->Stop(SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto again = RogdProcess::Start(flags, port);
+  REQUIRE(again.ok());
+  team.JoinAll();
+  INFO((*again)->log());
+  RequireClean(team);
+  CHECK((*again)->log().find("it brings the model") != std::string::npos);
+  RequireConserved(team, **again);
+}
+
 TEST_CASE("a corrupt checkpoint is refused at start, naming the file and why", "[protocol]") {
   const std::string dir = MakeTempDir("badckpt");
   {

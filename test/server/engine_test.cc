@@ -106,9 +106,44 @@ TEST_CASE("a hello whose layout is too large is refused before anything is alloc
   CHECK(reason == "model_too_large");
   CHECK(absl::StrContains(s.status().message(), "--max_rows=4"));
   CHECK_FALSE(small.engine().Status().has_model());
-  // The engine still admits a worker with a sane model.
-  CHECK(small.Hello(small.MakeHello("a")).ok() == false);  // 10 rows > 4
+  // SmallLayout's 9 rows are over --max_rows=4 too; the first engine, with
+  // the default limits, admits it after all the refusals.
+  CHECK(small.Hello(small.MakeHello("a")).status().code() ==
+        absl::StatusCode::kResourceExhausted);
   CHECK(h.Hello(h.MakeHello("a")).ok());
+}
+
+TEST_CASE("the model state is bounded: a copy per worker, versions per row and worker",
+          "[engine][hostile]") {
+  // SmallLayout (140 bytes, 9 rows) takes 424 bytes of state with one
+  // worker record, 852 with two and 1,424 with three.
+  EngineOptions o = Options();
+  o.max_state_bytes = 900;
+  EngineHarness h(o);
+  std::string reason;
+  // A first model of 100,000 one-element rows (400 KB) with its versions.
+  pb::Hello rows = h.MakeHello("a");
+  rows.mutable_layout()->Clear();
+  pb::TensorSpec* t = rows.mutable_layout()->add_tensors();
+  t->set_name("w");
+  t->add_shape(100000);
+  t->add_shape(1);
+  rows.mutable_layout()->set_min_split_numel(1);
+  rows.set_layout_fingerprint(LayoutFromProto(rows.layout())->fingerprint());
+  absl::StatusOr<EngineHarness::Stream> s = h.Hello(rows, &reason);
+  REQUIRE_FALSE(s.ok());
+  CHECK(reason == "model_too_large");
+  CHECK(absl::StrContains(s.status().message(), "--max_state_bytes"));
+  EngineHarness::Stream a = *h.Hello(h.MakeHello("a"));
+  h.SendValues(a, Ones(h.layout()));
+  h.Settle();
+  CHECK(h.Hello(h.MakeHello("b")).ok());
+  s = h.Hello(h.MakeHello("c"), &reason);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.status().code() == absl::StatusCode::kResourceExhausted);
+  CHECK(reason == "too_many_workers");
+  CHECK(absl::StrContains(s.status().message(), "need 1424 bytes"));
+  CHECK(absl::StrContains(s.status().message(), "--max_state_bytes"));
 }
 
 TEST_CASE("hello clocks are bounded and never collide with 'no worker'", "[engine][hostile]") {
@@ -184,13 +219,18 @@ TEST_CASE("finite updates that would make the model non-finite are refused whole
   {
     WithModel m(options);
     m.h.Progress(m.a, 1);
-    // Row 0 is fine, the last row overflows: nothing of the batch applies.
     m.h.UpdateAll(m.a, 3e38f, 1);
     m.h.Settle();
     CHECK_FALSE(m.a.outbox->ended());
     m.h.Account(m.a);
+    // The first eight rows are fine, the last (the bias) overflows: nothing
+    // of the batch applies, the first rows included (the ledger says so).
     m.h.Progress(m.a, 2);
-    m.h.UpdateAll(m.a, 3e38f, 1);
+    std::vector<float> values(m.h.layout().total_numel(), -1);
+    for (RowId r = 0; r < 8; ++r) values[m.h.layout().row(r).offset] = -3e38f;
+    for (uint32_t j = 0; j < 3; ++j) values[m.h.layout().row(8).offset + j] = 3e38f;
+    m.h.Batch(m.a, pb::BATCH_KIND_UPDATE, {0, 1, 2, 3, 4, 5, 6, 7, 8},
+              std::vector<uint32_t>(9, 1), values);
     RequireRefused(m.h, m.a, absl::StatusCode::kInvalidArgument, "non_finite_fold",
                    "would make the global value non-finite");
     // Events the refused stream had queued after it are dropped.
@@ -451,6 +491,7 @@ TEST_CASE("the team pace detaches the slowest link, not within 2 s of the start"
       p.set_compute_seconds(0.01 * static_cast<double>(k));
       p.set_uplink_goodput(uplink[i]);
       h.engine().Progress(w[i].session, p);
+      w[i].clock = k;
       h.UpdateAll(w[i], 1, 1);
     }
     h.Settle();
