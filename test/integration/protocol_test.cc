@@ -116,25 +116,32 @@ TEST_CASE("streams broken mid-batch resume exactly once in both directions", "[p
   small.backoff_initial = 0.02;
   Member& a = team.Add("a", 0, small);
   Member& b = team.Add("b", 1, small);
-  team.Train(a, 60, 2);
-  team.Train(b, 60, 2);
+  team.Train(a, 200, 2);
+  team.Train(b, 200, 2);
   // Breaks start once both hold a resume token: a stream cut before its
   // first welcome makes a new incarnation, which rejoins at the team's clock
   // (tested below) and would confuse the marker count.
   REQUIRE(WaitFor(30, [&] { return a.worker->clock() >= 2 && b.worker->clock() >= 2; }));
+  // Ten breaks, each after the last one's reconnect: as many whatever the
+  // machine's speed (the loop once ended after five when training was fast,
+  // and a break during a reconnect's backoff is no new reconnect).
   std::mt19937 rng(7);
   int breaks = 0;
-  while (a.worker->clock() < 50 && breaks < 20) {
+  uint64_t clock_at_last_break = 0;
+  for (; breaks < 10; ++breaks) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 60));
-    (rng() % 2 == 0 ? a : b).worker->Disconnect();
-    ++breaks;
+    Member& m = rng() % 2 == 0 ? a : b;
+    const uint64_t before = m.worker->reconnects();
+    m.worker->Disconnect();
+    REQUIRE(WaitFor(30, [&] { return m.worker->reconnects() > before; }));
+    clock_at_last_break = a.worker->clock();
   }
   team.JoinAll();
   RequireClean(team);
-  INFO("breaks: " << breaks << ", reconnects a " << a.worker->reconnects() << " b "
-                  << b.worker->reconnects());
-  CHECK(breaks >= 5);
-  CHECK(a.worker->reconnects() + b.worker->reconnects() >= 5);
+  INFO("reconnects a " << a.worker->reconnects() << " b " << b.worker->reconnects()
+                       << "; a at iteration " << clock_at_last_break << " at the last break");
+  CHECK(a.worker->reconnects() + b.worker->reconnects() == 10);
+  if (clock_at_last_break >= 200) WARN("a finished training before the last break");
   RequireConserved(team, **rogd);
 }
 
