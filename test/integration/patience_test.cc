@@ -203,12 +203,20 @@ TEST_CASE(
       WARN("detach_speedup=" << speedup << ": a made " << a_slow
                              << " iterations in the 8 s b's link was slow");
       if (pace) {
-        CHECK(absl::StrContains((*rogd)->log(), "detached worker b"));
+        // Events, not a rate: on a loaded machine the team's pace and the
+        // detach come later, but they must come. (How much faster the team
+        // goes without b is printed above and measured by the benchmark;
+        // the rule itself is checked on a fake clock in engine_test.)
+        REQUIRE(WaitFor(60, [&] { return absl::StrContains((*rogd)->log(), "detached worker b"); }));
         CHECK(absl::StrContains((*rogd)->log(), "--detach_speedup=1.5"));
-        // b's share takes a second: attached, the team would make about 8.
-        CHECK(a_slow >= 20);
+        // Detached, b no longer holds the team at the bound: a gets further
+        // ahead of it than S=2 (plus the iteration in progress) would allow.
+        CHECK(WaitFor(60, [&] { return a.worker->clock() > b.worker->clock() + 3; }));
       } else {
         CHECK_FALSE(absl::StrContains((*rogd)->log(), "detached worker"));
+        // An upper bound only, so a slow machine cannot fail it: b's share
+        // takes about a second on its link, and a stays within the bound of
+        // b, so the team cannot make more than about 8 + S iterations.
         CHECK(a_slow <= 16);
       }
       links[1]->SetRate(kUp);
