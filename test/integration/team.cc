@@ -65,9 +65,10 @@ Member& Team::Add(const std::string& id, int marker, WorkerOptions options, bool
   } else {
     m->worker = *std::move(w);
   }
-  if (checked) {
+  {
     std::lock_guard<std::mutex> lock(mu_);
-    join_clock_.emplace(marker, 0);
+    ids_[marker] = id;
+    if (checked) join_clock_.emplace(marker, 0);
   }
   members_.push_back(std::move(m));
   return *members_.back();
@@ -97,8 +98,10 @@ void Team::SetJoinClock(int marker, uint64_t clock) {
   join_clock_[marker] = clock;
 }
 
-std::string Team::CheckStart(Member* m, uint64_t clock, const std::vector<float>& params) {
-  if (clock <= bound_) return "";
+std::vector<Violation> Team::CheckStart(Member* m, uint64_t clock,
+                                        const std::vector<float>& params) {
+  const absl::Time started = absl::Now();
+  if (clock <= bound_) return {};
   const uint64_t needed = clock - bound_;
   // Per checked marker: its join clock, and how many iterations it computed
   // after joining and up to `needed`. Not needed - join: rogd moves a
@@ -108,8 +111,10 @@ std::string Team::CheckStart(Member* m, uint64_t clock, const std::vector<float>
     uint64_t join, needed_count, clock_count;
   };
   std::map<int, Checked> checked;
+  std::map<int, std::string> ids;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    ids = ids_;
     for (const auto& [marker, join] : join_clock_) {
       const std::vector<uint64_t>& done = computed_[marker];
       const auto from = std::upper_bound(done.begin(), done.end(), join);
@@ -120,26 +125,30 @@ std::string Team::CheckStart(Member* m, uint64_t clock, const std::vector<float>
     }
   }
   ++m->starts_checked;
-  std::string violation;
+  std::vector<Violation> violations;
   for (const auto& [marker, entry] : checked) {
     const uint64_t join = entry.join;
     if (marker == m->marker || needed <= join) continue;
+    bool seen = false;
     for (RowId r = 0; r < layout_.num_rows(); ++r) {
       const RowInfo& row = layout_.row(r);
       if (row.numel <= static_cast<uint32_t>(marker)) continue;
       const size_t at = row.offset + marker;
       const double held = std::llround(params[at] - initial_[at]);
       const double want = static_cast<double>(entry.needed_count);
-      if (held < want && violation.empty()) {
-        violation = absl::StrCat(m->id, " started iteration ", clock + 1, " holding ", held,
-                                    " iterations of marker ", marker, " in row ",
-                                    layout_.RowName(r), "; the bound needs ", want);
+      if (held < want && !seen) {
+        seen = true;
+        violations.push_back(
+            Violation{started, ids[marker],
+                      absl::StrCat(m->id, " started iteration ", clock + 1, " holding ", held,
+                                   " iterations of marker ", marker, " in row ",
+                                   layout_.RowName(r), "; the bound needs ", want)});
       }
       const double lag = static_cast<double>(entry.clock_count) - held;
       if (lag > m->max_lag) m->max_lag = static_cast<uint64_t>(lag);
     }
   }
-  return violation;
+  return violations;
 }
 
 void Team::Loop(Member* m, uint64_t until_clock, double compute_ms) {
@@ -152,7 +161,7 @@ void Team::Loop(Member* m, uint64_t until_clock, double compute_ms) {
       return;
     }
     const uint64_t clock = m->worker->clock();
-    const std::string violation = CheckStart(m, clock, params);
+    std::vector<Violation> violations = CheckStart(m, clock, params);
     const std::vector<float> update = TestUpdate(layout_, m->marker, clock);
     {
       // Recorded before it is pushed: a peer may hold it as soon as
@@ -174,7 +183,12 @@ void Team::Loop(Member* m, uint64_t until_clock, double compute_ms) {
     for (size_t j = 0; j < update.size(); ++j) m->sum[j] += update[j];
     // A local step of a detached worker (rogd --detached_local_steps) is
     // outside the bound by design.
-    if (!st->detached && m->violation.empty()) m->violation = violation;
+    if (!st->detached) {
+      for (Violation& v : violations) {
+        if (m->violation.empty()) m->violation = v.text;
+        if (m->violations.size() < 100) m->violations.push_back(std::move(v));
+      }
+    }
     m->stats.push_back(*st);
   }
 }

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "client/worker.h"
 #include "common/layout.h"
 
@@ -32,6 +33,14 @@ std::vector<float> TestInitial(const Layout& layout);
 // Worker `marker`'s update for its iteration `k`.
 std::vector<float> TestUpdate(const Layout& layout, int marker, uint64_t k);
 
+// A start that did not hold what the bound needs of a peer: when, which
+// peer, and what was missing.
+struct Violation {
+  absl::Time at;  // when BeginIteration returned
+  std::string peer;
+  std::string text;
+};
+
 struct Member {
   std::string id;
   int marker = 0;
@@ -41,6 +50,9 @@ struct Member {
   std::thread thread;
   std::string error;      // first error of its training loop
   std::string violation;  // first staleness-bound violation seen
+  // Every violation (the first per start and peer, up to 100), for checks
+  // that excuse peers rogd had detached (RequireClean with rogd's log).
+  std::vector<Violation> violations;
   uint64_t starts_checked = 0;
   uint64_t max_lag = 0;  // largest staleness seen at a start (c - held)
 };
@@ -82,8 +94,9 @@ class Team {
 
  private:
   void Loop(Member* m, uint64_t until_clock, double compute_ms);
-  // The bound check at an iteration start: "" or the first violation.
-  std::string CheckStart(Member* m, uint64_t clock, const std::vector<float>& params);
+  // The bound check at an iteration start: one violation per peer whose
+  // iterations the start lacks (empty: none).
+  std::vector<Violation> CheckStart(Member* m, uint64_t clock, const std::vector<float>& params);
 
   std::string address_;
   uint32_t bound_;
@@ -91,6 +104,7 @@ class Team {
   std::vector<float> initial_;
   std::mutex mu_;
   std::map<int, uint64_t> join_clock_;  // attached members by marker
+  std::map<int, std::string> ids_;       // every member's id by marker
   // By marker, ascending: the clock each iteration it computed ended at.
   std::map<int, std::vector<uint64_t>> computed_;
   std::vector<std::unique_ptr<Member>> members_;
