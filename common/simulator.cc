@@ -1187,6 +1187,22 @@ absl::StatusOr<Layout> SyntheticLayout(const std::string& name) {
         {"fc2.bias", {10}},
     });
   }
+  if (name == "convmlp") {
+    // fmnist_worker --model=convmlp: the CNN's convolutions under a wide
+    // MLP head, 3.2 MB fp32.
+    return Layout::Create({
+        {"conv1.weight", {8, 1, 5, 5}},
+        {"conv1.bias", {8}},
+        {"conv2.weight", {16, 8, 5, 5}},
+        {"conv2.bias", {16}},
+        {"fc1.weight", {1024, 256}},
+        {"fc1.bias", {1024}},
+        {"fc2.weight", {512, 1024}},
+        {"fc2.bias", {512}},
+        {"fc3.weight", {10, 512}},
+        {"fc3.bias", {10}},
+    });
+  }
   if (name == "tiny") {
     return Layout::Create(
         {
@@ -1200,7 +1216,7 @@ absl::StatusOr<Layout> SyntheticLayout(const std::string& name) {
         64);
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown synthetic model '", name, "'; use cnn, fmnist or tiny"));
+      absl::StrCat("unknown synthetic model '", name, "'; use cnn, fmnist, convmlp or tiny"));
 }
 
 }  // namespace rog

@@ -68,6 +68,35 @@ Trace Trace::Constant(double mbit_per_s) {
   return t;
 }
 
+Trace Trace::TimeScaled(double k) const {
+  Trace t = *this;
+  if (!(k > 0) || !std::isfinite(k)) return t;
+  for (double& time : t.times_) time *= k;
+  t.period_ *= k;
+  t.bytes_per_period_ *= k;
+  return t;
+}
+
+double Trace::MedianMbit(const std::vector<Trace>& traces) {
+  std::vector<std::pair<double, double>> segments;  // (rate, duration)
+  double total = 0;
+  for (const Trace& t : traces) {
+    for (size_t i = 0; i < t.times_.size(); ++i) {
+      const double d = t.SegmentEnd(i) - t.times_[i];
+      segments.emplace_back(t.mbit_[i], d);
+      total += d;
+    }
+  }
+  if (segments.empty()) return 0;
+  std::sort(segments.begin(), segments.end());
+  double seen = 0;
+  for (const auto& [rate, d] : segments) {
+    seen += d;
+    if (seen >= total / 2) return rate;
+  }
+  return segments.back().first;
+}
+
 double Trace::mean_mbit() const { return bytes_per_period_ / kBytesPerMbit / period_; }
 
 size_t Trace::SegmentAt(double tp) const {

@@ -25,6 +25,16 @@ class Trace {
   // A trace of one constant rate, for tests and what-if runs.
   static Trace Constant(double mbit_per_s);
 
+  // The same samples with every time multiplied by `k` (> 0, finite): the
+  // link changes k times as often for k < 1. For running a team whose
+  // compute is scaled by k against the traces' time axis scaled alike.
+  Trace TimeScaled(double k) const;
+
+  // The time-weighted median rate over one period of every trace (each
+  // trace weighted by its period), Mbit/s: half of the traces' time runs
+  // at or below it. 0 for no traces.
+  static double MedianMbit(const std::vector<Trace>& traces);
+
   const std::string& name() const { return name_; }
   double period() const { return period_; }
   size_t samples() const { return times_.size(); }

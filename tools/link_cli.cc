@@ -3,11 +3,13 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -106,6 +108,18 @@ absl::StatusOr<Trace> ReadTraceFile(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat("bad trace: ", trace.status().message()));
   }
   return trace;
+}
+
+absl::StatusOr<Trace> ReadTraceFlags(const std::map<std::string, std::string>& flags) {
+  double k = 0;
+  const std::string& text = flags.at("time_scale");
+  if (!absl::SimpleAtod(text, &k) || !std::isfinite(k) || k <= 0 || k > 100) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--time_scale=", text, " must be a number > 0 and <= 100"));
+  }
+  absl::StatusOr<Trace> trace = ReadTraceFile(flags.at("trace"));
+  if (!trace.ok()) return trace.status();
+  return trace->TimeScaled(k);
 }
 
 }  // namespace rog

@@ -33,6 +33,16 @@ std::string FlagsHelp(const std::vector<FlagSpec>& specs);
 // Reads and parses a trace file; errors say which file and what is wrong.
 absl::StatusOr<Trace> ReadTraceFile(const std::string& path);
 
+// The flag both link emulators take to run a trace's time axis faster or
+// slower (Trace::TimeScaled), with its check.
+inline constexpr FlagSpec kTimeScaleFlag = {
+    "time_scale", "1.0",
+    "multiply the trace's time axis: 0.2 plays each sample for a fifth of its time, for a "
+    "team whose compute is scaled alike (0 < X <= 100)"};
+
+// The trace of --trace with --time_scale applied; errors name the flag.
+absl::StatusOr<Trace> ReadTraceFlags(const std::map<std::string, std::string>& flags);
+
 }  // namespace rog
 
 #endif  // ROG_TOOLS_LINK_CLI_H_

@@ -33,13 +33,21 @@ ABSL_FLAG(std::string, traces, "../shared/traces",
 ABSL_FLAG(std::string, trace_filter, "fast",
           "With a --traces directory: use files whose name contains this");
 ABSL_FLAG(double, trace_scale, 1.0, "Scale factor applied to every trace's rate");
+ABSL_FLAG(double, trace_time_scale, 1.0,
+          "Multiply every trace's time axis (0.2: each sample lasts a fifth of its time), as "
+          "the links' --time_scale does");
 ABSL_FLAG(double, seconds, 300, "Simulated training time in seconds");
 ABSL_FLAG(uint64_t, seed, 1, "Random seed (compute jitter, updates, initial values)");
 ABSL_FLAG(double, compute_seconds, 1.0, "Mean compute time per iteration, seconds");
+ABSL_FLAG(double, solve_trace_scale, 0,
+          "If > 0: print the --trace_scale at which pushing plus pulling the whole model "
+          "(--model, --codec) at the traces' time-weighted median rate takes this multiple of "
+          "--compute_seconds, then exit (tools/bench.sh --profile=paper uses 0.67)");
 ABSL_FLAG(double, compute_jitter, 0.1, "Compute time jitter, ± fraction (uniform)");
 ABSL_FLAG(std::string, codec, "fp32", "Row codec: fp32, bf16, int8, sign");
 ABSL_FLAG(std::string, model, "cnn",
-          "Synthetic model layout: cnn (1.7 MB), fmnist (the main job's CNN, 82 KB) or tiny");
+          "Synthetic model layout: cnn (1.7 MB), fmnist (the main job's CNN, 82 KB), convmlp "
+          "(fmnist_worker --model=convmlp, 3.2 MB) or tiny");
 ABSL_FLAG(uint32_t, batch_bytes, 16384, "Payload bytes per row batch");
 ABSL_FLAG(bool, laggard_mta_only, true,
           "ROG: the worker at the slowest clock sends only mandatory rows and its MTA share");
@@ -153,6 +161,31 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::vector<rog::Trace>> traces =
       LoadTraces(absl::GetFlag(FLAGS_traces), absl::GetFlag(FLAGS_trace_filter));
   if (!traces.ok()) return Fail(traces.status());
+  const double time_scale = absl::GetFlag(FLAGS_trace_time_scale);
+  if (!(time_scale > 0) || time_scale > 100) {
+    return Fail(absl::InvalidArgumentError("--trace_time_scale must be > 0 and <= 100"));
+  }
+  for (rog::Trace& t : *traces) t = t.TimeScaled(time_scale);
+  if (const double ratio = absl::GetFlag(FLAGS_solve_trace_scale); ratio != 0) {
+    const double compute = absl::GetFlag(FLAGS_compute_seconds);
+    const double median = rog::Trace::MedianMbit(*traces);
+    if (!(ratio > 0) || !(compute > 0) || !(median > 0)) {
+      return Fail(absl::InvalidArgumentError(
+          "--solve_trace_scale needs a ratio > 0, --compute_seconds > 0 and traces whose "
+          "median rate is above 0"));
+    }
+    uint64_t bytes = 0;
+    for (const rog::RowInfo& r : layout->rows()) bytes += rog::EncodedSize(*codec, r.numel);
+    // Both ways: the push and the pull of every row, in the codec's bytes.
+    const double seconds_at_scale_1 = 2.0 * bytes / (median * 1e6 / 8);
+    const double scale = seconds_at_scale_1 / (ratio * compute);
+    std::printf(
+        "trace_scale %.6g: the whole model (%s, codec %s, %.3f MB encoded) pushed and pulled "
+        "at the traces' median %.3f Mbit/s x %.6g takes %.3f s = %.2f x the %.3f s compute\n",
+        scale, absl::GetFlag(FLAGS_model).c_str(), std::string(rog::CodecName(*codec)).c_str(),
+        bytes / 1e6, median, scale, seconds_at_scale_1 / scale, ratio, compute);
+    return 0;
+  }
 
   rog::SimConfig base;
   base.staleness = absl::GetFlag(FLAGS_staleness);

@@ -52,6 +52,7 @@ const std::vector<rog::FlagSpec> kFlags = {
      "NETNS:DEV, a device whose egress follows the trace (NETNS empty or '-': this namespace)",
      true},
     {"scale", "1.0", "factor applied to every trace value (> 0)"},
+    rog::kTimeScaleFlag,
     {"queue_bytes", "32768", "queue of each direction, bytes; packets past it are dropped"},
     {"min_rate_kbit", "8", "floor on the rate, kbit/s (tbf cannot stop a link entirely)"},
 };
@@ -169,7 +170,7 @@ int main(int argc, char** argv) {
     }
     targets.push_back(target);
   }
-  absl::StatusOr<rog::Trace> trace = rog::ReadTraceFile(flags["trace"]);
+  absl::StatusOr<rog::Trace> trace = rog::ReadTraceFlags(flags);
   if (!trace.ok()) return Fail(std::string(trace.status().message()));
   const double floor = min_kbit * 1000 / 8;
   auto rate_at = [&](double t) {
@@ -201,9 +202,9 @@ int main(int argc, char** argv) {
   for (const Target& t : targets) names.push_back(t.netns.empty() ? t.dev : t.netns + ":" + t.dev);
   std::fprintf(stderr,
                "tc_link: tbf on %s, trace %s (%zu samples, period %.3f s, mean %.3f Mbit/s) x %g, "
-               "queue %llu bytes, no added delay, trace time 0 at unix %.6f\n",
+               "time x %s, queue %llu bytes, no added delay, trace time 0 at unix %.6f\n",
                absl::StrJoin(names, ", ").c_str(), flags["trace"].c_str(), trace->samples(),
-               trace->period(), trace->mean_mbit(), scale,
+               trace->period(), trace->mean_mbit(), scale, flags["time_scale"].c_str(),
                static_cast<unsigned long long>(queue_bytes),
                std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
                    .count());

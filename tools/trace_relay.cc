@@ -46,6 +46,7 @@ const std::vector<rog::FlagSpec> kFlags = {
     {"listen", "127.0.0.1:0", "address to listen on, 127.0.0.1:PORT; port 0 picks a free one"},
     {"listen_port_file", "", "write the bound port here once listening (tmp file + rename)"},
     {"scale", "1.0", "factor applied to every trace value (> 0)"},
+    rog::kTimeScaleFlag,
     {"delay", "5ms", "one-way propagation delay added in each direction (e.g. 5ms, 0)"},
     {"queue_bytes", "16384", "link queue per connection and direction, bytes (> 0)"},
     {"min_rate_bytes", "0", "floor on the rate, bytes/s; 0 lets a 0 Mbit/s sample stall the link"},
@@ -140,7 +141,7 @@ int main(int argc, char** argv) {
   }
 
   const std::string trace_path = flags["trace"];
-  absl::StatusOr<rog::Trace> trace = rog::ReadTraceFile(trace_path);
+  absl::StatusOr<rog::Trace> trace = rog::ReadTraceFlags(flags);
   if (!trace.ok()) return Fail(std::string(trace.status().message()));
   auto rate_at = [&](double t) {
     return std::max(min_rate, trace->MbitAt(t) * scale * kBytesPerMbit);
@@ -167,9 +168,9 @@ int main(int argc, char** argv) {
   std::fprintf(
       stderr,
       "trace_relay: 127.0.0.1:%d -> %s, trace %s (%zu samples, period %.3f s, mean "
-      "%.3f Mbit/s) x %g, delay %s, queue %llu bytes, trace time 0 at unix %.6f\n",
+      "%.3f Mbit/s) x %g, time x %s, delay %s, queue %llu bytes, trace time 0 at unix %.6f\n",
       (*proxy)->port(), upstream.c_str(), trace_path.c_str(), trace->samples(), trace->period(),
-      trace->mean_mbit(), scale, absl::FormatDuration(delay).c_str(),
+      trace->mean_mbit(), scale, flags["time_scale"].c_str(), absl::FormatDuration(delay).c_str(),
       static_cast<unsigned long long>(queue_bytes),
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   const std::string port_file = flags["listen_port_file"];

@@ -423,5 +423,14 @@ TEST_CASE("the fmnist layout is the main job's CNN", "[simulator]") {
   CHECK(l->tensors()[4].name == "fc1.weight");
 }
 
+TEST_CASE("the convmlp layout is fmnist_worker --model=convmlp", "[simulator]") {
+  auto l = SyntheticLayout("convmlp");
+  REQUIRE(l.ok());
+  CHECK(l->tensors().size() == 10);
+  CHECK(l->total_numel() == 796522);  // 3.19 MB fp32
+  CHECK(l->num_rows() == 1568);       // at least 1,000, as the benchmark needs
+  CHECK(l->tensors()[8].name == "fc3.weight");
+}
+
 }  // namespace
 }  // namespace rog

@@ -34,6 +34,40 @@ TEST_CASE("the next sample starts where the file says, looped", "[trace]") {
   CHECK(Trace::Constant(5).NextChange(0.25) == Approx(1.0));
 }
 
+TEST_CASE("a time-scaled trace changes k times as often, at the same rates", "[trace]") {
+  auto base = Trace::Parse("0\t8\n1\t16\n2\t0\n", "t");  // period 3
+  REQUIRE(base.ok());
+  const Trace t = base->TimeScaled(0.25);
+  CHECK(t.period() == Approx(0.75));
+  CHECK(t.MbitAt(0.1) == 8);
+  CHECK(t.MbitAt(0.3) == 16);
+  CHECK(t.MbitAt(0.6) == 0);
+  CHECK(t.MbitAt(0.8) == 8);  // looped
+  CHECK(t.NextChange(0.1) == Approx(0.25));
+  CHECK(t.mean_mbit() == Approx(base->mean_mbit()));
+  CHECK(t.BytesBetween(0, 0.75, 1.0) == Approx(0.75e6));  // (8 + 16) Mbit / 4
+  CHECK(t.TransferEnd(0, 0.25e6, 1.0) == Approx(0.25));
+  // A factor that is not a positive number leaves the trace as it is.
+  CHECK(base->TimeScaled(0).period() == Approx(3.0));
+  CHECK(base->TimeScaled(std::nan("")).period() == Approx(3.0));
+}
+
+TEST_CASE("the median rate is weighted by time over every trace", "[trace]") {
+  // 1 s at 8, 3 s at 2 (the last value holds for the mean interval, 1 s):
+  auto a = Trace::Parse("0\t8\n1\t2\n2\t2\n3\t2\n", "a");  // period 4
+  auto b = Trace::Parse("0\t100\n1\t100\n", "b");              // 2 s at 100
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(Trace::MedianMbit({*a}) == Approx(2));
+  // 3 s at 2, 1 s at 8, 2 s at 100: half of the 6 s is reached at 2.
+  CHECK(Trace::MedianMbit({*a, *b}) == Approx(2));
+  // 3 s at 2, 1 s at 8, 4 s at 100: half of the 8 s is reached at 8.
+  CHECK(Trace::MedianMbit({*b, *b, *a}) == Approx(8));
+  CHECK(Trace::MedianMbit({}) == 0);
+  // Scaling the time axis changes no share of time.
+  CHECK(Trace::MedianMbit({a->TimeScaled(0.1), b->TimeScaled(0.1)}) == Approx(2));
+}
+
 TEST_CASE("bad trace text is refused with the line and the reason", "[trace]") {
   auto msg = [](const char* text) {
     auto t = Trace::Parse(text, "f.tsv");
