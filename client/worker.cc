@@ -486,6 +486,7 @@ struct Worker::Impl {
     while (!inflight.empty() && inflight.front().seq <= a.seq()) {
       if (OpenPush* p = PushOf(inflight.front())) {
         p->last_ack = now;
+        p->stats.acked_bytes += inflight.front().bytes;
         --p->unacked;
       }
       if (inflight.front().seq == a.seq()) OnRttSample(now, now - inflight.front().sent_at);
@@ -527,6 +528,7 @@ struct Worker::Impl {
       OpenPush& p = open_pushes.front();
       const double rtt = MinRtt();
       if (p.last_ack > 0) {
+        p.stats.ack_seconds = std::max(0.0, p.last_ack - p.t0);
         p.stats.busy_seconds = std::max(0.0, p.last_ack - p.t0 - rtt);
         if (p.deadline < kInf) {
           p.stats.overshoot_seconds = std::max(0.0, p.last_ack - rtt / 2 - p.deadline);

@@ -127,6 +127,14 @@ struct PushStats {
   // overshoots by their transmission time, by design.
   uint64_t late_bytes = 0;
   bool disconnected = false;  // the stream broke before every batch was acknowledged
+  // From its start to its last acknowledgement (0 if nothing was
+  // acknowledged), and the bytes of its batches rogd acknowledged. Every
+  // acknowledged byte crossed the uplink within [start, start + ack_seconds
+  // less the path's round-trip propagation delay]: the measure a link's
+  // utilisation needs (busy_seconds, less a minimum round trip that includes
+  // a batch's own transmission, can end before the last byte crossed).
+  double ack_seconds = 0;
+  uint64_t acked_bytes = 0;
 };
 
 // What one iteration cost and moved.

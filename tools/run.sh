@@ -10,6 +10,8 @@
 #                     [--lr=X] [--logs=DIR] [--timeline=fast|replayed]
 #                     [--patience=D] [--local_steps=N]
 #                     [--detach_speedup=X] [--delay=D] [--links=relay|tc]
+#                     [--model=cnn|convmlp] [--compute_time=D] [--codec=C]
+#                     [--time_scale=K]
 #   --sync      synchronisation policy (default rog)
 #   --staleness the bound S for ssp and rog (default 4)
 #   --timeline  fast: the traces' recorded cadence (default); replayed: the
@@ -31,6 +33,15 @@
 #   --non_iid   label-skewed shards instead of IID ones
 #   --seed      seed of the data degradation, shards and batches (default 1)
 #   --lr        SGD learning rate of every robot (default 0.02)
+#   --model     cnn: the 82 KB CNN (default); convmlp: its convolutions under
+#               a wide MLP head, 3.2 MB in 1,568 rows
+#   --compute_time pad every iteration's compute to this time, e.g. 2.18s
+#               for a Jetson-class robot (default 0: no padding); the real
+#               compute is still measured and reported apart
+#   --codec     rogd's --codec for every update: fp32 (default), bf16, int8
+#               or sign (with error feedback)
+#   --time_scale multiply the traces' time axis (default 1; 0.2 plays each
+#               sample for a fifth of its time, for compute scaled alike)
 #   --logs      keep logs and the robots' CSV records in DIR (default: a new
 #               folder under /tmp)
 # Ctrl-C stops everything; no process is left behind. Logs stay in the
@@ -39,7 +50,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 sync=rog staleness=4 seconds=270 scale=1 non_iid=() seed=1 lr=0.02 logs= timeline=fast
-patience=() local_steps=0 delay=5ms speedup=() links=relay
+patience=() local_steps=0 delay=5ms speedup=() links=relay model=cnn compute_time=0 codec=fp32
+time_scale=1
 traces=../shared/traces; [ -d "$traces" ] || traces=tools/traces
 for a in "$@"; do
   case "$a" in
@@ -59,6 +71,10 @@ for a in "$@"; do
     --detach_speedup=*) speedup=(--detach_speedup="${a#*=}") ;;
     --links=*) links="${a#*=}" ;;
     --delay=*) delay="${a#*=}" ;;
+    --model=*) model="${a#*=}" ;;
+    --compute_time=*) compute_time="${a#*=}" ;;
+    --codec=*) codec="${a#*=}" ;;
+    --time_scale=*) time_scale="${a#*=}" ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "run: unknown argument '$a' (see tools/run.sh --help)" >&2; exit 2 ;;
   esac
@@ -66,6 +82,12 @@ done
 case "$sync" in bsp|ssp|rog) ;; *) echo "run: --sync must be bsp, ssp or rog" >&2; exit 2 ;; esac
 case "$timeline" in fast|replayed) ;; *) echo "run: --timeline must be fast or replayed" >&2; exit 2 ;; esac
 case "$links" in relay|tc) ;; *) echo "run: --links must be relay or tc" >&2; exit 2 ;; esac
+case "$model" in cnn|convmlp) ;; *) echo "run: --model must be cnn or convmlp" >&2; exit 2 ;; esac
+case "$codec" in fp32|bf16|int8|sign) ;; *) echo "run: --codec must be fp32, bf16, int8 or sign" >&2; exit 2 ;; esac
+[[ "$compute_time" =~ ^(0|[0-9]+(\.[0-9]+)?(ms|s))$ ]] ||
+  { echo "run: --compute_time takes a duration such as 2.18s or 50ms, or 0 (got '$compute_time')" >&2; exit 2; }
+awk -v k="$time_scale" 'BEGIN { exit !(k ~ /^[0-9]+(\.[0-9]+)?$/ && k > 0 && k <= 100) }' ||
+  { echo "run: --time_scale takes a factor > 0 and <= 100, e.g. 0.2 (got '$time_scale')" >&2; exit 2; }
 if [ "$links" = tc ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "run: --links=tc creates network namespaces and kernel qdiscs: run as root, or use the" >&2
@@ -142,7 +164,7 @@ port_of() {
   return 1
 }
 
-"$bin/client/examples/fmnist_worker" --pretrain_only --cache_dir="$cache" --seed="$seed" \
+"$bin/client/examples/fmnist_worker" --pretrain_only --cache_dir="$cache" --seed="$seed" --model="$model" \
   > "$work/pretrain.log" 2>&1 || { cat "$work/pretrain.log" >&2; exit 1; }
 sed 's/^/run: /' "$work/pretrain.log"
 
@@ -189,7 +211,7 @@ if [ "$links" = tc ]; then
 fi
 
 in_ns_exec "$srv_ns" "$bin/server/rogd" --listen="$listen" "${insecure[@]}" --port_file="$work/rogd.port" --sync="$sync" \
-  --staleness="$staleness" --workers=4 --lease=60s --checkpoint_dir="$work" \
+  --staleness="$staleness" --workers=4 --lease=60s --checkpoint_dir="$work" --codec="$codec" \
   "${patience[@]}" "${speedup[@]}" --detached_local_steps="$local_steps" \
   > "$work/rogd.log" 2>&1 &
 pids+=($!)
@@ -206,10 +228,12 @@ for w in 1 2 3 4; do
     # Both ends of robot w's veth pair follow its trace: rogd's end is its
     # downlink, the robot's end its uplink.
     "$bin/tools/tc_link" --trace="$traces/outdoors-$timeline-w$w.tsv" --scale="$scale" \
-      --target="$srv_ns:${ns}s$w" --target="${ns}r$w:${ns}r$w" > "$work/relay$w.log" 2>&1 &
+      --time_scale="$time_scale" --target="$srv_ns:${ns}s$w" --target="${ns}r$w:${ns}r$w" \
+      > "$work/relay$w.log" 2>&1 &
   else
     "$bin/tools/trace_relay" --upstream="127.0.0.1:$rogd_port" --listen_port_file="$work/relay$w.port" \
-      --trace="$traces/outdoors-$timeline-w$w.tsv" --scale="$scale" --delay="$delay" > "$work/relay$w.log" 2>&1 &
+      --trace="$traces/outdoors-$timeline-w$w.tsv" --scale="$scale" --time_scale="$time_scale" \
+      --delay="$delay" > "$work/relay$w.log" 2>&1 &
   fi
   pids+=($!)
 done
@@ -228,14 +252,16 @@ for w in 1 2 3 4; do
   fi
   in_ns_exec "$robot_ns" "$bin/client/examples/fmnist_worker" --server="$server" --id="robot$w" \
     --shard=$((w - 1)) --shards=4 --seconds="$seconds" --eval_every=10 --seed="$seed" --lr="$lr" \
-    --cache_dir="$cache" --csv_dir="$work" "${non_iid[@]}" > "$work/robot$w.log" 2>&1 &
+    --cache_dir="$cache" --csv_dir="$work" --model="$model" --compute_time="$compute_time" \
+    "${non_iid[@]}" > "$work/robot$w.log" 2>&1 &
   pids+=($!)
   workers+=($!)
 done
 
 shards=IID; [ ${#non_iid[@]} -gt 0 ] && shards=label-skewed
 patience_used=$(sed -nE 's/.* patience=([^ ]+) .*/\1/p' "$work/rogd.log" | head -1)
-echo "run: sync=$sync S=$staleness patience=${patience_used:-?} lr=$lr seed=$seed, $shards shards, 4 robots on outdoors-$timeline-w1..4 (scale $scale), adapting for $seconds s"
+echo "run: sync=$sync S=$staleness patience=${patience_used:-?} lr=$lr seed=$seed, $shards shards, 4 robots on outdoors-$timeline-w1..4 (scale $scale, time x $time_scale), adapting for $seconds s"
+echo "run: model $model, codec $codec, compute per iteration padded to $compute_time (0: none)"
 echo "run: every 5 s: elapsed | per robot rN: iterations, degraded-test accuracy (every 10 s), stall share"
 start=$(date +%s)
 running=4
@@ -264,16 +290,18 @@ in_ns "$srv_ns" "$bin/tools/rogctl" --server="127.0.0.1:$rogd_port" workers --js
   rm -f "$work/workers.json"
 detaches=$(grep -c "detached worker" "$work/rogd.log")
 echo
-echo "Summary: sync=$sync S=$staleness patience=${patience_used:-?} lr=$lr seed=$seed, $shards shards, $seconds s of adaptation, traces outdoors-$timeline-w1..4 × $scale; rogd detached robots $detaches times"
-printf '%-8s %10s %7s %10s %11s %9s %7s %8s %8s\n' robot iterations it/s "accuracy" "stall share" detached stalls "MB up" "MB down"
+echo "Summary: sync=$sync S=$staleness patience=${patience_used:-?} lr=$lr seed=$seed, $shards shards, $seconds s of adaptation, traces outdoors-$timeline-w1..4 × $scale (time × $time_scale), model $model, codec $codec, compute padded to $compute_time; rogd detached robots $detaches times"
+printf '%-8s %10s %7s %10s %11s %9s %7s %8s %8s %10s\n' robot iterations it/s "accuracy" "stall share" detached stalls "MB up" "MB down" "compute ms"
 for w in 1 2 3 4; do
   f=$(grep -E '^final' "$work/robot$w.log" | tail -1)
   [ -n "$f" ] || { printf '%-8s %s\n' "robot$w" "(died: see $work/robot$w.log)"; failed=1; continue; }
   val() { sed -nE "s/.* $1=([0-9.]+).*/\\1/p" <<<"$f"; }
-  printf '%-8s %10s %7.2f %10s %11s %9s %7s %8s %8s\n' "robot$w" "$(val steps)" \
+  printf '%-8s %10s %7.2f %10s %11s %9s %7s %8s %8s %10s\n' "robot$w" "$(val steps)" \
     "$(awk -v i="$(val steps)" -v t="$(val t)" 'BEGIN { printf "%.2f", i / t }')" \
-    "$(val acc)" "$(val stall)" "$(val detached)" "$(val stalls)" "$(val up_mb)" "$(val down_mb)"
+    "$(val acc)" "$(val stall)" "$(val detached)" "$(val stalls)" "$(val up_mb)" "$(val down_mb)" \
+    "$(val real_compute_ms)"
 done
 echo "(iterations: computed by the robot; rogd moves a robot's clock past the iterations it skipped while detached)"
+echo "(compute ms: real compute per iteration, before any --compute_time padding)"
 echo "(accuracy: on degraded test images, each robot after its own final sync; clean model before adapting: $(sed -nE 's/.*clean model: ([0-9.]+)/\1/p' "$work/pretrain.log"))"
 exit "$failed"
