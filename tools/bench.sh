@@ -6,15 +6,32 @@
 # same settings. Writes a results folder with summary.md, CSV series and
 # PNG plots.
 #
-# Usage: tools/bench.sh [--profile=quick|full|tiny] [--out=DIR] [--traces=DIR]
+# Usage: tools/bench.sh [--profile=quick|full|tiny|paper] [--out=DIR] [--traces=DIR]
 #                       [--scale=X] [--staleness=S] [--seed=N] [--target=ACC]
 #                       [--minutes=N] [--timeline=fast|replayed] [--patience=SECONDS]
 #                       [--detach_speedup=X] [--delay=D] [--links=relay|tc]
+#                       [--model=cnn|convmlp] [--compute_time=D] [--codec=C]
+#                       [--time_scale=K] [--repeats=N]
 #        tools/bench.sh --study=patience [--patience=SECONDS] [--sweep=S1,S2,...]
 #                       [--local_steps=N1,...] [--minutes=N] [other options above]
 #   --profile   quick: 120 s of training per policy, within 10 minutes (default)
 #               full:  300 s per policy, about 17 minutes (the README figures)
 #               tiny:  15 s per policy, for tools/test.sh
+#               paper: the paper's operating point, its settings fixed before
+#                      any run (see below); 3 repeats x 3 policies x 2 codecs x
+#                      2 timelines of 3 minutes, about 2 h 20 min. --codec and
+#                      --timeline run a part of it; --repeats=N changes the
+#                      repeats; nothing else may be changed
+#   The paper profile (fixed 2026-11-24, before any of its runs): all of time
+#   scaled by k = 0.25: compute padded to 2.18 s x k = 0.545 s per iteration
+#   (a Jetson's 2.18 s, equal on every robot as the paper equalised its
+#   devices) and the traces' time axis x k; model convmlp (3.2 MB, 1,568
+#   rows); the trace scale computed per codec so that pushing plus pulling the
+#   whole model at the traces' time-weighted median rate takes 0.67 x the
+#   compute (the paper: 1.47 s of 2.18 s); codecs sign (error feedback) and
+#   fp32, the same for every policy; S=4; four robots; team patience off
+#   (the paper has none); both timelines; 3 repeats, mean and range; 5 ms
+#   link delay.
 #   --out       results folder (default bench-results/PROFILE-YYYYmmdd-HHMMSS)
 #   --traces    folder with outdoors-fast-w1..4.tsv (default ../shared/traces,
 #               or the copy in tools/traces when that is absent)
@@ -29,6 +46,22 @@
 #   --delay     one-way delay of every link, each direction (default 5ms; 0)
 #   --links     relay: user-space relays (default); tc: kernel tbf qdiscs on
 #               veth pairs in network namespaces (root; no delay; see run.sh)
+#   --model     cnn (82 KB, default) or convmlp (3.2 MB, 1,568 rows)
+#   --compute_time pad each iteration's compute to this, e.g. 2.18s (default 0)
+#   --codec     every policy's update codec: fp32 (default), bf16, int8, sign
+#   --time_scale multiply the traces' time axis (default 1)
+#   --repeats   run the three policies this many times (default 1; paper: 3)
+#   --study=regime    the regime map, its settings fixed 2026-11-24 before any
+#               run: the 82 KB cnn, fp32, S=4, four robots, fast timeline,
+#               compute C in {0.05, 0.2, 1} s (padded) x R in {0.1, 0.25,
+#               0.67, 1.5, 4}, R = the one-way whole-model time at the
+#               traces' time-weighted median rate over C (the trace scale
+#               follows); every point simulated, and with --measure=line
+#               (default) measured in runs of --minutes (default 2) along
+#               C = 0.2 s and at the four corners (--measure=all: every
+#               point; none: simulated only); team patience off and at
+#               rogd's default, for every policy; writes regime.md and
+#               regime.png (ROG/SSP and ROG/BSP against R per C)
 #   --study=patience  the team patience study: on both timelines, BSP, SSP
 #               and ROG without patience and with --patience (default 0.5),
 #               ROG with every --sweep value (default 0.25,1,2) and with
@@ -40,6 +73,7 @@ cd "$(dirname "$0")/.."
 
 profile=quick out="" scale=1 staleness=4 seed=1 target=-1 minutes="" timeline=fast
 patience="" study="" sweep="0.25,1,2" local_steps="4" delay=5ms speedup="" links=relay
+model=cnn compute_time=0 codec="" time_scale=1 repeats="" set_by_user=() measure=line
 traces=../shared/traces; [ -d "$traces" ] || traces=tools/traces
 for a in "$@"; do
   case "$a" in
@@ -59,23 +93,59 @@ for a in "$@"; do
     --delay=*) delay="${a#*=}" ;;
     --detach_speedup=*) speedup="${a#*=}" ;;
     --links=*) links="${a#*=}" ;;
+    --model=*) model="${a#*=}" ;;
+    --compute_time=*) compute_time="${a#*=}" ;;
+    --codec=*) codec="${a#*=}" ;;
+    --time_scale=*) time_scale="${a#*=}" ;;
+    --repeats=*) repeats="${a#*=}" ;;
+    --measure=*) measure="${a#*=}" ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "bench: unknown argument '$a' (see tools/bench.sh --help)" >&2; exit 2 ;;
+  esac
+  case "$a" in --scale=*|--staleness=*|--patience=*|--detach_speedup=*|--model=*|--compute_time=*|--time_scale=*|--delay=*|--study=*)
+    set_by_user+=("${a%%=*}") ;;
   esac
 done
 case "$profile" in
   quick) profile_minutes=2 ;;
   full) profile_minutes=5 ;;
   tiny) profile_minutes=0.25 ;;
-  *) echo "bench: --profile must be quick, full or tiny" >&2; exit 2 ;;
+  paper) profile_minutes=3 ;;
+  *) echo "bench: --profile must be quick, full, tiny or paper" >&2; exit 2 ;;
 esac
+codecs="${codec:-fp32}" timelines="$timeline"
+if [ "$profile" = paper ]; then
+  if [ "${#set_by_user[@]}" -gt 0 ]; then
+    echo "bench: the paper profile fixes its settings; ${set_by_user[*]} cannot be changed (see --help)" >&2
+    exit 2
+  fi
+  # Fixed from the paper before any run (see --help): do not tune.
+  paper_k=0.25
+  model=convmlp staleness=4 patience=0 speedup=0 delay=5ms time_scale=$paper_k
+  compute_time=$(awk -v k="$paper_k" 'BEGIN { printf "%gs", 2.18 * k }')
+  paper_ratio=0.67
+  codecs="${codec:-sign fp32}"
+  timelines=$(printf '%s\n' "$@" | grep -q '^--timeline=' && echo "$timeline" || echo "fast replayed")
+  repeats="${repeats:-3}"
+fi
+repeats="${repeats:-1}"
+[[ "$repeats" =~ ^[1-9][0-9]?$ ]] || { echo "bench: --repeats must be 1 to 99" >&2; exit 2; }
+case "$model" in cnn|convmlp) ;; *) echo "bench: --model must be cnn or convmlp" >&2; exit 2 ;; esac
+for c in $codecs; do
+  case "$c" in fp32|bf16|int8|sign) ;; *) echo "bench: --codec must be fp32, bf16, int8 or sign" >&2; exit 2 ;; esac
+done
+[[ "$compute_time" =~ ^(0|[0-9]+(\.[0-9]+)?(ms|s))$ ]] ||
+  { echo "bench: --compute_time takes a duration such as 2.18s or 50ms, or 0 (got '$compute_time')" >&2; exit 2; }
+awk -v k="$time_scale" 'BEGIN { exit !(k ~ /^[0-9]+(\.[0-9]+)?$/ && k > 0 && k <= 100) }' ||
+  { echo "bench: --time_scale takes a factor > 0 and <= 100 (got '$time_scale')" >&2; exit 2; }
 [ -n "$minutes" ] || minutes=$profile_minutes
 awk -v m="$minutes" 'BEGIN { exit !(m + 0 >= 0.2) }' ||
   { echo "bench: --minutes must be a number, at least 0.2" >&2; exit 2; }
 case "$timeline" in fast|replayed) ;; *) echo "bench: --timeline must be fast or replayed" >&2; exit 2 ;; esac
 [[ "$delay" =~ ^(0|[0-9]+(\.[0-9]+)?(us|ms|s))$ ]] ||
   { echo "bench: --delay takes a duration such as 5ms, 20ms or 0 (got '$delay')" >&2; exit 2; }
-case "$study" in ""|patience) ;; *) echo "bench: --study must be patience" >&2; exit 2 ;; esac
+case "$study" in ""|patience|regime) ;; *) echo "bench: --study must be patience or regime" >&2; exit 2 ;; esac
+case "$measure" in line|all|none) ;; *) echo "bench: --measure must be line, all or none" >&2; exit 2 ;; esac
 case "$links" in
   relay) links_text="user-space relays, one-way delay $delay each way" ;;
   tc)
@@ -119,7 +189,8 @@ run_one() {
   echo "bench: === $name ==="
   mkdir -p "$(dirname "$dir")"
   tools/run.sh --staleness="$staleness" --minutes="$minutes" --traces="$traces" \
-    --scale="$scale" --seed="$seed" --delay="$delay" --links="$links" --logs="$dir" "$@" \
+    --scale="${run_scale:-$scale}" --seed="$seed" --delay="$delay" --links="$links" --logs="$dir" \
+    --model="$model" --compute_time="$compute_time" --time_scale="$time_scale" "$@" \
     > "$dir.out" 2>&1 &
   child=$!
   tail -n +1 --pid="$child" -f "$dir.out" &
@@ -134,6 +205,134 @@ run_one() {
 }
 
 cpu="$(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), 1 torch thread per robot"
+
+if [ "$study" = regime ]; then
+  for f in "${set_by_user[@]}"; do
+    [ "$f" = --study ] && continue
+    echo "bench: the regime study fixes its settings; $f cannot be changed (see --help)" >&2
+    exit 2
+  done
+  # Fixed 2026-11-24 before any run (see --help): do not tune.
+  model=cnn sim_model=fmnist staleness=4 timeline=fast codec_r=fp32 delay=5ms time_scale=1
+  regime_c="0.05 0.2 1" regime_r="0.1 0.25 0.67 1.5 4"
+  [ -n "$minutes" ] || { minutes=2; seconds=120; }
+  echo "bench: building rogd, the simulator and the report"
+  if ! bazel build --color=no --curses=no -c opt //server:rogd //tools:sim //tools:bench_report \
+      > "$out/build.log" 2>&1; then
+    tail -20 "$out/build.log" >&2
+    echo "bench: build failed (log: $out/build.log)" >&2
+    exit 1
+  fi
+  bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
+  # rogd's default patience, for the simulator's "default" column.
+  default_patience=$("$bin/server/rogd" --helpfull 2>&1 | tr '\n' ' ' | sed -E 's/.*    --patience \(//' |
+    grep -oE 'default: [0-9.]+(ms|s);' | head -1 |
+    awk '{ v = $2; sub(/;$/, "", v); if (v ~ /ms$/) print v / 1000; else print v + 0 }')
+  [ -n "$default_patience" ] || { echo "bench: cannot read rogd's default --patience" >&2; exit 1; }
+  corner() { { [ "$1" = 0.05 ] || [ "$1" = 1 ]; } && { [ "$2" = 0.1 ] || [ "$2" = 4 ]; }; }
+  mkdir -p "$out/sim"
+  table="$out/regime.tsv"
+  printf 'C\tR\tscale\tpatience\tsim_bsp\tsim_ssp\tsim_rog\tbsp\tssp\trog\n' > "$table"
+  echo "bench: regime study: C in {$regime_c} s x R in {$regime_r}, patience off and ${default_patience} s; measure=$measure, $seconds s per run; results in $out"
+  for C in $regime_c; do
+    for R in $regime_r; do
+      two_r=$(awk -v r="$R" 'BEGIN { print 2 * r }')
+      line="$("$bin/tools/sim" --model="$sim_model" --codec="$codec_r" --traces="$traces" \
+        --trace_filter=outdoors-fast --compute_seconds="$C" --solve_trace_scale="$two_r")" ||
+        { echo "bench: cannot compute the trace scale: $line" >&2; exit 1; }
+      sc=$(awk '{ print $2 }' <<<"$line")
+      for pat in 0 "$default_patience"; do
+        tag="C$C-R$R-p$pat"
+        "$bin/tools/sim" --model="$sim_model" --codec="$codec_r" --compute_seconds="$C" \
+          --seconds="$seconds" --patience="$pat" --staleness="$staleness" --traces="$traces" \
+          --trace_filter=outdoors-fast --trace_scale="$sc" --seed="$seed" > "$out/sim/$tag.txt" 2>&1 ||
+          echo "bench: the simulator failed at $tag; see $out/sim/$tag.txt" >&2
+        # The first table's it/s per policy.
+        sim_ips=$(awk '$1 ~ /^(bsp|ssp|rog)$/ && !seen[$1]++ { v[$1] = $2 }
+          END { printf "%s\t%s\t%s", v["bsp"], v["ssp"], v["rog"] }' "$out/sim/$tag.txt")
+        measured="-	-	-"
+        if [ "$measure" = all ] || { [ "$measure" = line ] && { [ "$C" = 0.2 ] || corner "$C" "$R"; }; }; then
+          dir="$out/$tag"
+          pargs=(--patience="${pat}s")
+          [ "$pat" = 0 ] || pargs=()  # rogd's default
+          for policy in bsp ssp rog; do
+            run_scale=$sc run_one "$policy at C=$C s, R=$R (scale $sc), patience $pat s" "$dir/$policy" \
+              --sync="$policy" --timeline=fast --codec="$codec_r" --compute_time="${C}s" "${pargs[@]}"
+          done
+          "$bin/tools/bench_report" --results="$dir" --traces="$traces" --scale="$sc" \
+            --staleness="$staleness" --adapt_seconds="$seconds" --profile=regime --codec="$codec_r" \
+            --command="$command" --trace_prefix="outdoors-fast-w" --cpu="$cpu" --delay="$delay" \
+            --links="$links_text" > /dev/null || exit 1
+          measured=$(awk -F'|' '$2 ~ /^ (BSP|SSP\(4\)|ROG\(4\)) $/ { gsub(/ /, "", $3); v[++n] = $3 }
+            END { printf "%s\t%s\t%s", v[1], v[2], v[3] }' "$dir/summary.md")
+        fi
+        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$C" "$R" "$sc" "$pat" "$sim_ips" "$measured" >> "$table"
+      done
+    done
+  done
+  # regime.md: the ratios per point, simulated beside measured, and how far
+  # the simulator's iterations/s are from the measured ones.
+  awk -F'\t' -v cmd="$command" -v cpu="$cpu" -v secs="$seconds" -v dp="$default_patience" '
+    function ratio(a, b) { return (a != "-" && b != "-" && b > 0) ? sprintf("%.2f×", a / b) : "–" }
+    function err(s, m) { return (m != "-" && m > 0) ? sprintf("%+.0f%%", 100 * (s - m) / m) : "–" }
+    NR == 1 { next }
+    {
+      rows[++n] = sprintf("| %s | %s | %.4g | %s | %s | %s | %s | %s | %s / %s / %s |",
+        $1, $2, $3, $4 == 0 ? "off" : $4 " s", ratio($7, $6), ratio($10, $9), ratio($7, $5),
+        ratio($10, $8), err($5, $8), err($6, $9), err($7, $10))
+    }
+    END {
+      print "# The regime map: where ROG wins\n"
+      print "Compute C per iteration (padded) against R, the one-way time to move the whole 82 KB model (fp32) at the traces'\'' time-weighted median rate over C; the trace scale follows from R and C. ROG/SSP and ROG/BSP are ratios of iterations per second per robot; the simulator (`//tools:sim`) beside the measured runs where there are any; the last column is the simulator'\''s iterations/s against the measured ones (BSP / SSP / ROG).\n"
+      print "| C (s) | R | trace scale | patience | ROG/SSP simulated | ROG/SSP measured | ROG/BSP simulated | ROG/BSP measured | simulator vs measured |"
+      print "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+      for (i = 1; i <= n; i++) print rows[i]
+      print "\n## Settings\n"
+      print "- fixed 2026-11-24 before any run: model cnn (82 KB fp32), codec fp32, S=4, four robots, fast timeline, 5 ms link delay, user-space relays"
+      print "- C in {0.05, 0.2, 1} s, R in {0.1, 0.25, 0.67, 1.5, 4}; patience off and rogd'\''s default (" dp " s) for every policy"
+      print "- " secs " s per run and per simulation; CPU: " cpu
+      print "- command: `" cmd "`"
+    }' "$table" > "$out/regime.md"
+  # regime.png: ROG/SSP and ROG/BSP against R, one line per C, simulated
+  # (lines) and measured (points), one panel per patience setting.
+  for C in $regime_c; do
+    for pat in 0 "$default_patience"; do
+      awk -F'\t' -v c="$C" -v p="$pat" 'NR > 1 && $1 == c && $4 == p {
+        m = ($9 != "-" && $9 > 0) ? $10 / $9 : "NaN"; mb = ($8 != "-" && $8 > 0) ? $10 / $8 : "NaN"
+        printf "%s %s %s %s %s\n", $2, ($6 > 0 ? $7 / $6 : "NaN"), m, ($5 > 0 ? $7 / $5 : "NaN"), mb }' \
+        "$table" > "$out/regime_C${C}_p${pat}.dat"
+    done
+  done
+  {
+    echo "set terminal pngcairo size 1200,900 noenhanced"
+    echo "set output 'regime.png'"
+    echo "set multiplot layout 2,2"
+    echo "set logscale x; set grid; set key top left; set xlabel 'R: one-way whole-model time / compute'"
+    for pat in 0 "$default_patience"; do
+      for k in ssp bsp; do
+        col_s=2 col_m=3; [ "$k" = bsp ] && col_s=4 col_m=5
+        label=off; [ "$pat" = 0 ] || label="${pat} s"
+        echo "set title 'ROG/${k^^}, patience $label'; set ylabel 'ROG/${k^^} (iterations/s)'"
+        plot=""
+        i=0
+        for C in $regime_c; do
+          i=$((i + 1))
+          plot+="${plot:+, }'regime_C${C}_p${pat}.dat' using 1:$col_s with lines linecolor $i title 'C=$C s simulated', '' using 1:$col_m with points pointtype 7 linecolor $i title 'C=$C s measured'"
+        done
+        echo "plot $plot"
+      done
+    done
+    echo "unset multiplot"
+  } > "$out/regime.gp"
+  if command -v gnuplot > /dev/null; then
+    (cd "$out" && gnuplot regime.gp) || echo "bench: gnuplot failed; the data files are there" >&2
+  fi
+  echo
+  cat "$out/regime.md"
+  echo
+  echo "bench: results in $out: regime.md, regime.png, regime.tsv, sim/, one folder per measured point"
+  exit 0
+fi
 
 if [ "$study" = patience ]; then
   p=${patience:-0.5}
@@ -177,12 +376,7 @@ fi
 patience_args=()
 [ -n "$patience" ] && patience_args=(--patience="${patience}s")
 [ -n "$speedup" ] && patience_args+=(--detach_speedup="$speedup")
-echo "bench: profile $profile: BSP, SSP($staleness), ROG($staleness), $seconds s each, $timeline timeline; results in $out"
-for policy in bsp ssp rog; do
-  run_one "$policy" "$out/$policy" --sync="$policy" --timeline="$timeline" "${patience_args[@]}"
-done
 
-echo
 echo "bench: building the simulator and the report"
 if ! bazel build --color=no --curses=no -c opt //tools:sim //tools:bench_report \
     > "$out/build.log" 2>&1; then
@@ -191,34 +385,111 @@ if ! bazel build --color=no --curses=no -c opt //tools:sim //tools:bench_report 
   exit 1
 fi
 bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
+sim_model=$model; [ "$model" = cnn ] && sim_model=fmnist
 
-# The simulator on the same settings, with the compute time measured above.
-# (Records of kind 2 are waits, not iterations.)
-compute=$(awk -F, 'FNR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-  $col["kind"] != 2 { s += $col["compute_s"]; n++ }
-  END { if (n) printf "%.4f", s / n; else print 0 }' "$out"/*/robot*.iters.csv)
-# The patience rogd ran with ("patience=500ms" in its first line; "off").
-sim_patience=$(sed -nE '1,3s/.* patience=([^ ]+) .*/\1/p' "$out/rog/rogd.log" | head -1 |
-  awk '/ms$/ { print $0 / 1000; next } /s$/ { print $0 + 0; next } { print 0 }')
-# And its team pace ("detach_speedup=1.25"; "off").
-sim_speedup=$(sed -nE '1,3s/.* detach_speedup=([0-9.]+).*/\1/p' "$out/rog/rogd.log" | head -1)
-echo "bench: simulator: fmnist layout, compute $compute s per iteration, $seconds s, patience ${sim_patience:-0} s, detach speedup ${sim_speedup:-off}"
-"$bin/tools/sim" --model=fmnist --compute_seconds="$compute" --seconds="$seconds" \
-  --patience="${sim_patience:-0}" --detach_speedup="${sim_speedup:-0}" \
-  --staleness="$staleness" --traces="$traces" --trace_filter="outdoors-$timeline" \
-  --trace_scale="$scale" --seed="$seed" > "$out/simulator.txt" 2>&1 ||
-  echo "bench: the simulator failed; see $out/simulator.txt" >&2
+# The paper profile's trace scale for codec $1 (one factor for both
+# timelines, from the recorded cadence): see --help.
+paper_scale() {
+  "$bin/tools/sim" --model="$sim_model" --codec="$1" --traces="$traces" \
+    --trace_filter=outdoors-fast --compute_seconds="${compute_time%s}" \
+    --solve_trace_scale="$paper_ratio"
+}
 
-"$bin/tools/bench_report" --results="$out" --traces="$traces" --scale="$scale" \
-  --staleness="$staleness" --adapt_seconds="$seconds" --profile="$profile" \
-  --command="$command" --target="$target" --simulator="$out/simulator.txt" \
-  --trace_prefix="outdoors-$timeline-w" --cpu="$cpu" --delay="$delay" --links="$links_text" \
-  --team="$(sed -nE '1,3s/.* (patience=[^ ]+) detached_local_steps=([^ ]+) (detach_speedup=[^ ]+).*/\1 \3 detached_local_steps=\2/p' "$out/rog/rogd.log" | head -1)" ||
-  exit 1
-if command -v gnuplot > /dev/null; then
-  (cd "$out" && gnuplot plots.gp) || echo "bench: gnuplot failed; the CSV files are there" >&2
-else
-  echo "bench: gnuplot not installed (tools/setup.sh installs it); no PNG plots" >&2
+# report GROUP_DIR TIMELINE CODEC SCALE: the simulator on the group's
+# settings and its summary.md (over the repeats when there are several).
+report() {
+  local dir=$1 tl=$2 c=$3 sc=$4
+  local runs=("$dir"/*/robot*.iters.csv)
+  [ "$repeats" -gt 1 ] && runs=("$dir"/rep*/*/robot*.iters.csv)
+  # The simulator with the compute time measured above (records of kind 2
+  # are waits, not iterations), and rogd's patience and team pace.
+  local compute first_rog sim_patience sim_speedup
+  compute=$(awk -F, 'FNR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+    $col["kind"] != 2 { s += $col["compute_s"]; n++ }
+    END { if (n) printf "%.4f", s / n; else print 0 }' "${runs[@]}")
+  first_rog="$dir/rog/rogd.log"; [ "$repeats" -gt 1 ] && first_rog="$dir/rep1/rog/rogd.log"
+  sim_patience=$(sed -nE '1,3s/.* patience=([^ ]+) .*/\1/p' "$first_rog" | head -1 |
+    awk '/ms$/ { print $0 / 1000; next } /s$/ { print $0 + 0; next } { print 0 }')
+  sim_speedup=$(sed -nE '1,3s/.* detach_speedup=([0-9.]+).*/\1/p' "$first_rog" | head -1)
+  echo "bench: simulator: $sim_model layout, codec $c, compute $compute s per iteration, $seconds s, patience ${sim_patience:-0} s, detach speedup ${sim_speedup:-off}"
+  "$bin/tools/sim" --model="$sim_model" --codec="$c" --compute_seconds="$compute" --seconds="$seconds" \
+    --patience="${sim_patience:-0}" --detach_speedup="${sim_speedup:-0}" \
+    --staleness="$staleness" --traces="$traces" --trace_filter="outdoors-$tl" \
+    --trace_scale="$sc" --trace_time_scale="$time_scale" --seed="$seed" > "$dir/simulator.txt" 2>&1 ||
+    echo "bench: the simulator failed; see $dir/simulator.txt" >&2
+  local team
+  team="$(sed -nE '1,3s/.* (patience=[^ ]+) detached_local_steps=([^ ]+) (detach_speedup=[^ ]+).*/\1 \3 detached_local_steps=\2/p' "$first_rog" | head -1)"
+  local common=(--traces="$traces" --scale="$sc" --time_scale="$time_scale" --staleness="$staleness"
+    --adapt_seconds="$seconds" --command="$command" --target="$target" --trace_prefix="outdoors-$tl-w"
+    --cpu="$cpu" --delay="$delay" --links="$links_text" --team="$team" --codec="$c")
+  if [ "$repeats" -eq 1 ]; then
+    "$bin/tools/bench_report" --results="$dir" --profile="$profile" --simulator="$dir/simulator.txt" \
+      "${common[@]}" || return 1
+    if command -v gnuplot > /dev/null; then
+      (cd "$dir" && gnuplot plots.gp) || echo "bench: gnuplot failed; the CSV files are there" >&2
+    fi
+    return 0
+  fi
+  local r
+  for r in $(seq 1 "$repeats"); do
+    "$bin/tools/bench_report" --results="$dir/rep$r" --profile="$profile" "${common[@]}" > /dev/null || return 1
+    if command -v gnuplot > /dev/null; then (cd "$dir/rep$r" && gnuplot plots.gp); fi
+  done
+  {
+    echo "profile $profile; model $model; compute per iteration padded to $compute_time (--compute_time); traces' time axis x $time_scale"
+    [ -n "$scale_note" ] && echo "$scale_note"
+    echo "$repeats repeats; in each, BSP, SSP and ROG back to back on the same settings"
+  } > "$dir/settings.txt"
+  local goals=()
+  [ "$profile" = paper ] && goals=(--paper_goals)
+  "$bin/tools/bench_report" --repeats --results="$dir" "${goals[@]}" \
+    --title="ROG benchmark, $profile profile: codec $c, $tl timeline" \
+    --settings_file="$dir/settings.txt" --simulator="$dir/simulator.txt" "${common[@]}" || return 1
+  if command -v gnuplot > /dev/null; then
+    (cd "$dir" && gnuplot plots.gp) || echo "bench: gnuplot failed; the data files are there" >&2
+  fi
+}
+
+groups=()
+for c in $codecs; do
+  for tl in $timelines; do groups+=("$c $tl"); done
+done
+echo "bench: profile $profile: BSP, SSP($staleness), ROG($staleness), $seconds s each, $repeats repeat(s), codec(s) $codecs, timeline(s) $timelines, model $model, compute $compute_time; results in $out"
+for g in "${groups[@]}"; do
+  read -r c tl <<<"$g"
+  run_scale=$scale scale_note=""
+  if [ "$profile" = paper ]; then
+    scale_note="$(paper_scale "$c")" || { echo "bench: cannot compute the trace scale: $scale_note" >&2; exit 1; }
+    run_scale=$(awk '{ print $2 }' <<<"$scale_note")
+    scale_note="trace scale computed before the runs: $scale_note"
+    echo "bench: $scale_note"
+  fi
+  dir="$out"
+  [ "${#groups[@]}" -gt 1 ] || [ "$repeats" -gt 1 ] && dir="$out/$c-$tl"
+  for r in $(seq 1 "$repeats"); do
+    rdir="$dir"; [ "$repeats" -gt 1 ] && rdir="$dir/rep$r"
+    for policy in bsp ssp rog; do
+      run_one "$policy ($c, $tl timeline, repeat $r of $repeats)" "$rdir/$policy" --sync="$policy" \
+        --timeline="$tl" --codec="$c" "${patience_args[@]}"
+    done
+  done
+  echo
+  report "$dir" "$tl" "$c" "$run_scale" || exit 1
+done
+run_scale=""
+
+# With several groups, summary.md at the top gathers theirs.
+if [ "$out" != "$dir" ]; then
+  {
+    echo "# ROG benchmark, $profile profile"
+    echo
+    echo "Command: \`$command\`. One section per codec and timeline; each folder holds its runs."
+    for g in "${groups[@]}"; do
+      read -r c tl <<<"$g"
+      echo
+      sed '1s/^# /## /; 2,$s/^## /### /' "$out/$c-$tl/summary.md"
+    done
+  } > "$out/summary.md"
 fi
 echo
 cat "$out/summary.md"

@@ -30,6 +30,7 @@ ABSL_FLAG(std::string, traces, "../shared/traces", "folder of the traces the lin
 ABSL_FLAG(std::string, trace_prefix, "outdoors-fast-w",
           "robotN's link replayed TRACES/<prefix>N.tsv");
 ABSL_FLAG(double, scale, 1, "the trace scale the links used");
+ABSL_FLAG(double, time_scale, 1, "the factor on the traces' time axis the links used");
 ABSL_FLAG(int, staleness, 4, "S of SSP and ROG");
 ABSL_FLAG(double, adapt_seconds, 0, "seconds of adaptation per policy");
 ABSL_FLAG(std::string, profile, "", "the bench.sh profile, for the settings list");
@@ -43,6 +44,16 @@ ABSL_FLAG(std::string, team, "", "rogd's team settings (patience, detach speedup
 ABSL_FLAG(double, target, -1, "accuracy target; below 0: BSP's final accuracy");
 ABSL_FLAG(std::string, simulator, "", "a file with //tools:sim's output for the same settings");
 ABSL_FLAG(double, patience, 0, "with --study: the main patience, whose ROG run the goals use");
+ABSL_FLAG(bool, repeats, false,
+          "the results folder holds rep1/, rep2/, ... each a bench.sh results folder of the same "
+          "settings: write its summary.md over the repeats (mean and range)");
+ABSL_FLAG(std::string, title, "", "with --repeats: the summary's title");
+ABSL_FLAG(std::string, settings_file, "",
+          "with --repeats: a file of more settings lines for the summary, one per line");
+ABSL_FLAG(std::string, codec, "fp32", "the codec the runs used, for the settings list");
+ABSL_FLAG(bool, paper_goals, false,
+          "with --repeats: check the paper's figures as goals (ROG/BSP >= 2.12x, ROG/SSP >= "
+          "1.76x, time to BSP's accuracy <= 0.5x BSP's, accuracy within 0.5 points)");
 ABSL_FLAG(bool, study, false,
           "the patience study (tools/bench.sh --study=patience): read RESULTS/TIMELINE/"
           "POLICY-pSECONDS[-lSTEPS]/ runs and write patience.md, team_*.dat and plots.gp");
@@ -112,8 +123,10 @@ absl::StatusOr<std::vector<rog::RobotRun>> LoadPolicy(const fs::path& dir,
       auto trace = rog::Trace::Parse(*trace_text, trace_path.string());
       if (!start.ok()) return start.status();
       if (!trace.ok()) return trace.status();
-      run.trace = std::move(*trace);
+      run.trace = trace->TimeScaled(absl::GetFlag(FLAGS_time_scale));
       run.trace_start_unix = *start;
+      // Logs before the delay was printed: the relays' 5 ms default then.
+      run.link_delay_s = rog::RelayDelaySeconds(*log).value_or(0.005);
       run.trace_scale = absl::GetFlag(FLAGS_scale);
     }
     runs.push_back(std::move(run));
@@ -190,7 +203,7 @@ std::string GnuplotScript(const std::vector<rog::PolicyFigures>& figures) {
       "set style data histograms\n", "set style histogram rowstacked\n",
       "set style fill solid 0.8 border -1\n", "set boxwidth 0.6\n",
       "plot 'breakdown.dat' using 2:xtic(1) title 'compute', '' using 3 title 'transmit', "
-      "'' using 4 title 'stall', '' using 5 title 'other (evaluation)'\n");
+      "'' using 4 title 'stall', '' using 5 title 'other'\n");
 }
 
 // The patience study: every RESULTS/TIMELINE/POLICY-pSECONDS[-lSTEPS] run.
@@ -289,6 +302,94 @@ int Study(const fs::path& results) {
   return 0;
 }
 
+// A profile with repeats: RESULTS/repN/{bsp,ssp,rog}.
+int Repeats(const fs::path& results) {
+  std::vector<fs::path> reps;
+  for (int n = 1; fs::is_directory(results / absl::StrCat("rep", n)); ++n) {
+    reps.push_back(results / absl::StrCat("rep", n));
+  }
+  if (reps.empty()) return Fail(absl::StrCat("no rep1/ in ", results.string()));
+  std::vector<std::vector<rog::PolicyFigures>> figures;
+  std::string gp =
+      "# Made by //tools:bench_report --repeats; run with gnuplot in the results folder.\n"
+      "set terminal pngcairo size 900,540 noenhanced\nset grid\nset key bottom right\n"
+      "set ylabel 'accuracy on degraded test images (team mean)'\n"
+      "set xlabel 'wall-clock time (s)'\nset output 'accuracy_time.png'\n"
+      "set title 'Accuracy against wall-clock time, every repeat'\n";
+  std::string plot;
+  int robots = 0;
+  for (size_t r = 0; r < reps.size(); ++r) {
+    std::vector<rog::PolicyFigures> rep;
+    int color = 0;
+    for (const char* policy : {"bsp", "ssp", "rog"}) {
+      ++color;
+      if (!fs::is_directory(reps[r] / policy)) continue;
+      auto runs = LoadPolicy(reps[r] / policy, absl::GetFlag(FLAGS_trace_prefix));
+      if (!runs.ok()) return Fail(std::string(runs.status().message()));
+      robots = static_cast<int>(runs->size());
+      rep.push_back(rog::CombinePolicy(policy, *runs));
+      std::string dat = "# elapsed_s mean_accuracy\n";
+      for (const auto& [t, a] : rep.back().team_accuracy) {
+        absl::StrAppend(&dat, absl::StrFormat("%.3f %.4f\n", t, a));
+      }
+      const std::string file = absl::StrCat("team_", policy, "_rep", r + 1, ".dat");
+      absl::Status w = Write(results / file, dat);
+      if (!w.ok()) return Fail(std::string(w.message()));
+      absl::StrAppend(&plot, plot.empty() ? "" : ", ", "'", file,
+                      "' using 1:2 with linespoints linecolor ", color, " title '", policy,
+                      " repeat ", r + 1, "'");
+    }
+    figures.push_back(std::move(rep));
+  }
+  rog::BenchSettings settings;
+  settings.staleness = absl::GetFlag(FLAGS_staleness);
+  settings.codec = absl::GetFlag(FLAGS_codec);
+  settings.trace_scale = absl::GetFlag(FLAGS_scale);
+  settings.traces = absl::StrCat(absl::GetFlag(FLAGS_traces), "/",
+                                 absl::GetFlag(FLAGS_trace_prefix), "{1..", robots, "}.tsv");
+  settings.adapt_seconds = absl::GetFlag(FLAGS_adapt_seconds);
+  settings.robots = robots;
+  settings.cpu = absl::GetFlag(FLAGS_cpu);
+  settings.delay = absl::GetFlag(FLAGS_delay);
+  settings.links = absl::GetFlag(FLAGS_links);
+  settings.team = absl::GetFlag(FLAGS_team);
+  settings.command = absl::GetFlag(FLAGS_command);
+  if (absl::GetFlag(FLAGS_target) >= 0) settings.target = absl::GetFlag(FLAGS_target);
+  if (!absl::GetFlag(FLAGS_settings_file).empty()) {
+    auto text = Read(absl::GetFlag(FLAGS_settings_file));
+    if (!text.ok()) return Fail(std::string(text.status().message()));
+    for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
+      settings.more.emplace_back(line);
+    }
+  }
+  rog::RepeatGoals goals;
+  if (absl::GetFlag(FLAGS_paper_goals)) {
+    goals.rog_over_bsp = 2.12;
+    goals.rog_over_ssp = 1.76;
+    goals.time_share_of_bsp = 0.5;
+    goals.accuracy_points = 0.5;
+    goals.source = "the paper's figures";
+  }
+  std::string sim;
+  if (!absl::GetFlag(FLAGS_simulator).empty()) {
+    auto s = Read(absl::GetFlag(FLAGS_simulator));
+    if (!s.ok()) return Fail(std::string(s.status().message()));
+    sim = *s;
+  }
+  const std::string title = absl::GetFlag(FLAGS_title).empty()
+                                ? std::string("ROG benchmark over repeats")
+                                : absl::GetFlag(FLAGS_title);
+  absl::StrAppend(&gp, "plot ", plot, "\n");
+  for (absl::Status s :
+       {Write(results / "summary.md", rog::RepeatsMarkdown(figures, settings, goals, title, sim)),
+        Write(results / "plots.gp", gp)}) {
+    if (!s.ok()) return Fail(std::string(s.message()));
+  }
+  std::printf("bench_report: wrote %s/summary.md, team_*_rep*.dat, plots.gp\n",
+              results.string().c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -300,6 +401,7 @@ int main(int argc, char** argv) {
   const fs::path results = absl::GetFlag(FLAGS_results);
   if (results.empty()) return Fail("--results is required (a tools/bench.sh results folder)");
   if (absl::GetFlag(FLAGS_study)) return Study(results);
+  if (absl::GetFlag(FLAGS_repeats)) return Repeats(results);
   std::vector<rog::PolicyFigures> figures;
   std::vector<std::vector<rog::RobotRun>> runs;
   for (const char* policy : {"bsp", "ssp", "rog"}) {
@@ -332,6 +434,7 @@ int main(int argc, char** argv) {
   settings.links = absl::GetFlag(FLAGS_links);
   settings.team = absl::GetFlag(FLAGS_team);
   settings.profile = absl::GetFlag(FLAGS_profile);
+  settings.codec = absl::GetFlag(FLAGS_codec);
   settings.command = absl::GetFlag(FLAGS_command);
   if (absl::GetFlag(FLAGS_target) >= 0) settings.target = absl::GetFlag(FLAGS_target);
   std::string sim;

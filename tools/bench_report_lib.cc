@@ -7,8 +7,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
 
 namespace rog {
 namespace {
@@ -66,11 +68,19 @@ constexpr absl::string_view kIterHeaderPatience =
 constexpr absl::string_view kIterHeaderPushes =
     "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,rows_up,bytes_up,"
     "payload_up,rows_down,bytes_down,payload_down,disconnected,detached_s,kind";
+// Since --compute_time: the compute before padding, one more column.
+constexpr absl::string_view kIterHeaderReal =
+    "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,rows_up,bytes_up,"
+    "payload_up,rows_down,bytes_down,payload_down,disconnected,detached_s,kind,real_compute_s";
 constexpr absl::string_view kPushHeader =
     "start_unix_s,iteration,window_s,bytes,payload,busy_s,overshoot_s,disconnected";
 // Since PushStats::late_bytes: one more column.
 constexpr absl::string_view kPushHeaderLate =
     "start_unix_s,iteration,window_s,bytes,payload,busy_s,overshoot_s,disconnected,late_bytes";
+// Since PushStats::ack_seconds: two more columns.
+constexpr absl::string_view kPushHeaderAck =
+    "start_unix_s,iteration,window_s,bytes,payload,busy_s,overshoot_s,disconnected,late_bytes,"
+    "ack_s,acked_bytes";
 constexpr absl::string_view kAccHeader = "unix_s,elapsed_s,iteration,accuracy";
 
 }  // namespace
@@ -78,7 +88,8 @@ constexpr absl::string_view kAccHeader = "unix_s,elapsed_s,iteration,accuracy";
 absl::StatusOr<std::vector<IterRecord>> ParseIterCsv(absl::string_view text,
                                                      absl::string_view name) {
   if (absl::StartsWith(text, kIterHeaderPushes)) {
-    auto rows = CsvRows(text, name, kIterHeaderPushes);
+    const bool real = absl::StartsWith(text, kIterHeaderReal);
+    auto rows = CsvRows(text, name, real ? kIterHeaderReal : kIterHeaderPushes);
     if (!rows.ok()) return rows.status();
     std::vector<IterRecord> out;
     for (size_t i = 0; i < rows->size(); ++i) {
@@ -105,6 +116,11 @@ absl::StatusOr<std::vector<IterRecord>> ParseIterCsv(absl::string_view text,
       r.disconnected = disconnected != 0;
       r.local_step = kind == 1;
       r.no_iteration = kind == 2;
+      r.real_compute_s = r.compute_s;
+      if (real) {
+        absl::Status st = Field(f[16], name, line, &r.real_compute_s);
+        if (!st.ok()) return st;
+      }
       out.push_back(r);
     }
     return out;
@@ -144,6 +160,7 @@ absl::StatusOr<std::vector<IterRecord>> ParseIterCsv(absl::string_view text,
       r.local_step = kind == 1;
       r.no_iteration = kind == 2;
     }
+    r.real_compute_s = r.compute_s;
     out.push_back(r);
   }
   return out;
@@ -170,7 +187,8 @@ absl::StatusOr<std::vector<AccRecord>> ParseAccCsv(absl::string_view text, absl:
 absl::StatusOr<std::vector<PushRecord>> ParsePushCsv(absl::string_view text,
                                                      absl::string_view name) {
   const bool late = absl::StartsWith(text, kPushHeaderLate);
-  auto rows = CsvRows(text, name, late ? kPushHeaderLate : kPushHeader);
+  const bool ack = absl::StartsWith(text, kPushHeaderAck);
+  auto rows = CsvRows(text, name, ack ? kPushHeaderAck : late ? kPushHeaderLate : kPushHeader);
   if (!rows.ok()) return rows.status();
   std::vector<PushRecord> out;
   for (size_t i = 0; i < rows->size(); ++i) {
@@ -188,6 +206,12 @@ absl::StatusOr<std::vector<PushRecord>> ParsePushCsv(absl::string_view text,
     if (late) {
       absl::Status s = Field(f[8], name, line, &r.late_bytes);
       if (!s.ok()) return s;
+    }
+    if (ack) {
+      for (absl::Status s :
+           {Field(f[9], name, line, &r.ack_s), Field(f[10], name, line, &r.acked_bytes)}) {
+        if (!s.ok()) return s;
+      }
     }
     r.disconnected = disconnected != 0;
     out.push_back(r);
@@ -207,6 +231,9 @@ std::vector<PushRecord> PushesFromIters(const std::vector<IterRecord>& iters) {
     p.payload = r.payload_up;
     // EndStep waited for the acks then: the push ended within it.
     p.busy_s = std::min(r.busy_s, r.transmit_s);
+    // EndIteration returned at its last ack then, with every byte acked.
+    p.ack_s = r.transmit_s;
+    p.acked_bytes = r.bytes_up;
     p.overshoot_s = r.overshoot_s;
     p.disconnected = r.disconnected;
     out.push_back(p);
@@ -229,6 +256,23 @@ absl::StatusOr<double> RelayStartUnix(absl::string_view relay_log) {
   return t;
 }
 
+absl::StatusOr<double> RelayDelaySeconds(absl::string_view relay_log) {
+  const absl::string_view first = relay_log.substr(0, relay_log.find('\n'));
+  if (absl::StrContains(first, "no added delay")) return 0.0;  // tc_link
+  constexpr absl::string_view kMark = ", delay ";
+  const size_t at = first.find(kMark);
+  if (at == absl::string_view::npos) {
+    return absl::NotFoundError("no ', delay ' in the relay log's first line");
+  }
+  absl::string_view rest = first.substr(at + kMark.size());
+  rest = rest.substr(0, rest.find(','));
+  absl::Duration d;
+  if (!absl::ParseDuration(rest, &d) || d < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat("bad delay '", rest, "' in relay log"));
+  }
+  return absl::ToDoubleSeconds(d);
+}
+
 RobotFigures Summarise(const RobotRun& run) {
   RobotFigures f;
   f.id = run.id;
@@ -242,6 +286,7 @@ RobotFigures Summarise(const RobotRun& run) {
   f.iterations_per_s = f.iterations / f.span_s;
   for (const IterRecord& r : run.iters) {
     f.compute_s += r.compute_s;
+    f.real_compute_s += r.no_iteration ? 0 : r.real_compute_s;
     f.transmit_s += r.transmit_s;
     f.stall_s += r.stall_s;
     f.detached_s += r.detached_s;
@@ -262,10 +307,17 @@ RobotFigures Summarise(const RobotRun& run) {
       f.overshoots_s.push_back(p.overshoot_s);
       if (p.late_bytes == 0) f.on_time_overshoots_s.push_back(p.overshoot_s);
     }
-    if (!run.trace || p.busy_s <= 0) continue;
+    // Pushes from files without ack_s cannot be measured this way (see
+    // RobotFigures); those from before ID.pushes.csv waited in EndStep for
+    // their acks, so their transmit time is their start to last ack.
+    const double ack_s = p.ack_s;
+    const uint64_t acked = p.acked_bytes;
+    if (!run.trace || ack_s <= 0 || acked == 0) continue;
     const double t0 = std::max(0.0, p.start_unix - run.trace_start_unix);
-    f.transmit_bytes_up += p.bytes;
-    busy.emplace_back(t0, t0 + p.busy_s);
+    const double crossed = ack_s - 2 * run.link_delay_s;
+    if (crossed <= 0) continue;
+    f.transmit_bytes_up += acked;
+    busy.emplace_back(t0, t0 + crossed);
   }
   // A push may still be on the link when the next one starts: the link's
   // capacity counts once.
@@ -326,7 +378,8 @@ PolicyFigures CombinePolicy(const std::string& policy, const std::vector<RobotRu
   p.policy = policy;
   double span = 0, compute = 0, transmit = 0, stall = 0, detached = 0, acc = 0;
   uint64_t bytes = 0, payload = 0;
-  double tx_bytes = 0, tx_capacity = 0;
+  double tx_bytes = 0, tx_capacity = 0, real_compute = 0;
+  uint64_t iterations = 0;
   int with_acc = 0;
   std::vector<double> overshoots, on_time;
   for (const RobotRun& r : runs) {
@@ -355,7 +408,13 @@ PolicyFigures CombinePolicy(const std::string& policy, const std::vector<RobotRu
                                  : std::min(p.final_accuracy_min, f.final_accuracy);
       p.final_accuracy_max = std::max(p.final_accuracy_max, f.final_accuracy);
     }
+    real_compute += f.real_compute_s;
+    iterations += f.iterations;
     p.robots.push_back(std::move(f));
+  }
+  if (iterations > 0) {
+    p.compute_per_iteration_s = compute / iterations;
+    p.real_compute_per_iteration_s = real_compute / iterations;
   }
   if (span > 0) {
     p.stall_share = stall / span;
@@ -534,16 +593,12 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
       absl::StrFormat("- %.0f s of adaptation per policy, profile %s\n", settings.adapt_seconds,
                       settings.profile));
   for (const PolicyFigures& p : policies) {
-    double compute = 0;
-    uint64_t n = 0;
-    for (const RobotFigures& r : p.robots) {
-      compute += r.compute_s;
-      n += r.iterations;
-    }
-    if (n > 0) {
-      absl::StrAppend(&md, absl::StrFormat("- compute per iteration under %s: %.1f ms (mean)\n",
-                                           Label(p, settings.staleness), 1000 * compute / n));
-    }
+    if (p.compute_per_iteration_s <= 0) continue;
+    absl::StrAppend(
+        &md, absl::StrFormat("- compute per iteration under %s: %.1f ms (mean; real compute "
+                             "before any --compute_time padding: %.1f ms)\n",
+                             Label(p, settings.staleness), 1e3 * p.compute_per_iteration_s,
+                             1e3 * p.real_compute_per_iteration_s));
   }
   absl::StrAppend(&md, "- CPU: ", settings.cpu, "\n", "- command: `", settings.command, "`\n");
   if (!simulator.empty()) {
@@ -551,6 +606,186 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
                     "\n## The simulator on the same settings\n\n"
                     "`//tools:sim` with the same model layout, traces, scale, S and the "
                     "measured mean compute time per iteration:\n\n```\n",
+                    simulator, simulator.back() == '\n' ? "" : "\n", "```\n");
+  }
+  return md;
+}
+
+Spread SpreadOf(const std::vector<double>& v) {
+  Spread s;
+  for (double x : v) {
+    if (!std::isfinite(x)) continue;
+    s.min = s.n == 0 ? x : std::min(s.min, x);
+    s.max = s.n == 0 ? x : std::max(s.max, x);
+    s.mean += x;
+    ++s.n;
+  }
+  if (s.n > 0) s.mean /= s.n;
+  return s;
+}
+
+namespace {
+
+// "1.23× (1.10–1.31×)": the mean, then the range, each number with
+// `digits` decimals after multiplying by `factor`, `unit` after each; "–"
+// when empty; the mean alone when one repeat had it or all agree.
+std::string SpreadText(const Spread& s, int digits, double factor = 1,
+                       absl::string_view unit = "") {
+  if (s.n == 0) return "–";
+  const std::string mean = absl::StrFormat("%.*f%s", digits, factor * s.mean, unit);
+  const std::string lo = absl::StrFormat("%.*f", digits, factor * s.min);
+  const std::string hi = absl::StrFormat("%.*f", digits, factor * s.max);
+  if (s.n == 1 || lo == hi) return mean;
+  return absl::StrCat(mean, " (", lo, "–", hi, unit, ")");
+}
+
+}  // namespace
+
+std::string RepeatsMarkdown(const std::vector<std::vector<PolicyFigures>>& repeats,
+                            const BenchSettings& settings, const RepeatGoals& goals,
+                            const std::string& title, const std::string& simulator) {
+  std::string md = absl::StrCat("# ", title, "\n\n");
+  const char* kPolicies[] = {"bsp", "ssp", "rog"};
+  struct Row {
+    std::string label;
+    std::vector<double> ips, rog_ratio, stall, detached, ttt, ttt_share, acc;
+    int not_reached = 0, present = 0;
+  };
+  std::vector<Row> rows(3);
+  for (const auto& rep : repeats) {
+    const PolicyFigures* bsp = Find(rep, "bsp");
+    const PolicyFigures* rog = Find(rep, "rog");
+    std::optional<double> target = settings.target;
+    if (!target && bsp != nullptr && bsp->final_accuracy >= 0) target = bsp->final_accuracy;
+    std::optional<double> bsp_time;
+    if (target && bsp != nullptr) bsp_time = TimeToAccuracy(bsp->team_accuracy, *target);
+    for (int k = 0; k < 3; ++k) {
+      const PolicyFigures* p = Find(rep, kPolicies[k]);
+      if (p == nullptr) continue;
+      Row& r = rows[k];
+      r.label = Label(*p, settings.staleness);
+      ++r.present;
+      r.ips.push_back(p->iterations_per_s);
+      if (rog != nullptr && p->iterations_per_s > 0) {
+        r.rog_ratio.push_back(rog->iterations_per_s / p->iterations_per_s);
+      }
+      r.stall.push_back(p->stall_share);
+      r.detached.push_back(p->detached_share);
+      if (p->final_accuracy >= 0) r.acc.push_back(p->final_accuracy);
+      if (target) {
+        std::optional<double> t = TimeToAccuracy(p->team_accuracy, *target);
+        if (t) {
+          r.ttt.push_back(*t);
+          if (bsp_time && *bsp_time > 0) r.ttt_share.push_back(*t / *bsp_time);
+        } else {
+          ++r.not_reached;
+        }
+      }
+    }
+  }
+  const Spread rog_bsp = SpreadOf(rows[0].rog_ratio);
+  const Spread rog_ssp = SpreadOf(rows[1].rog_ratio);
+  absl::StrAppend(&md, repeats.size(), repeats.size() == 1 ? " repeat" : " repeats",
+                  " per policy. Training throughput (iterations per second per robot; ratios "
+                  "taken within each repeat; mean (min–max)): **ROG/BSP ",
+                  SpreadText(rog_bsp, 2, 1, "×"), "**, **ROG/SSP ", SpreadText(rog_ssp, 2, 1, "×"),
+                  "**.\n\n");
+  absl::StrAppend(&md,
+                  "| | it/s per robot | ROG's ratio to it | stall share | detached share | time to "
+                  "BSP's final accuracy | share of BSP's time | final accuracy |\n"
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const Row& r : rows) {
+    if (r.present == 0) continue;
+    std::string ttt = SpreadText(SpreadOf(r.ttt), 0, 1, " s");
+    if (r.not_reached > 0) {
+      ttt = absl::StrCat(r.ttt.empty() ? "" : ttt + "; ", "not reached in ", r.not_reached,
+                         " of ", r.present);
+    }
+    absl::StrAppend(&md, "| ", r.label, " | ", SpreadText(SpreadOf(r.ips), 3), " | ",
+                    SpreadText(SpreadOf(r.rog_ratio), 2, 1, "×"), " | ",
+                    SpreadText(SpreadOf(r.stall), 1, 100, "%"), " | ",
+                    SpreadText(SpreadOf(r.detached), 1, 100, "%"), " | ", ttt, " | ",
+                    SpreadText(SpreadOf(r.ttt_share), 2), " | ", SpreadText(SpreadOf(r.acc), 4),
+                    " |\n");
+  }
+  absl::StrAppend(&md,
+                  "\nRanges are the lowest and highest over the repeats. A ratio is ROG's "
+                  "iterations/s over the policy's in the same repeat; time to BSP's final "
+                  "accuracy takes each repeat's own BSP run as the target.\n");
+
+  // The goals, checked against the means.
+  const auto verdict = [](bool known, bool met) -> std::string {
+    return !known ? "not measured" : met ? "**met**" : "**not met**";
+  };
+  std::vector<std::string> lines;
+  if (goals.rog_over_bsp > 0) {
+    lines.push_back(absl::StrFormat("- ROG/BSP ≥ %.2f×: %s (%s)", goals.rog_over_bsp,
+                                    verdict(rog_bsp.n > 0, rog_bsp.mean >= goals.rog_over_bsp),
+                                    SpreadText(rog_bsp, 2, 1, "×")));
+  }
+  if (goals.rog_over_ssp > 0) {
+    lines.push_back(absl::StrFormat("- ROG/SSP ≥ %.2f×: %s (%s)", goals.rog_over_ssp,
+                                    verdict(rog_ssp.n > 0, rog_ssp.mean >= goals.rog_over_ssp),
+                                    SpreadText(rog_ssp, 2, 1, "×")));
+  }
+  if (goals.time_share_of_bsp > 0) {
+    const Spread share = SpreadOf(rows[2].ttt_share);
+    const bool reached = rows[2].not_reached == 0 && share.n > 0;
+    lines.push_back(absl::StrFormat(
+        "- ROG's time to BSP's final accuracy ≤ %.2f× BSP's: %s (%s%s)", goals.time_share_of_bsp,
+        verdict(share.n > 0 || rows[2].not_reached > 0,
+                reached && share.mean <= goals.time_share_of_bsp),
+        SpreadText(share, 2),
+        rows[2].not_reached > 0 ? absl::StrCat("; ROG did not reach it in ", rows[2].not_reached)
+                                : ""));
+  }
+  if (goals.accuracy_points > 0) {
+    const Spread rog_acc = SpreadOf(rows[2].acc);
+    double best = -1;
+    for (int k = 0; k < 2; ++k) {
+      const Spread a = SpreadOf(rows[k].acc);
+      if (a.n > 0) best = std::max(best, a.mean);
+    }
+    lines.push_back(absl::StrFormat(
+        "- final accuracy within %.1f points of the best baseline: %s (ROG %s, best baseline "
+        "%.4f)",
+        goals.accuracy_points,
+        verdict(rog_acc.n > 0 && best >= 0, rog_acc.mean >= best - goals.accuracy_points / 100),
+        SpreadText(rog_acc, 4), best));
+  }
+  if (!lines.empty()) {
+    absl::StrAppend(&md, "\n## Goals", goals.source.empty() ? "" : " (" + goals.source + ")",
+                    "\n\n", absl::StrJoin(lines, "\n"), "\n");
+  }
+
+  absl::StrAppend(&md, "\n## Settings\n\n");
+  for (const std::string& m : settings.more) absl::StrAppend(&md, "- ", m, "\n");
+  absl::StrAppend(&md,
+                  absl::StrFormat("- %d robots, S=%d, codec %s, traces %s × %g\n", settings.robots,
+                                  settings.staleness, settings.codec, settings.traces,
+                                  settings.trace_scale),
+                  "- links: ", settings.links.empty() ? "user-space relays" : settings.links, "\n",
+                  settings.team.empty() ? "" : absl::StrCat("- rogd: ", settings.team, "\n"),
+                  absl::StrFormat("- %.0f s of adaptation per run\n", settings.adapt_seconds));
+  std::vector<double> compute, real;
+  for (const auto& rep : repeats) {
+    for (const PolicyFigures& p : rep) {
+      if (p.compute_per_iteration_s <= 0) continue;
+      compute.push_back(p.compute_per_iteration_s);
+      real.push_back(p.real_compute_per_iteration_s);
+    }
+  }
+  if (!compute.empty()) {
+    absl::StrAppend(&md, "- compute per iteration: ", SpreadText(SpreadOf(compute), 1, 1e3, " ms"),
+                    " over the runs (real compute before padding: ",
+                    SpreadText(SpreadOf(real), 1, 1e3, " ms"), ")\n");
+  }
+  absl::StrAppend(&md, "- CPU: ", settings.cpu, "\n", "- command: `", settings.command, "`\n");
+  if (!simulator.empty()) {
+    absl::StrAppend(&md,
+                    "\n## The simulator on the same settings\n\n"
+                    "`//tools:sim` with the same layout, codec, traces, scales, S and compute "
+                    "time:\n\n```\n",
                     simulator, simulator.back() == '\n' ? "" : "\n", "```\n");
   }
   return md;

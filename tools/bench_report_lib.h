@@ -41,6 +41,9 @@ struct IterRecord {
   double detached_s = 0;
   bool local_step = false;
   bool no_iteration = false;
+  // The part of compute_s spent computing, before fmnist_worker's
+  // --compute_time padding (files before it: compute_s).
+  double real_compute_s = 0;
 };
 
 // One row of ID.pushes.csv: an EndStep's push, written once rogd had
@@ -54,6 +57,10 @@ struct PushRecord {
   double overshoot_s = 0;  // window end to the estimated arrival of its last byte
   bool disconnected = false;
   uint64_t late_bytes = 0;  // formed after the window closed (mandatory, asked for)
+  // Start to last ack, and the bytes acknowledged (PushStats); ack_s < 0 in
+  // files before these columns.
+  double ack_s = -1;
+  uint64_t acked_bytes = 0;
 };
 
 // One row of ID.acc.csv: an evaluation on degraded test images; the last
@@ -79,6 +86,9 @@ std::vector<PushRecord> PushesFromIters(const std::vector<IterRecord>& iters);
 // The unix time at which a trace_relay started replaying its trace, from
 // the first line of its log ("trace time 0 at unix T").
 absl::StatusOr<double> RelayStartUnix(absl::string_view relay_log);
+// The one-way delay the link added, from the same line (", delay 5ms,"; a
+// tc_link's "no added delay" is 0).
+absl::StatusOr<double> RelayDelaySeconds(absl::string_view relay_log);
 
 // What one robot did in one run.
 struct RobotRun {
@@ -90,6 +100,7 @@ struct RobotRun {
   std::optional<Trace> trace;  // its link, replayed from trace_start_unix
   double trace_start_unix = 0;
   double trace_scale = 1;
+  double link_delay_s = 0;  // the link's one-way propagation delay
 };
 
 struct RobotFigures {
@@ -98,12 +109,15 @@ struct RobotFigures {
   double span_s = 0;  // from the first iteration's start to the last one's end
   double iterations_per_s = 0;
   double compute_s = 0, transmit_s = 0, stall_s = 0;
+  double real_compute_s = 0;  // of compute_s, before --compute_time padding
   uint64_t stalls = 0;
   double final_accuracy = -1;  // -1: none recorded
   uint64_t bytes_up = 0, bytes_down = 0, payload_up = 0, payload_down = 0;
-  // Uplink bytes of its pushes, and what the link could carry while some
-  // push was under way: from a push's start to its last ack less the
-  // minimum round trip, overlapping pushes counted once (0 without a trace).
+  // Uplink bytes rogd acknowledged, and what the link could carry while
+  // some push was under way: from a push's start to its last ack less the
+  // link's round-trip propagation delay, overlapping pushes counted once.
+  // Every acknowledged byte crossed within that interval, so their ratio is
+  // at most 1 (up to the relay's timing). Files without ack_s: 0 (unknown).
   double transmit_bytes_up = 0, transmit_capacity_up = 0;
   std::vector<double> overshoots_s;  // pushes with a window only
   // Of those, the pushes that sent nothing after their window closed (no
@@ -137,6 +151,9 @@ struct PolicyFigures {
   double iterations_per_s = 0;  // mean over robots
   double stall_share = 0;       // stall time / span, over all robots
   double compute_share = 0, transmit_share = 0;
+  // Means over the team's iterations: compute as the robots' clock saw it,
+  // and before fmnist_worker's --compute_time padding.
+  double compute_per_iteration_s = 0, real_compute_per_iteration_s = 0;
   uint64_t stalls = 0;         // over all robots
   double final_accuracy = -1;  // mean over robots, -1 if none
   double final_accuracy_min = -1, final_accuracy_max = -1;
@@ -178,7 +195,34 @@ struct BenchSettings {
   std::string profile;
   std::string command;
   std::optional<double> target;  // accuracy target; default BSP's final
+  // More settings lines for the list, as they are (e.g. a profile's fixed
+  // settings and how the trace scale was derived).
+  std::vector<std::string> more;
 };
+
+// A figure over repeats: the mean and the range; n = 0 when no repeat had it.
+struct Spread {
+  double mean = 0, min = 0, max = 0;
+  int n = 0;
+};
+Spread SpreadOf(const std::vector<double>& v);
+
+// summary.md of a profile with repeats (tools/bench.sh --profile=paper):
+// `repeats[r]` holds the policies of repeat r, run back to back on the same
+// settings. Per policy: iterations/s, ROG's ratio to it (taken within each
+// repeat), stall share, time to that repeat's BSP final accuracy and its
+// share of BSP's time, final accuracy; each as mean (min–max) over the
+// repeats. Then `goals` (e.g. the paper's ratios), checked, and the
+// settings. `simulator` is quoted as in SummaryMarkdown.
+struct RepeatGoals {
+  double rog_over_bsp = 0, rog_over_ssp = 0;  // 0: no goal
+  double time_share_of_bsp = 0;               // ROG's time to BSP's accuracy / BSP's
+  double accuracy_points = 0;                 // within this many points of the best baseline
+  std::string source;                         // where the goals come from
+};
+std::string RepeatsMarkdown(const std::vector<std::vector<PolicyFigures>>& repeats,
+                            const BenchSettings& settings, const RepeatGoals& goals,
+                            const std::string& title, const std::string& simulator);
 
 // summary.md: the table of every figure, the ROG/BSP and ROG/SSP ratios as
 // N.NN×, the settings. `simulator` is the simulator's output for the same

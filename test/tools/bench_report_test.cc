@@ -90,9 +90,12 @@ TEST_CASE("a robot's shares, bytes and link utilisation", "[bench]") {
   CHECK(f.stalls == 1);
   CHECK(f.transmit_s == 3);
   CHECK(f.final_accuracy == 0.7);
-  // 1.5 MB sent in 1 + 1.5 busy seconds of a 1 MB/s link.
+  // 1.5 MB sent in 1 + 2 s of a 1 MB/s link: in these files EndStep
+  // returned at the push's last ack, so its transmit time is the interval
+  // every byte crossed in (the busy time, less a minimum round trip, can
+  // end before the last byte crossed).
   CHECK(f.transmit_bytes_up == 1500000);
-  CHECK(f.transmit_capacity_up == Approx(2.5e6));
+  CHECK(f.transmit_capacity_up == Approx(3e6));
   CHECK(f.overshoots_s == std::vector<double>{0.01, 0.03});
 }
 
@@ -221,13 +224,58 @@ TEST_CASE("files since EndStep stopped waiting for acks: pushes apart, counted o
   run.trace = Trace::Constant(8);  // 1e6 bytes/s
   run.trace_start_unix = 1000;
   const RobotFigures f = Summarise(run);
-  // Busy 1.5-2.25 and 2.5-3.0 (trace time): 1.25 s of a 1 MB/s link for 1 MB.
-  CHECK(f.transmit_bytes_up == 1e6);
-  CHECK(f.transmit_capacity_up == Approx(1.25e6));
+  // Without ack_s the link's use cannot be measured: left out, not guessed.
+  CHECK(f.transmit_bytes_up == 0);
+  CHECK(f.transmit_capacity_up == 0);
   CHECK(f.overshoots_s == std::vector<double>{0.02, 0});
-  // A push still under way when the next starts: the link counts once.
-  run.pushes[1].start_unix = 1002;
-  CHECK(Summarise(run).transmit_capacity_up == Approx(1.0e6));
+}
+
+TEST_CASE("link utilisation counts acknowledged bytes over the time they can have crossed",
+          "[bench]") {
+  const std::string header =
+      "start_unix_s,iteration,window_s,bytes,payload,busy_s,overshoot_s,disconnected,"
+      "late_bytes,ack_s,acked_bytes\n";
+  // A 1 MB/s link with 5 ms each way. 100 kB pushed from 1010: the last
+  // byte crossed at 1010.1, its ack came back 10 ms later. The worker's
+  // minimum round trip (75 ms, a batch's own transmission included) made
+  // busy 35 ms: the old measure said 286%.
+  auto pushes = ParsePushCsv(header + "1010,1,0,100000,90000,0.035,0,0,0,0.110,100000\n", "p.csv");
+  REQUIRE(pushes.ok());
+  CHECK((*pushes)[0].ack_s == Approx(0.110));
+  CHECK((*pushes)[0].acked_bytes == 100000);
+  RobotRun run;
+  run.id = "robot1";
+  run.iters = {Iter(1010.2, 0, 0.1, 0, 100000, 90000)};
+  run.pushes = *pushes;
+  run.trace = Trace::Constant(8);
+  run.trace_start_unix = 1000;
+  run.link_delay_s = 0.005;
+  RobotFigures f = Summarise(run);
+  CHECK(f.transmit_bytes_up == 100000);
+  CHECK(f.transmit_capacity_up == Approx(1e5));  // 100% of the link, no more
+  // Bytes never acknowledged (a stream broke) are not counted.
+  run.pushes[0].acked_bytes = 60000;
+  run.pushes[0].disconnected = true;
+  CHECK(Summarise(run).transmit_bytes_up == 60000);
+  // Overlapping pushes: the link's time counts once.
+  run.pushes = *ParsePushCsv(header +
+                                 "1010,1,0,100000,90000,0,0,0,0,0.110,100000\n"
+                                 "1010.05,2,0,50000,45000,0,0,0,0,0.110,50000\n",
+                             "p.csv");
+  f = Summarise(run);
+  CHECK(f.transmit_bytes_up == 150000);
+  CHECK(f.transmit_capacity_up == Approx(1.5e5));  // 1010 to 1010.15
+}
+
+TEST_CASE("the relay's delay is read from its first log line", "[bench]") {
+  CHECK(RelayDelaySeconds("trace_relay: 127.0.0.1:1 -> x, trace t (3 samples, period 3 s, mean 1 "
+                          "Mbit/s) x 1, time x 1, delay 5ms, queue 16384 bytes, trace time 0 at "
+                          "unix 1.5\n")
+            .value() == Approx(0.005));
+  CHECK(RelayDelaySeconds("tc_link: tbf on a, trace t (3 samples) x 1, time x 1, queue 4096 "
+                          "bytes, no added delay, trace time 0 at unix 1.5\n")
+            .value() == 0);
+  CHECK_FALSE(RelayDelaySeconds("something else\n").ok());
 }
 
 TEST_CASE("pushes with rows sent after their window are told apart", "[bench]") {
@@ -321,6 +369,115 @@ TEST_CASE("patience.md compares every run with the same policy without patience"
   CHECK(md.find("| BSP, no patience | 1.00 | – |") != std::string::npos);
   CHECK(md.find("(goal ≥ 5×: met)") != std::string::npos);
   CHECK(md.find("final accuracy +1.00 points vs BSP") != std::string::npos);
+}
+
+TEST_CASE("files since --compute_time carry the real compute apart", "[bench]") {
+  const std::string header =
+      "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,rows_up,bytes_up,"
+      "payload_up,rows_down,bytes_down,payload_down,disconnected,detached_s,kind,real_compute_s\n";
+  auto iters = ParseIterCsv(header +
+                                "10.5,1,0,0,0.5,0,0,1,10,8,1,10,8,0,0,0,0.004\n"
+                                "11.0,2,0,0,0.5,0,0,1,10,8,1,10,8,0,0,0,0.006\n"
+                                "11.2,2,0.2,1,0,0,0,0,0,0,0,0,0,0,0,2,0\n",
+                            "r.iters.csv");
+  REQUIRE(iters.ok());
+  REQUIRE(iters->size() == 3);
+  CHECK((*iters)[0].compute_s == Approx(0.5));
+  CHECK((*iters)[0].real_compute_s == Approx(0.004));
+  RobotRun run;
+  run.id = "robot1";
+  run.iters = *iters;
+  const PolicyFigures p = CombinePolicy("rog", {run});
+  // Two iterations (the third record is a wait): 1 s of compute, 10 ms real.
+  CHECK(p.compute_per_iteration_s == Approx(0.5));
+  CHECK(p.real_compute_per_iteration_s == Approx(0.005));
+  // Older files: the real compute is the compute.
+  auto old = ParseIterCsv(
+      "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,rows_up,bytes_up,"
+      "payload_up,rows_down,bytes_down,payload_down,disconnected,detached_s,kind\n"
+      "10.5,1,0,0,0.25,0,0,1,10,8,1,10,8,0,0,0\n",
+      "old.iters.csv");
+  REQUIRE(old.ok());
+  CHECK((*old)[0].real_compute_s == Approx(0.25));
+  // A bad value names the file and line.
+  auto bad = ParseIterCsv(header + "10.5,1,0,0,0.5,0,0,1,10,8,1,10,8,0,0,0,x\n", "r.iters.csv");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(std::string(bad.status().message()).find("r.iters.csv line 2") != std::string::npos);
+}
+
+TEST_CASE("a spread is the mean and the range of what was measured", "[bench]") {
+  const Spread s = SpreadOf({2, 1, 3, std::nan("")});
+  CHECK(s.n == 3);
+  CHECK(s.mean == Approx(2));
+  CHECK(s.min == 1);
+  CHECK(s.max == 3);
+  CHECK(SpreadOf({}).n == 0);
+}
+
+TEST_CASE("the summary over repeats takes ratios within each repeat and checks the goals",
+          "[bench]") {
+  // Policy figures made by hand: it/s, accuracy curve, final accuracy.
+  auto policy = [](const char* name, double ips, std::vector<std::pair<double, double>> curve,
+                   double final_acc) {
+    PolicyFigures p;
+    p.policy = name;
+    p.iterations_per_s = ips;
+    p.team_accuracy = std::move(curve);
+    p.final_accuracy = final_acc;
+    p.stall_share = 0.1;
+    p.compute_per_iteration_s = 0.545;
+    p.real_compute_per_iteration_s = 0.008;
+    return p;
+  };
+  // Repeat 1: ROG/BSP 2.5, ROG/SSP 2.0; BSP reaches its final 0.70 at 100 s,
+  // ROG at 40 s (share 0.4). Repeat 2: ROG/BSP 1.5, ROG/SSP 1.0; ROG reaches
+  // BSP's 0.72 at 90 s, BSP at 100 s (share 0.9).
+  std::vector<std::vector<PolicyFigures>> reps = {
+      {policy("bsp", 1.0, {{0, 0.5}, {100, 0.70}}, 0.70),
+       policy("ssp", 1.25, {{0, 0.5}, {100, 0.71}}, 0.71),
+       policy("rog", 2.5, {{0, 0.5}, {40, 0.70}, {100, 0.73}}, 0.73)},
+      {policy("bsp", 2.0, {{0, 0.5}, {100, 0.72}}, 0.72),
+       policy("ssp", 3.0, {{0, 0.5}, {100, 0.72}}, 0.72),
+       policy("rog", 3.0, {{0, 0.5}, {90, 0.72}}, 0.70)},
+  };
+  BenchSettings settings;
+  settings.staleness = 4;
+  settings.codec = "sign";
+  settings.cpu = "2 cores";
+  settings.command = "tools/bench.sh --profile=paper";
+  settings.more = {"time factor k = 0.25"};
+  RepeatGoals goals;
+  goals.rog_over_bsp = 2.12;
+  goals.rog_over_ssp = 1.76;
+  goals.time_share_of_bsp = 0.5;
+  goals.accuracy_points = 0.5;
+  goals.source = "the paper";
+  const std::string md = RepeatsMarkdown(reps, settings, goals, "Paper profile", "sim output\n");
+  INFO(md);
+  CHECK(md.find("# Paper profile") == 0);
+  CHECK(md.find("2 repeats per policy") != std::string::npos);
+  CHECK(md.find("**ROG/BSP 2.00× (1.50–2.50×)**") != std::string::npos);
+  CHECK(md.find("**ROG/SSP 1.50× (1.00–2.00×)**") != std::string::npos);
+  CHECK(md.find("| BSP | 1.500 (1.000–2.000) | 2.00× (1.50–2.50×) | 10.0% | 0.0% |") != std::string::npos);
+  // ROG's time to BSP's accuracy: 40 s and 90 s; its share 0.4 and 0.9.
+  CHECK(md.find("| 65 s (40–90 s) | 0.65 (0.40–0.90) | 0.7150 (0.7000–0.7300) |") !=
+        std::string::npos);
+  CHECK(md.find("- ROG/BSP ≥ 2.12×: **not met** (2.00× (1.50–2.50×))") != std::string::npos);
+  CHECK(md.find("- ROG/SSP ≥ 1.76×: **not met**") != std::string::npos);
+  CHECK(md.find("≤ 0.50× BSP's: **not met** (0.65 (0.40–0.90))") != std::string::npos);
+  // ROG 0.715 against the best baseline's 0.715 (SSP): within 0.5 points.
+  CHECK(md.find("within 0.5 points of the best baseline: **met**") != std::string::npos);
+  CHECK(md.find("- time factor k = 0.25") != std::string::npos);
+  CHECK(md.find("codec sign") != std::string::npos);
+  CHECK(md.find("545.0 ms over the runs (real compute before padding: 8.0 ms)") !=
+        std::string::npos);
+  CHECK(md.find("sim output") != std::string::npos);
+  // A policy that never reaches the target says so, and the goal is not met.
+  reps[1][2].team_accuracy = {{0, 0.5}, {100, 0.6}};
+  const std::string short_md = RepeatsMarkdown(reps, settings, goals, "P", "");
+  INFO(short_md);
+  CHECK(short_md.find("40 s; not reached in 1 of 2") != std::string::npos);
+  CHECK(short_md.find("ROG did not reach it in 1") != std::string::npos);
 }
 
 }  // namespace
