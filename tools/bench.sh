@@ -240,7 +240,7 @@ if [ "$study" = regime ]; then
       line="$("$bin/tools/sim" --model="$sim_model" --codec="$codec_r" --traces="$traces" \
         --trace_filter=outdoors-fast --compute_seconds="$C" --solve_trace_scale="$two_r")" ||
         { echo "bench: cannot compute the trace scale: $line" >&2; exit 1; }
-      sc=$(awk '{ print $2 }' <<<"$line")
+      sc=$(awk '{ sub(/:$/, "", $2); print $2 }' <<<"$line")
       for pat in 0 "$default_patience"; do
         tag="C$C-R$R-p$pat"
         "$bin/tools/sim" --model="$sim_model" --codec="$codec_r" --compute_seconds="$C" \
@@ -460,7 +460,9 @@ for g in "${groups[@]}"; do
   run_scale=$scale scale_note=""
   if [ "$profile" = paper ]; then
     scale_note="$(paper_scale "$c")" || { echo "bench: cannot compute the trace scale: $scale_note" >&2; exit 1; }
-    run_scale=$(awk '{ print $2 }' <<<"$scale_note")
+    run_scale=$(awk '{ sub(/:$/, "", $2); print $2 }' <<<"$scale_note")
+    awk -v s="$run_scale" 'BEGIN { exit !(s ~ /^[0-9.]+(e[-+]?[0-9]+)?$/ && s > 0) }' ||
+      { echo "bench: the computed trace scale '$run_scale' is not a number > 0: $scale_note" >&2; exit 1; }
     scale_note="trace scale computed before the runs: $scale_note"
     echo "bench: $scale_note"
   fi
