@@ -127,8 +127,15 @@ double Trace::BytesBetween(double t0, double t1, double scale) const {
     const double base = t - std::fmod(t, period_);
     const size_t i = SegmentAt(t - base);
     const double end = std::min(t1, base + SegmentEnd(i));
+    if (end <= t) {
+      // t sits on a sample boundary that rounding placed in the sample
+      // before it: step past it. (Stopping here, as this once did, dropped
+      // the rest of the interval, so a link's capacity read low and its
+      // utilisation above 100%.)
+      t = std::nextafter(t, INFINITY);
+      continue;
+    }
     bytes += mbit_[i] * kBytesPerMbit * (end - t);
-    if (end <= t) break;  // guards against a zero-length step from rounding
     t = end;
   }
   return bytes * scale;

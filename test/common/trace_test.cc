@@ -4,6 +4,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "catch2/catch.hpp"
 
 namespace rog {
@@ -50,6 +51,39 @@ TEST_CASE("a time-scaled trace changes k times as often, at the same rates", "[t
   // A factor that is not a positive number leaves the trace as it is.
   CHECK(base->TimeScaled(0).period() == Approx(3.0));
   CHECK(base->TimeScaled(std::nan("")).period() == Approx(3.0));
+}
+
+TEST_CASE("bytes over an interval are the integral of the rate, whatever the rounding",
+          "[trace]") {
+  // The robot traces' 0.55 s cadence on a quarter time axis: sample
+  // boundaries at multiples of 0.1375, which binary floating point cannot
+  // hold exactly. An interval ending past a boundary that rounding put in
+  // the sample before once lost everything after it.
+  std::string text;
+  for (int i = 0; i < 200; ++i) {
+    absl::StrAppend(&text, absl::StrFormat("%.3f", 0.55 * i), "\t", 1 + (i * 37) % 23, "\n");
+  }
+  auto base = Trace::Parse(text, "t");
+  REQUIRE(base.ok());
+  const Trace t = base->TimeScaled(0.25);
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> at(0, 2 * t.period()), len(0, 3);
+  for (int k = 0; k < 2000; ++k) {
+    const double t0 = at(rng), t1 = t0 + len(rng);
+    // A reference: the rate at the middle of fine steps.
+    double want = 0;
+    const int steps = 3000;
+    for (int s = 0; s < steps; ++s) {
+      want += t.MbitAt(t0 + (t1 - t0) * (s + 0.5) / steps) * 1e6 / 8 * (t1 - t0) / steps;
+    }
+    INFO("[" << t0 << ", " << t1 << "]");
+    REQUIRE(t.BytesBetween(t0, t1, 1.0) == Approx(want).epsilon(0.01));
+  }
+  // Starting exactly on boundaries, as a push starting at a sample change.
+  for (int i = 1; i < 50; ++i) {
+    const double t0 = 0.1375 * i;
+    CHECK(t.BytesBetween(t0, t0 + 0.5, 1.0) > 0.5 * 1e6 / 8 * 0.99);
+  }
 }
 
 TEST_CASE("the median rate is weighted by time over every trace", "[trace]") {
