@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -305,6 +306,7 @@ RobotFigures Summarise(const RobotRun& run) {
   for (const PushRecord& p : pushes) {
     if (p.window_s > 0) {
       f.overshoots_s.push_back(p.overshoot_s);
+      f.windows_s.push_back(p.window_s);
       if (p.late_bytes == 0) f.on_time_overshoots_s.push_back(p.overshoot_s);
     }
     // Pushes from files without ack_s cannot be measured this way (see
@@ -427,6 +429,22 @@ PolicyFigures CombinePolicy(const std::string& policy, const std::vector<RobotRu
   if (tx_capacity > 0) p.link_utilisation = tx_bytes / tx_capacity;
   p.overshoot_p50 = Quantile(overshoots, 0.5);
   p.overshoot_p99 = Quantile(overshoots, 0.99);
+  // Windows from a few tens of milliseconds (fast links) to seconds.
+  const double kWindowBuckets[] = {0.05, 0.2, 1.0, 5.0, INFINITY};
+  std::vector<std::vector<double>> by_window(std::size(kWindowBuckets));
+  for (const RobotFigures& f : p.robots) {
+    for (size_t k = 0; k < f.overshoots_s.size() && k < f.windows_s.size(); ++k) {
+      size_t b = 0;
+      while (f.windows_s[k] > kWindowBuckets[b] && b + 1 < std::size(kWindowBuckets)) ++b;
+      by_window[b].push_back(f.overshoots_s[k]);
+    }
+  }
+  for (size_t b = 0; b < by_window.size(); ++b) {
+    if (by_window[b].empty()) continue;
+    p.overshoot_by_window.push_back(PolicyFigures::WindowBucket{
+        b == 0 ? 0 : kWindowBuckets[b - 1], kWindowBuckets[b], by_window[b].size(),
+        Quantile(by_window[b], 0.5), Quantile(by_window[b], 0.99)});
+  }
   p.on_time_overshoot_p99 = Quantile(on_time, 0.99);
   if (!overshoots.empty()) {
     p.late_push_share = 1.0 - static_cast<double>(on_time.size()) / overshoots.size();
@@ -519,6 +537,20 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
                      ? absl::StrFormat("; %s without late rows (%s late)",
                                        Ms(p.on_time_overshoot_p99), Pct(p.late_push_share))
                      : std::string()));
+  }
+  for (const PolicyFigures& p : policies) {
+    if (p.overshoot_by_window.empty()) continue;
+    absl::StrAppend(&md, "\nOvershoot under ", Label(p, settings.staleness),
+                    " by window length (each push's window end to the estimated arrival of its "
+                    "last byte):\n\n| window | pushes | overshoot p50 | p99 |\n| --- | --- | --- | "
+                    "--- |\n");
+    for (const PolicyFigures::WindowBucket& b : p.overshoot_by_window) {
+      const std::string range =
+          std::isinf(b.up_to) ? absl::StrFormat("over %s", Ms(b.from))
+                              : absl::StrFormat("%s to %s", Ms(b.from), Ms(b.up_to));
+      absl::StrAppend(&md, absl::StrFormat("| %s | %d | %s | %s |\n", range, b.pushes, Ms(b.p50),
+                                           Ms(b.p99)));
+    }
   }
   bool causes = false;
   for (const PolicyFigures& p : policies) causes = causes || p.stall_cause_s.size() == 3;

@@ -120,6 +120,7 @@ struct RobotFigures {
   // at most 1 (up to the relay's timing). Files without ack_s: 0 (unknown).
   double transmit_bytes_up = 0, transmit_capacity_up = 0;
   std::vector<double> overshoots_s;  // pushes with a window only
+  std::vector<double> windows_s;     // their windows, in the same order
   // Of those, the pushes that sent nothing after their window closed (no
   // late_bytes): how sharply the window cut its optional rows.
   std::vector<double> on_time_overshoots_s;
@@ -165,6 +166,15 @@ struct PolicyFigures {
   // pushes with some (rows the staleness bound or a stalled peer forced past
   // the window).
   std::optional<double> on_time_overshoot_p99;
+  // Overshoot by window length: for each of kWindowBuckets (upper bounds,
+  // seconds; the last open-ended), the windowed pushes in it and their
+  // overshoot p50 and p99. A window's overshoot is read against its length.
+  struct WindowBucket {
+    double from = 0, up_to = 0;  // seconds, (from, up_to]; infinity for the last
+    size_t pushes = 0;
+    std::optional<double> p50, p99;
+  };
+  std::vector<WindowBucket> overshoot_by_window;
   double late_push_share = 0;
   double detached_share = 0;  // detached wait / span, over all robots
   uint64_t local_steps = 0;

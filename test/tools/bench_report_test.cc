@@ -480,5 +480,37 @@ TEST_CASE("the summary over repeats takes ratios within each repeat and checks t
   CHECK(short_md.find("ROG did not reach it in 1") != std::string::npos);
 }
 
+TEST_CASE("overshoot is reported per window length", "[bench]") {
+  // Windows of 30 ms, 100 ms (two) and 3 s; the 3 s one overshoots 600 ms.
+  auto pushes = ParsePushCsv(
+      "start_unix_s,iteration,window_s,bytes,payload,busy_s,overshoot_s,disconnected,late_bytes\n"
+      "1001,1,0.03,1000,900,0.02,0.001,0,0\n"
+      "1002,2,0.1,1000,900,0.02,0.01,0,0\n"
+      "1003,3,0.1,1000,900,0.02,0.03,0,0\n"
+      "1004,4,3,1000,900,0.02,0.6,0,0\n"
+      "1005,5,0,1000,900,0.02,0,0,0\n",
+      "p.csv");
+  REQUIRE(pushes.ok());
+  RobotRun run;
+  run.id = "robot1";
+  run.iters = {Iter(1006, 0, 1, 1, 5000, 4500)};
+  run.pushes = *pushes;
+  const PolicyFigures p = CombinePolicy("rog", {run});
+  REQUIRE(p.overshoot_by_window.size() == 3);  // empty buckets left out
+  CHECK(p.overshoot_by_window[0].up_to == Approx(0.05));
+  CHECK(p.overshoot_by_window[0].pushes == 1);
+  CHECK(p.overshoot_by_window[1].from == Approx(0.05));
+  CHECK(p.overshoot_by_window[1].pushes == 2);
+  CHECK(*p.overshoot_by_window[1].p99 == Approx(0.03));
+  CHECK(p.overshoot_by_window[2].from == Approx(1.0));
+  CHECK(p.overshoot_by_window[2].up_to == Approx(5.0));
+  CHECK(*p.overshoot_by_window[2].p50 == Approx(0.6));
+  BenchSettings s;
+  const std::string md = SummaryMarkdown({p}, s, "");
+  INFO(md);
+  CHECK(md.find("| 50 ms to 200 ms | 2 | 10 ms | 30 ms |") != std::string::npos);
+  CHECK(md.find("| 1000 ms to 5000 ms | 1 | 600 ms | 600 ms |") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace rog
