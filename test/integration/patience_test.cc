@@ -251,6 +251,51 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("a robot reattached and at once behind an obstacle again reattaches when it clears",
+          "[patience]") {
+  // The order a loaded machine once produced (a flake run, 2026-11-24): b
+  // detached for being slow, reattached, and detached again by a dip that
+  // came while the rows it had missed were still on their way down. It did
+  // not reattach within a minute of its link recovering then; here it must
+  // within 40 s. (Not reproduced so far: this passes.)
+  auto rogd = RogdProcess::Start({"--sync=ssp", "--staleness=2", "--workers=3", "--lease=60s",
+                                  "--patience=1s"});
+  REQUIRE(rogd.ok());
+  auto o = Obstacle::Start(**rogd, 2, 100000);
+  REQUIRE(o != nullptr);
+  Team& team = *o->team;
+  Member &a = *o->a, &b = *o->b;
+  auto& link_b = o->link_b;
+  const auto since = [&](size_t from, const char* what) {
+    const std::string log = (*rogd)->log();
+    return from < log.size() && log.find(what, from) != std::string::npos;
+  };
+  REQUIRE(WaitFor(30, [&] { return b.worker->clock() >= 5; }));
+  // Slow: b's 660 KB share takes 6.6 s, past the patience.
+  link_b->SetRate(100e3);
+  REQUIRE(WaitFor(30, [&] { return since(0, "detached worker b"); }));
+  link_b->SetRate(kUp);
+  const size_t first = (*rogd)->log().rfind("detached worker b");
+  REQUIRE(WaitFor(40, [&] { return since(first, "reattached worker b"); }));
+  // At once behind an obstacle.
+  link_b->SetRate(kDip);
+  const size_t reattached = (*rogd)->log().rfind("reattached worker b");
+  INFO((*rogd)->log());
+  REQUIRE(WaitFor(30, [&] { return since(reattached, "detached worker b"); }));
+  const uint64_t a_at = a.worker->clock();
+  REQUIRE(WaitFor(40, [&] { return a.worker->clock() >= a_at + 20; }));
+  // It clears: b must come back.
+  const size_t second = (*rogd)->log().rfind("detached worker b");
+  link_b->SetRate(kUp);
+  const bool back = WaitFor(40, [&] { return since(second, "reattached worker b"); });
+  INFO((*rogd)->log());
+  CHECK(back);
+  team.StopAll();
+  team.JoinAll();
+  RequireClean(team, (*rogd)->log());
+  if (back) RequireConserved(team, **rogd);
+}
+
 TEST_CASE("without patience the same obstacle holds the whole team at the bound", "[patience]") {
   // The control for the case above: the scenario is one patience changes.
   auto rogd = RogdProcess::Start({"--sync=rog", "--staleness=2", "--workers=3", "--lease=60s",

@@ -154,7 +154,7 @@ std::vector<Violation> Team::CheckStart(Member* m, uint64_t clock,
 void Team::Loop(Member* m, uint64_t until_clock, double compute_ms) {
   if (!m->worker) return;
   std::vector<float> params(layout_.total_numel());
-  while (m->worker->clock() < until_clock) {
+  while (m->worker->clock() < until_clock && !stop_) {
     absl::Status s = m->worker->BeginIteration(absl::MakeSpan(params), 60);
     if (!s.ok()) {
       m->error = s.ToString();

@@ -77,6 +77,8 @@ class Team {
   void Train(Member& m, uint64_t until_clock, double compute_ms = 1);
   void Join(Member& m);
   void JoinAll();
+  // Every training loop ends after the iteration it is in (then JoinAll).
+  void StopAll() { stop_ = true; }
   // A member that no longer counts for the bound (evicted, closed).
   void Detach(int marker);
   // The bound check counts a member's iterations from its join clock.
@@ -105,6 +107,7 @@ class Team {
   std::mutex mu_;
   std::map<int, uint64_t> join_clock_;  // attached members by marker
   std::map<int, std::string> ids_;       // every member's id by marker
+  std::atomic<bool> stop_{false};
   // By marker, ascending: the clock each iteration it computed ended at.
   std::map<int, std::vector<uint64_t>> computed_;
   std::vector<std::unique_ptr<Member>> members_;
