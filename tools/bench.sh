@@ -102,7 +102,8 @@ for a in "$@"; do
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "bench: unknown argument '$a' (see tools/bench.sh --help)" >&2; exit 2 ;;
   esac
-  case "$a" in --scale=*|--staleness=*|--patience=*|--detach_speedup=*|--model=*|--compute_time=*|--time_scale=*|--delay=*|--study=*)
+  # Options a fixed profile or study refuses (see below).
+  case "$a" in --scale=*|--staleness=*|--patience=*|--detach_speedup=*|--model=*|--compute_time=*|--time_scale=*|--delay=*|--study=*|--minutes=*|--links=*|--seed=*|--traces=*|--target=*|--timeline=*|--codec=*|--repeats=*)
     set_by_user+=("${a%%=*}") ;;
   esac
 done
@@ -115,10 +116,14 @@ case "$profile" in
 esac
 codecs="${codec:-fp32}" timelines="$timeline"
 if [ "$profile" = paper ]; then
-  if [ "${#set_by_user[@]}" -gt 0 ]; then
-    echo "bench: the paper profile fixes its settings; ${set_by_user[*]} cannot be changed (see --help)" >&2
+  for f in "${set_by_user[@]}"; do
+    # Running a part of it (a codec, a timeline, fewer or more repeats) is
+    # allowed; changing a setting is not.
+    case "$f" in --codec|--timeline|--repeats) continue ;; esac
+    echo "bench: the paper profile fixes its settings; $f cannot be changed (see --help)" >&2
     exit 2
-  fi
+  done
+  case "${codec:-sign}" in sign|fp32) ;; *) echo "bench: the paper profile's codecs are sign and fp32" >&2; exit 2 ;; esac
   # Fixed from the paper before any run (see --help): do not tune.
   paper_k=0.25
   model=convmlp staleness=4 patience=0 speedup=0 delay=5ms time_scale=$paper_k
@@ -127,6 +132,10 @@ if [ "$profile" = paper ]; then
   codecs="${codec:-sign fp32}"
   timelines=$(printf '%s\n' "$@" | grep -q '^--timeline=' && echo "$timeline" || echo "fast replayed")
   repeats="${repeats:-3}"
+fi
+if [ "$study" = patience ] && [ -n "$repeats" ]; then
+  echo "bench: --study=patience runs each setting once; --repeats is for the profiles" >&2
+  exit 2
 fi
 repeats="${repeats:-1}"
 [[ "$repeats" =~ ^[1-9][0-9]?$ ]] || { echo "bench: --repeats must be 1 to 99" >&2; exit 2; }
@@ -208,14 +217,16 @@ cpu="$(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed '
 
 if [ "$study" = regime ]; then
   for f in "${set_by_user[@]}"; do
-    [ "$f" = --study ] && continue
+    case "$f" in --study|--minutes) continue ;; esac
     echo "bench: the regime study fixes its settings; $f cannot be changed (see --help)" >&2
     exit 2
   done
+  [ "$profile" = quick ] || { echo "bench: the regime study takes no --profile (--minutes sets its runs)" >&2; exit 2; }
   # Fixed 2026-11-24 before any run (see --help): do not tune.
   model=cnn sim_model=fmnist staleness=4 timeline=fast codec_r=fp32 delay=5ms time_scale=1
   regime_c="0.05 0.2 1" regime_r="0.1 0.25 0.67 1.5 4"
-  [ -n "$minutes" ] || { minutes=2; seconds=120; }
+  # 2 minutes per run unless --minutes says otherwise.
+  printf '%s\n' "$@" | grep -q '^--minutes=' || { minutes=2; seconds=120; }
   echo "bench: building rogd, the simulator and the report"
   if ! bazel build --color=no --curses=no -c opt //server:rogd //tools:sim //tools:bench_report \
       > "$out/build.log" 2>&1; then
@@ -243,7 +254,8 @@ if [ "$study" = regime ]; then
       sc=$(awk '{ sub(/:$/, "", $2); print $2 }' <<<"$line")
       for pat in 0 "$default_patience"; do
         tag="C$C-R$R-p$pat"
-        "$bin/tools/sim" --model="$sim_model" --codec="$codec_r" --compute_seconds="$C" \
+        # Padded compute takes the same time every iteration: no jitter.
+        "$bin/tools/sim" --model="$sim_model" --codec="$codec_r" --compute_seconds="$C" --compute_jitter=0 \
           --seconds="$seconds" --patience="$pat" --staleness="$staleness" --traces="$traces" \
           --trace_filter=outdoors-fast --trace_scale="$sc" --seed="$seed" > "$out/sim/$tag.txt" 2>&1 ||
           echo "bench: the simulator failed at $tag; see $out/sim/$tag.txt" >&2
@@ -263,8 +275,8 @@ if [ "$study" = regime ]; then
             --staleness="$staleness" --adapt_seconds="$seconds" --profile=regime --codec="$codec_r" \
             --command="$command" --trace_prefix="outdoors-fast-w" --cpu="$cpu" --delay="$delay" \
             --links="$links_text" > /dev/null || exit 1
-          measured=$(awk -F'|' '$2 ~ /^ (BSP|SSP\(4\)|ROG\(4\)) $/ { gsub(/ /, "", $3); v[++n] = $3 }
-            END { printf "%s\t%s\t%s", v[1], v[2], v[3] }' "$dir/summary.md")
+          measured=$(awk -F'\t' '{ v[$1] = $2 } END { printf "%s\t%s\t%s", v["bsp"], v["ssp"], v["rog"] }' \
+            "$dir/figures.tsv")
         fi
         printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$C" "$R" "$sc" "$pat" "$sim_ips" "$measured" >> "$table"
       done
@@ -349,7 +361,7 @@ if [ "$study" = patience ]; then
     dir="$out/$tl/$policy-p$pat"
     [ "$steps" = 0 ] || dir="$dir-l$steps"
     run_one "$tl timeline, $policy, patience $pat s, local steps $steps" "$dir" \
-      --sync="$policy" --timeline="$tl" --patience="${pat}s" --local_steps="$steps"
+      --sync="$policy" --timeline="$tl" --patience="${pat}s" --local_steps="$steps" --codec="${codec:-fp32}"
   done
   echo
   echo "bench: building the report"
@@ -360,6 +372,7 @@ if [ "$study" = patience ]; then
   fi
   bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
   "$bin/tools/bench_report" --study --patience="$p" --results="$out" --traces="$traces" --scale="$scale" \
+    --time_scale="$time_scale" --codec="${codec:-fp32}" \
     --staleness="$staleness" --adapt_seconds="$seconds" --command="$command" --cpu="$cpu" \
     --delay="$delay" --links="$links_text" ||
     exit 1
@@ -412,7 +425,11 @@ report() {
     awk '/ms$/ { print $0 / 1000; next } /s$/ { print $0 + 0; next } { print 0 }')
   sim_speedup=$(sed -nE '1,3s/.* detach_speedup=([0-9.]+).*/\1/p' "$first_rog" | head -1)
   echo "bench: simulator: $sim_model layout, codec $c, compute $compute s per iteration, $seconds s, patience ${sim_patience:-0} s, detach speedup ${sim_speedup:-off}"
+  # Padded compute (--compute_time) takes the same time every iteration.
+  local jitter=0.1
+  [ "$compute_time" = 0 ] || jitter=0
   "$bin/tools/sim" --model="$sim_model" --codec="$c" --compute_seconds="$compute" --seconds="$seconds" \
+    --compute_jitter="$jitter" \
     --patience="${sim_patience:-0}" --detach_speedup="${sim_speedup:-0}" \
     --staleness="$staleness" --traces="$traces" --trace_filter="outdoors-$tl" \
     --trace_scale="$sc" --trace_time_scale="$time_scale" --seed="$seed" > "$dir/simulator.txt" 2>&1 ||

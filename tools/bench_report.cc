@@ -401,6 +401,9 @@ int main(int argc, char** argv) {
   const fs::path results = absl::GetFlag(FLAGS_results);
   if (results.empty()) return Fail("--results is required (a tools/bench.sh results folder)");
   if (absl::GetFlag(FLAGS_study)) return Study(results);
+  if (const double k = absl::GetFlag(FLAGS_time_scale); !(k > 0) || k > 100) {
+    return Fail("--time_scale must be > 0 and <= 100 (the links' --time_scale)");
+  }
   if (absl::GetFlag(FLAGS_repeats)) return Repeats(results);
   std::vector<rog::PolicyFigures> figures;
   std::vector<std::vector<rog::RobotRun>> runs;
@@ -443,9 +446,16 @@ int main(int argc, char** argv) {
     if (!s.ok()) return Fail(std::string(s.status().message()));
     sim = *s;
   }
+  // figures.tsv: each policy's iterations/s per robot at full precision,
+  // for scripts (bench.sh --study=regime); summary.md rounds them.
+  std::string tsv;
+  for (const auto& f : figures) {
+    absl::StrAppend(&tsv, absl::StrFormat("%s\t%.6f\n", f.policy, f.iterations_per_s));
+  }
   for (absl::Status s :
        {Write(results / "summary.md", rog::SummaryMarkdown(figures, settings, sim)),
-        WriteSeries(results, figures, runs), Write(results / "plots.gp", GnuplotScript(figures))}) {
+        WriteSeries(results, figures, runs), Write(results / "plots.gp", GnuplotScript(figures)),
+        Write(results / "figures.tsv", tsv)}) {
     if (!s.ok()) return Fail(std::string(s.message()));
   }
   std::printf(

@@ -325,8 +325,10 @@ class Evaluator {
   ~Evaluator() { Stop(); }
 
   // Queues a copy of `net`'s parameters. Past kMaxQueued unscored
-  // snapshots (evaluation slower than --eval_every for minutes) the oldest
-  // is dropped and counted.
+  // snapshots (evaluation far slower than --eval_every, for a long time)
+  // the oldest is dropped and counted: the robots' accuracy rows then no
+  // longer line up, and the benchmark's team curve is off (a warning says
+  // so at the end).
   void Snapshot(Net& net, double elapsed, uint64_t iteration) {
     Job job;
     job.unix_s = UnixSeconds();
@@ -361,7 +363,7 @@ class Evaluator {
   }
 
  private:
-  static constexpr size_t kMaxQueued = 64;
+  static constexpr size_t kMaxQueued = 1024;
   struct Job {
     double unix_s = 0, elapsed = 0;
     uint64_t iteration = 0;
