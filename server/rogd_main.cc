@@ -83,7 +83,9 @@ ABSL_FLAG(uint32_t, max_workers, 256,
           "with a new worker id beyond it is refused");
 ABSL_FLAG(uint64_t, max_model_bytes, uint64_t{1} << 30,
           "largest model (fp32 bytes of all tensors) a first worker's hello may register; "
-          "rogd holds a copy per worker, so memory is about this times (workers + 2)");
+          "rogd holds the global model and a pending copy per worker, about this times "
+          "(workers + 1), plus a version per row and worker (--max_state_bytes bounds the "
+          "whole)");
 ABSL_FLAG(uint64_t, max_state_bytes, uint64_t{8} << 30,
           "memory the model state may take: a copy of the model per worker plus versions per "
           "row, worker and copy (rows x workers^2 x 8 bytes); a first model or a new worker "
