@@ -206,6 +206,32 @@ std::string GnuplotScript(const std::vector<rog::PolicyFigures>& figures) {
       "'' using 4 title 'stall', '' using 5 title 'other'\n");
 }
 
+// The settings list every summary prints, from the flags; `traces` names
+// the trace files, `robots` the team size.
+rog::BenchSettings SettingsFromFlags(std::string traces, int robots) {
+  rog::BenchSettings settings;
+  settings.staleness = absl::GetFlag(FLAGS_staleness);
+  settings.codec = absl::GetFlag(FLAGS_codec);
+  settings.trace_scale = absl::GetFlag(FLAGS_scale);
+  settings.traces = std::move(traces);
+  settings.adapt_seconds = absl::GetFlag(FLAGS_adapt_seconds);
+  settings.robots = robots;
+  settings.cpu = absl::GetFlag(FLAGS_cpu);
+  settings.delay = absl::GetFlag(FLAGS_delay);
+  settings.links = absl::GetFlag(FLAGS_links);
+  settings.team = absl::GetFlag(FLAGS_team);
+  settings.profile = absl::GetFlag(FLAGS_profile);
+  settings.command = absl::GetFlag(FLAGS_command);
+  if (absl::GetFlag(FLAGS_target) >= 0) settings.target = absl::GetFlag(FLAGS_target);
+  return settings;
+}
+
+// The simulator's output named by --simulator ("" without the flag).
+absl::StatusOr<std::string> SimulatorText() {
+  if (absl::GetFlag(FLAGS_simulator).empty()) return std::string();
+  return Read(absl::GetFlag(FLAGS_simulator));
+}
+
 // The patience study: every RESULTS/TIMELINE/POLICY-pSECONDS[-lSTEPS] run.
 int Study(const fs::path& results) {
   std::vector<rog::StudyRun> runs;
@@ -256,17 +282,8 @@ int Study(const fs::path& results) {
   });
   std::vector<rog::StudyRun> sorted;
   for (size_t i : order) sorted.push_back(runs[i]);
-  rog::BenchSettings settings;
-  settings.staleness = absl::GetFlag(FLAGS_staleness);
-  settings.trace_scale = absl::GetFlag(FLAGS_scale);
-  settings.traces =
-      absl::StrCat(absl::GetFlag(FLAGS_traces), "/outdoors-{fast,replayed}-w{1..4}.tsv");
-  settings.adapt_seconds = absl::GetFlag(FLAGS_adapt_seconds);
-  settings.cpu = absl::GetFlag(FLAGS_cpu);
-  settings.delay = absl::GetFlag(FLAGS_delay);
-  settings.links = absl::GetFlag(FLAGS_links);
-  settings.team = absl::GetFlag(FLAGS_team);
-  settings.command = absl::GetFlag(FLAGS_command);
+  const rog::BenchSettings settings = SettingsFromFlags(
+      absl::StrCat(absl::GetFlag(FLAGS_traces), "/outdoors-{fast,replayed}-w{1..4}.tsv"), 4);
   absl::Status s = Write(results / "patience.md",
                          rog::PatienceMarkdown(sorted, settings, absl::GetFlag(FLAGS_patience)));
   if (!s.ok()) return Fail(std::string(s.message()));
@@ -341,20 +358,10 @@ int Repeats(const fs::path& results) {
     }
     figures.push_back(std::move(rep));
   }
-  rog::BenchSettings settings;
-  settings.staleness = absl::GetFlag(FLAGS_staleness);
-  settings.codec = absl::GetFlag(FLAGS_codec);
-  settings.trace_scale = absl::GetFlag(FLAGS_scale);
-  settings.traces = absl::StrCat(absl::GetFlag(FLAGS_traces), "/",
-                                 absl::GetFlag(FLAGS_trace_prefix), "{1..", robots, "}.tsv");
-  settings.adapt_seconds = absl::GetFlag(FLAGS_adapt_seconds);
-  settings.robots = robots;
-  settings.cpu = absl::GetFlag(FLAGS_cpu);
-  settings.delay = absl::GetFlag(FLAGS_delay);
-  settings.links = absl::GetFlag(FLAGS_links);
-  settings.team = absl::GetFlag(FLAGS_team);
-  settings.command = absl::GetFlag(FLAGS_command);
-  if (absl::GetFlag(FLAGS_target) >= 0) settings.target = absl::GetFlag(FLAGS_target);
+  rog::BenchSettings settings = SettingsFromFlags(
+      absl::StrCat(absl::GetFlag(FLAGS_traces), "/", absl::GetFlag(FLAGS_trace_prefix), "{1..",
+                   robots, "}.tsv"),
+      robots);
   if (!absl::GetFlag(FLAGS_settings_file).empty()) {
     auto text = Read(absl::GetFlag(FLAGS_settings_file));
     if (!text.ok()) return Fail(std::string(text.status().message()));
@@ -370,18 +377,14 @@ int Repeats(const fs::path& results) {
     goals.accuracy_points = 0.5;
     goals.source = "the paper's figures";
   }
-  std::string sim;
-  if (!absl::GetFlag(FLAGS_simulator).empty()) {
-    auto s = Read(absl::GetFlag(FLAGS_simulator));
-    if (!s.ok()) return Fail(std::string(s.status().message()));
-    sim = *s;
-  }
+  const absl::StatusOr<std::string> sim = SimulatorText();
+  if (!sim.ok()) return Fail(std::string(sim.status().message()));
   const std::string title = absl::GetFlag(FLAGS_title).empty()
                                 ? std::string("ROG benchmark over repeats")
                                 : absl::GetFlag(FLAGS_title);
   absl::StrAppend(&gp, "plot ", plot, "\n");
   for (absl::Status s :
-       {Write(results / "summary.md", rog::RepeatsMarkdown(figures, settings, goals, title, sim)),
+       {Write(results / "summary.md", rog::RepeatsMarkdown(figures, settings, goals, title, *sim)),
         Write(results / "plots.gp", gp)}) {
     if (!s.ok()) return Fail(std::string(s.message()));
   }
@@ -424,28 +427,13 @@ int main(int argc, char** argv) {
   if (figures.empty()) {
     return Fail(absl::StrCat("no bsp/, ssp/ or rog/ folder in ", results.string()));
   }
-  rog::BenchSettings settings;
-  settings.staleness = absl::GetFlag(FLAGS_staleness);
-  settings.trace_scale = absl::GetFlag(FLAGS_scale);
-  settings.traces =
+  const int robots = static_cast<int>(runs[0].size());
+  const rog::BenchSettings settings = SettingsFromFlags(
       absl::StrCat(absl::GetFlag(FLAGS_traces), "/", absl::GetFlag(FLAGS_trace_prefix), "{1..",
-                   runs[0].size(), "}.tsv");
-  settings.adapt_seconds = absl::GetFlag(FLAGS_adapt_seconds);
-  settings.robots = static_cast<int>(runs[0].size());
-  settings.cpu = absl::GetFlag(FLAGS_cpu);
-  settings.delay = absl::GetFlag(FLAGS_delay);
-  settings.links = absl::GetFlag(FLAGS_links);
-  settings.team = absl::GetFlag(FLAGS_team);
-  settings.profile = absl::GetFlag(FLAGS_profile);
-  settings.codec = absl::GetFlag(FLAGS_codec);
-  settings.command = absl::GetFlag(FLAGS_command);
-  if (absl::GetFlag(FLAGS_target) >= 0) settings.target = absl::GetFlag(FLAGS_target);
-  std::string sim;
-  if (!absl::GetFlag(FLAGS_simulator).empty()) {
-    auto s = Read(absl::GetFlag(FLAGS_simulator));
-    if (!s.ok()) return Fail(std::string(s.status().message()));
-    sim = *s;
-  }
+                   robots, "}.tsv"),
+      robots);
+  const absl::StatusOr<std::string> sim = SimulatorText();
+  if (!sim.ok()) return Fail(std::string(sim.status().message()));
   // figures.tsv: each policy's iterations/s per robot at full precision,
   // for scripts (bench.sh --study=regime); summary.md rounds them.
   std::string tsv;
@@ -453,7 +441,7 @@ int main(int argc, char** argv) {
     absl::StrAppend(&tsv, absl::StrFormat("%s\t%.6f\n", f.policy, f.iterations_per_s));
   }
   for (absl::Status s :
-       {Write(results / "summary.md", rog::SummaryMarkdown(figures, settings, sim)),
+       {Write(results / "summary.md", rog::SummaryMarkdown(figures, settings, *sim)),
         WriteSeries(results, figures, runs), Write(results / "plots.gp", GnuplotScript(figures)),
         Write(results / "figures.tsv", tsv)}) {
     if (!s.ok()) return Fail(std::string(s.message()));

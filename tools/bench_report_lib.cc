@@ -471,6 +471,16 @@ std::string Pct(double share) { return absl::StrFormat("%.1f%%", 100 * share); }
 
 std::string Ms(std::optional<double> s) { return s ? absl::StrFormat("%.0f ms", *s * 1000) : "–"; }
 
+// The simulator's output for the same settings, quoted as it is.
+void AppendSimulator(std::string* md, const std::string& simulator) {
+  if (simulator.empty()) return;
+  absl::StrAppend(md,
+                  "\n## The simulator on the same settings\n\n"
+                  "`//tools:sim` with the same model layout, codec, traces, scales, S and the "
+                  "measured mean compute time per iteration:\n\n```\n",
+                  simulator, simulator.back() == '\n' ? "" : "\n", "```\n");
+}
+
 std::string Label(const PolicyFigures& p, int staleness) {
   if (p.policy == "bsp") return "BSP";
   return absl::StrCat(p.policy == "ssp" ? "SSP" : "ROG", "(", staleness, ")");
@@ -633,13 +643,7 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
                              1e3 * p.real_compute_per_iteration_s));
   }
   absl::StrAppend(&md, "- CPU: ", settings.cpu, "\n", "- command: `", settings.command, "`\n");
-  if (!simulator.empty()) {
-    absl::StrAppend(&md,
-                    "\n## The simulator on the same settings\n\n"
-                    "`//tools:sim` with the same model layout, traces, scale, S and the "
-                    "measured mean compute time per iteration:\n\n```\n",
-                    simulator, simulator.back() == '\n' ? "" : "\n", "```\n");
-  }
+  AppendSimulator(&md, simulator);
   return md;
 }
 
@@ -819,13 +823,7 @@ std::string RepeatsMarkdown(const std::vector<std::vector<PolicyFigures>>& repea
                     SpreadText(SpreadOf(real), 1, 1e3, " ms"), ")\n");
   }
   absl::StrAppend(&md, "- CPU: ", settings.cpu, "\n", "- command: `", settings.command, "`\n");
-  if (!simulator.empty()) {
-    absl::StrAppend(&md,
-                    "\n## The simulator on the same settings\n\n"
-                    "`//tools:sim` with the same layout, codec, traces, scales, S and compute "
-                    "time:\n\n```\n",
-                    simulator, simulator.back() == '\n' ? "" : "\n", "```\n");
-  }
+  AppendSimulator(&md, simulator);
   return md;
 }
 
