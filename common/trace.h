@@ -1,6 +1,6 @@
 // A bandwidth trace: link capacity over time, replayed in a loop.
 //
-// Text format (../shared/traces/README.md): lines `seconds<TAB>mbit_per_s`,
+// Text format (tools/traces/README.md): lines `seconds<TAB>mbit_per_s`,
 // blank lines and lines starting with '#' ignored. Times start at 0 and rise
 // strictly; each value holds until the next line's time. The last value
 // holds for the mean sample interval, then the trace starts over.

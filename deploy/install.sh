@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds ROG with `bazel build -c opt` and installs rogd, rogctl, the systemd
 # unit, an example flag file and the client SDK (headers, shared library,
-# pkg-config file). See --help, and README.md "Deployment".
+# pkg-config file). See --help, and docs/operations.md "Deployment".
 set -euo pipefail
 
 usage() {
@@ -34,7 +34,7 @@ Installed:
   lib/pkgconfig/rog-client.pc       g++ app.cc $(pkg-config --cflags --libs rog-client)
   UNITDIR/rogd.service              hardened; runs rogd with the flag file
   SYSCONFDIR/rog/rogd.flags         only if there is none yet
-  share/doc/rog/                    README.md and the example flag file
+  share/doc/rog/                    README.md, docs/ and the example flag file
 
 Then, on a machine running systemd:
   systemctl daemon-reload && systemctl enable --now rogd
@@ -158,7 +158,7 @@ trap 'rm -rf "$gen"' EXIT
 
 sed -e "s#^ExecStart=/usr/local/bin/rogd #ExecStart=$bindir/rogd #" \
     -e "s#/etc/rog/rogd.flags#$flagfile#g" \
-    -e "s#^Documentation=.*#Documentation=file://$docdir/README.md#" \
+    -e "s#^Documentation=.*#Documentation=file://$docdir/docs/operations.md#" \
     deploy/rogd.service >"$gen/rogd.service"
 grep -q "^ExecStart=$bindir/rogd --flagfile=$flagfile " "$gen/rogd.service" ||
   { echo "install: deploy/rogd.service has no ExecStart line install.sh can rewrite" >&2; exit 1; }
@@ -195,7 +195,7 @@ if [ "$mode" = uninstall ]; then
   done
   remove "$pkgconfigdir/rog-client.pc" "$pkgconfigdir"
   for h in "${headers[@]}"; do remove "$includedir/rog/$h" "$includedir"; done
-  for f in README.md rogd.flags; do remove "$docdir/$f" "$prefix/share/doc"; done
+  for f in README.md rogd.flags docs/*.md; do remove "$docdir/$f" "$prefix/share/doc"; done
   remove "$unitdir/rogd.service" "$unitdir"
   if [ -f "$DESTDIR$flagfile" ]; then
     if cmp -s deploy/rogd.flags "$DESTDIR$flagfile"; then
@@ -249,6 +249,7 @@ for h in "${headers[@]}"; do put "$h" "$includedir/rog/$h" 0644; done
 put "$gen/rog-client.pc" "$pkgconfigdir/rog-client.pc" 0644
 put "$gen/rogd.service" "$unitdir/rogd.service" 0644
 put README.md "$docdir/README.md" 0644
+for f in docs/*.md; do put "$f" "$docdir/$f" 0644; done
 put deploy/rogd.flags "$docdir/rogd.flags" 0644
 if [ -e "$DESTDIR$flagfile" ]; then
   if cmp -s deploy/rogd.flags "$DESTDIR$flagfile"; then

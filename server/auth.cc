@@ -96,7 +96,7 @@ absl::Status CheckExposure(absl::string_view listen, bool loopback, bool tls, bo
       "refusing to listen on ", listen,
       " beyond loopback with neither TLS nor tokens: anyone on the network could join as a worker "
       "or make admin calls. Give --tls_cert and --tls_key (and --tls_ca to require client "
-      "certificates), or --worker_token_file and --admin_token_file, or both (README "
+      "certificates), or --worker_token_file and --admin_token_file, or both (docs/operations.md "
       "\"Security\"; tools/make_certs.sh makes them); or listen on 127.0.0.1; or pass "
       "--insecure on a network you trust"));
 }

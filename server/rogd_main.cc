@@ -1,4 +1,4 @@
-// rogd: ROG's parameter server daemon. See README.md ("Running rogd").
+// rogd: ROG's parameter server daemon. See docs/operations.md ("Running rogd").
 #include <signal.h>
 
 #include <cstdio>
@@ -59,7 +59,7 @@ ABSL_FLAG(std::string, init, "",
 ABSL_FLAG(uint64_t, max_message_bytes, 4 << 20, "largest message accepted from a worker, bytes");
 ABSL_FLAG(uint32_t, batch_bytes, 16 * 1024, "payload budget of one downlink row batch, bytes");
 
-// Resource limits against a hostile or broken client (README "Resource
+// Resource limits against a hostile or broken client (docs/operations.md "Resource
 // limits"); each refusal is a RESOURCE_EXHAUSTED (or DEADLINE_EXCEEDED)
 // status naming the flag, counted by reason in `rogctl status`.
 ABSL_FLAG(uint32_t, max_batch_rows, 65536,
@@ -102,7 +102,7 @@ ABSL_FLAG(std::string, log_level, "info", "log level: debug, info, warn or error
 ABSL_FLAG(bool, insecure, false,
           "listen beyond loopback with neither TLS nor tokens (a network you trust only)");
 
-// Security (README "Security"): TLS, mutual TLS and bearer tokens. Tokens
+// Security (docs/operations.md "Security"): TLS, mutual TLS and bearer tokens. Tokens
 // come from files, never from the command line.
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate (chain) rogd presents: serve TLS; needs --tls_key");

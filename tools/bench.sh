@@ -15,7 +15,7 @@
 #        tools/bench.sh --study=patience [--patience=SECONDS] [--sweep=S1,S2,...]
 #                       [--local_steps=N1,...] [--minutes=N] [other options above]
 #   --profile   quick: 120 s of training per policy, within 10 minutes (default)
-#               full:  300 s per policy, about 17 minutes (the README figures)
+#               full:  300 s per policy, about 17 minutes
 #               tiny:  15 s per policy, for tools/test.sh
 #               paper: the paper's operating point, its settings fixed before
 #                      any run (see below); 3 repeats x 3 policies x 2 codecs x
@@ -33,8 +33,8 @@
 #   (the paper has none); both timelines; 3 repeats, mean and range; 5 ms
 #   link delay.
 #   --out       results folder (default bench-results/PROFILE-YYYYmmdd-HHMMSS)
-#   --traces    folder with outdoors-fast-w1..4.tsv (default ../shared/traces,
-#               or the copy in tools/traces when that is absent)
+#   --traces    folder with outdoors-fast-w1..4.tsv (default tools/traces, the
+#               robots' traces kept in the repository)
 #   --scale     multiply every trace's bandwidth (default 1)
 #   --staleness S of SSP and ROG (default 4)
 #   --seed      seed of data, shards and batches (default 1)
@@ -74,7 +74,7 @@ cd "$(dirname "$0")/.."
 profile=quick out="" scale=1 staleness=4 seed=1 target=-1 minutes="" timeline=fast
 patience="" study="" sweep="0.25,1,2" local_steps="4" delay=5ms speedup="" links=relay
 model=cnn compute_time=0 codec="" time_scale=1 repeats="" set_by_user=() measure=line
-traces=../shared/traces; [ -d "$traces" ] || traces=tools/traces
+traces=tools/traces
 for a in "$@"; do
   case "$a" in
     --profile=*) profile="${a#*=}" ;;

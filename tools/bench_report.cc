@@ -26,7 +26,7 @@
 #include "tools/bench_report_lib.h"
 
 ABSL_FLAG(std::string, results, "", "the results folder tools/bench.sh filled (required)");
-ABSL_FLAG(std::string, traces, "../shared/traces", "folder of the traces the links replayed");
+ABSL_FLAG(std::string, traces, "tools/traces", "folder of the traces the links replayed");
 ABSL_FLAG(std::string, trace_prefix, "outdoors-fast-w",
           "robotN's link replayed TRACES/<prefix>N.tsv");
 ABSL_FLAG(double, scale, 1, "the trace scale the links used");

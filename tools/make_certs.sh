@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes what a robot team needs for rogd's TLS, mutual TLS and bearer
-# tokens (README "Security"), with openssl alone:
+# tokens (docs/operations.md "Security"), with openssl alone:
 #
 #   tools/make_certs.sh DIR server NAME [NAME...]  rogd's certificate, valid for these DNS
 #                                                  names and IP addresses (the first one

@@ -4,7 +4,7 @@
 //
 // Exit codes: 0 ok, 1 other error, 2 usage (unknown command, flag, tensor
 // or worker; an --out it cannot write), 3 rogd unreachable, 4 not ready (no
-// model yet, no --checkpoint_dir), 5 auth refused. See README.md, section
+// model yet, no --checkpoint_dir), 5 auth refused. See docs/reference.md, section
 // "rogctl", for the JSON schemas.
 #include <fcntl.h>
 #include <spawn.h>
@@ -53,7 +53,7 @@ ABSL_FLAG(std::string, out, "", "export: the file to write, e.g. model.pt");
 ABSL_FLAG(std::string, template, "",
           "export: a torch::save of the module whose buffers and structure to keep");
 
-// Security (README "Security"): as rog::WorkerOptions, with the admin token.
+// Security (docs/operations.md "Security"): as rog::WorkerOptions, with the admin token.
 ABSL_FLAG(std::string, tls_ca, "", "PEM CA certificate that signed rogd's: talk TLS");
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM client certificate, for a rogd that requires them (mutual TLS)");
@@ -91,11 +91,11 @@ commands:
 
 flags:
   --server=HOST:PORT  rogd's address (default 127.0.0.1:7070)
-  --json              JSON instead of tables (schemas: README.md, section "rogctl")
+  --json              JSON instead of tables (schemas: docs/reference.md, "JSON schemas")
   --timeout=DURATION  deadline of each call, e.g. 5s, 500ms (default 5s)
   --watch=DURATION    status, workers, staleness: refresh every DURATION (e.g. 2s) until Ctrl-C
 
-security (README "Security"):
+security (docs/operations.md "Security"):
   --tls_ca=FILE           CA certificate that signed rogd's: talk TLS
   --tls_cert=FILE --tls_key=FILE
                           client certificate and key, for a rogd with --tls_ca (mutual TLS)

@@ -2,7 +2,7 @@
 # The main job of ROG: a team of four robots adapts a Fashion-MNIST model to
 # degraded images over real WiFi. It starts rogd and four LibTorch workers on
 # loopback, each behind a link that replays one of
-# ../shared/traces/outdoors-fast-wN.tsv (a user-space relay), shows progress
+# tools/traces/outdoors-fast-wN.tsv (a user-space relay), shows progress
 # while it runs and ends with a summary table.
 #
 # Usage: tools/run.sh [--sync=bsp|ssp|rog] [--staleness=S] [--minutes=N]
@@ -28,8 +28,8 @@
 #   --minutes   how long the team adapts (default 4.5, about 5 with startup)
 #   --quick     adapt for 60 s (the whole run within 2 minutes once built)
 #   --scale     multiply every trace's bandwidth (default 1)
-#   --traces    folder with outdoors-fast-w1..4.tsv (default ../shared/traces,
-#               or the copy in tools/traces when that is absent)
+#   --traces    folder with outdoors-fast-w1..4.tsv (default tools/traces, the
+#               robots' traces kept in the repository)
 #   --non_iid   label-skewed shards instead of IID ones
 #   --seed      seed of the data degradation, shards and batches (default 1)
 #   --lr        SGD learning rate of every robot (default 0.02)
@@ -52,7 +52,7 @@ cd "$(dirname "$0")/.."
 sync=rog staleness=4 seconds=270 scale=1 non_iid=() seed=1 lr=0.02 logs= timeline=fast
 patience=() local_steps=0 delay=5ms speedup=() links=relay model=cnn compute_time=0 codec=fp32
 time_scale=1
-traces=../shared/traces; [ -d "$traces" ] || traces=tools/traces
+traces=tools/traces
 for a in "$@"; do
   case "$a" in
     --sync=*) sync="${a#*=}" ;;
@@ -105,8 +105,8 @@ fi
 [ "$seconds" -ge 10 ] 2>/dev/null || { echo "run: --minutes must be at least 0.2" >&2; exit 2; }
 for w in 1 2 3 4; do
   if [ ! -f "$traces/outdoors-$timeline-w$w.tsv" ]; then
-    echo "run: $traces/outdoors-$timeline-w$w.tsv not found; ROG expects the shared folder beside" >&2
-    echo "run: the repository, or pass --traces=DIR holding outdoors-$timeline-w1..4.tsv" >&2
+    echo "run: $traces/outdoors-$timeline-w$w.tsv not found; run from a complete clone of the" >&2
+    echo "run: repository, or pass --traces=DIR holding outdoors-$timeline-w1..4.tsv" >&2
     exit 2
   fi
 done

@@ -27,7 +27,7 @@
 ABSL_FLAG(std::string, sync, "bsp,ssp,rog", "Policies to run, comma-separated: bsp, ssp, rog");
 ABSL_FLAG(uint32_t, staleness, 4, "Staleness bound S for ssp and rog (bsp uses 0)");
 ABSL_FLAG(uint32_t, workers, 4, "Number of workers (1..64)");
-ABSL_FLAG(std::string, traces, "../shared/traces",
+ABSL_FLAG(std::string, traces, "tools/traces",
           "Bandwidth traces: a directory (its *.tsv files whose name contains "
           "--trace_filter, sorted) or comma-separated files; one per worker, cycled");
 ABSL_FLAG(std::string, trace_filter, "fast",
@@ -85,7 +85,7 @@ absl::StatusOr<rog::Trace> LoadTrace(const std::string& file) {
   std::ifstream in(file);
   if (!in) {
     return absl::NotFoundError(absl::StrCat("cannot read trace file ", file,
-                                            "; check --traces (see ../shared/traces/README.md)"));
+                                            "; check --traces (see tools/traces/README.md)"));
   }
   std::stringstream text;
   text << in.rdbuf();

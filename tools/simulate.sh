@@ -2,7 +2,7 @@
 # The simulator comparison of ROG (tools/run.sh is the main job).
 #
 # It runs the deterministic simulator (//tools:sim) on the real robot
-# bandwidth traces in ../shared/traces and compares BSP, SSP and ROG on the
+# bandwidth traces in tools/traces and compares BSP, SSP and ROG on the
 # same workload, in about a minute.
 #
 # Usage: tools/simulate.sh [--quick] [any //tools:sim flag, e.g. --staleness=3]
@@ -19,17 +19,16 @@ for a in "$@"; do
       echo
       echo "Simulator flags (bazel run //tools:sim -- --help for all):"
       echo "  --sync=bsp,ssp,rog --staleness=4 --workers=4 --seconds=300 --seed=1"
-      echo "  --traces=../shared/traces --trace_filter=fast --trace_scale=1 --codec=fp32"
+      echo "  --traces=tools/traces --trace_filter=fast --trace_scale=1 --codec=fp32"
       exit 0 ;;
     *) args+=("$a") ;;
   esac
 done
 
-traces="../shared/traces"
-[ -d "$traces" ] || traces=tools/traces
+traces=tools/traces
 if [ ! -d "$traces" ]; then
-  echo "run: $traces not found; ROG expects the shared folder beside the repository" >&2
-  echo "run: pass --traces=DIR with *.tsv bandwidth traces instead" >&2
+  echo "run: $traces not found; run from a complete clone of the repository" >&2
+  echo "run: or pass --traces=DIR with *.tsv bandwidth traces" >&2
 fi
 
 tools/setup.sh

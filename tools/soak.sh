@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The soak (README "The soak"): rogd and 8 worker processes, each behind its own
+# The soak (docs/testing.md "The soak"): rogd and 8 worker processes, each behind its own
 # relay, for 30 minutes, with random kill -9s of workers and link drops;
 # rogd's memory sampled over time; ends with the conservation check and
 # what the kills lost. Not part of tools/test.sh.

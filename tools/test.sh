@@ -2,7 +2,8 @@
 # Runs every test of ROG on this machine: installs what is missing
 # (tools/setup.sh), then `bazel test //...`, then prints a closing line
 # `N passed, M failed` that counts Catch2 test cases across all test
-# binaries, plus one case for the deployment (test/deploy/install_test.sh,
+# binaries, plus one case for the documentation (tools/check_docs.sh), one
+# for the deployment (test/deploy/install_test.sh,
 # skipped with ROG_SKIP_DEPLOY=1), one for the main job
 # (`tools/run.sh --quick`) and one for the benchmark
 # (`tools/bench.sh --profile=tiny`), these two skipped with ROG_SKIP_RUN=1,
@@ -79,6 +80,23 @@ while read -r target status; do
   fi
 done < <(sed -nE 's#^(//[^ ]+) +(\(cached\) +)?(PASSED|FAILED|TIMEOUT|NO STATUS|FLAKY|FAILED TO BUILD|INCOMPLETE).*#\1 \3#p' "$out" |
          sed -E 's/ NO STATUS$/ NO_STATUS/; s/ FAILED TO BUILD$/ FAILED_TO_BUILD/')
+
+# The documentation against the code, counted as one test case
+# (tools/check_docs.sh: links, paths outside the repository, the generated
+# flags page, the README's commands against a real rogd on loopback).
+if [ "$has_pattern" -eq 0 ]; then
+  echo "test: tools/check_docs.sh"
+  docslog="$(mktemp)"
+  if timeout 600 tools/check_docs.sh >"$docslog" 2>&1; then
+    passed=$((passed + 1))
+    tail -1 "$docslog"
+  else
+    failed=$((failed + 1))
+    echo "test: tools/check_docs.sh failed; its output:" >&2
+    grep -v '^check_docs: ok ' "$docslog" | tail -30 >&2
+  fi
+  rm -f "$docslog"
+fi
 
 # Every libFuzzer target for a bounded time, one test case each (the
 # corpus replays already ran above as plain tests).

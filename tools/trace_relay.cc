@@ -2,7 +2,7 @@
 //
 // Listens on 127.0.0.1 and relays every connection to --upstream (rogd)
 // through a RateProxy whose rate, in both directions, follows a bandwidth
-// trace (../shared/traces/README.md): sample by sample from the relay's
+// trace (tools/traces/README.md): sample by sample from the relay's
 // start, looped, at --scale × the trace. The worker connects to the relay's
 // port (written to --listen_port_file once listening) instead of to rogd.
 //

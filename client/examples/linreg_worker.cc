@@ -7,7 +7,7 @@
 //         worker->EndIteration(update);
 //   worker->Sync(); worker->Close();
 //
-// Run two of these against one `rogd --workers=2` (README "Running rogd").
+// Run two of these against one `rogd --workers=2` (docs/operations.md "Running rogd").
 #include <chrono>
 #include <cmath>
 #include <cstdio>

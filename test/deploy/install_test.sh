@@ -58,7 +58,7 @@ expected_files=(
   bin/rogd bin/rogctl bin/rogctl_torch
   lib/librog_client.so lib/librog_client.so.0 lib/pkgconfig/rog-client.pc
   include/rog/client/worker.h include/rog/common/layout.h
-  share/doc/rog/README.md share/doc/rog/rogd.flags lib/systemd/system/rogd.service
+  share/doc/rog/README.md share/doc/rog/docs/operations.md share/doc/rog/rogd.flags lib/systemd/system/rogd.service
 )
 
 # --- install.sh --------------------------------------------------------------

@@ -5,7 +5,7 @@
 // still serves, the refusal reached the client with a code and a message
 // and is counted under its reason, and the model is exactly what the
 // well-behaved worker and the acknowledged batches made it; rogd restarts
-// from the checkpoint it wrote. README "What is refused, and how" lists
+// from the checkpoint it wrote. docs/operations.md "What is refused, and how" lists
 // the same refusals.
 #include <signal.h>
 

@@ -1,4 +1,4 @@
-// rogd's resource limits against a hostile or broken client (README
+// rogd's resource limits against a hostile or broken client (docs/operations.md
 // "Resource limits"): real rogd processes on loopback, raw streams that
 // break one limit each. Every refusal must name the limit, be counted by
 // reason in `rogctl status`, change no model state, and leave rogd serving

@@ -1,5 +1,5 @@
 // TLS, mutual TLS and bearer tokens against real rogd processes on
-// loopback (README "Security"). Certificates are made at test time by
+// loopback (docs/operations.md "Security"). Certificates are made at test time by
 // tools/make_certs.sh (openssl): the team's CA, rogd's certificate for
 // localhost and 127.0.0.1, client certificates, one signed by another CA,
 // and expired ones (`openssl ca` with past -startdate/-enddate).

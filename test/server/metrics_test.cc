@@ -227,19 +227,19 @@ TEST_CASE("every rejection reason in service.cc and engine.cc is listed", "[metr
   CHECK(found >= 2 * listed.size());  // once in the list, at least once where counted
 }
 
-// README "What is refused, and how" has a row for every reason.
-TEST_CASE("the README's table of refusals lists every rejection reason", "[metrics][docs]") {
+// docs/operations.md "What is refused, and how" has a row for every reason.
+TEST_CASE("the operations guide's table of refusals lists every rejection reason", "[metrics][docs]") {
   const char* srcdir = std::getenv("TEST_SRCDIR");
   const char* workspace = std::getenv("TEST_WORKSPACE");
   REQUIRE(srcdir != nullptr);
-  std::ifstream in(absl::StrCat(srcdir, "/", workspace, "/README.md"));
+  std::ifstream in(absl::StrCat(srcdir, "/", workspace, "/docs/operations.md"));
   REQUIRE(in.good());
   std::stringstream ss;
   ss << in.rdbuf();
-  const std::string readme = ss.str();
+  const std::string guide = ss.str();
   for (const std::string& reason : RejectionReasons()) {
     INFO(reason);
-    CHECK(absl::StrContains(readme, absl::StrCat("| `", reason, "` |")));
+    CHECK(absl::StrContains(guide, absl::StrCat("| `", reason, "` |")));
   }
 }
 

@@ -210,7 +210,7 @@ TEST_CASE("buffers and parameter-less submodules come from --template", "[export
   const std::string path = dir + "/model.pt";
 
   // Parameters alone: torch::load refuses this module (it wants the
-  // buffers and the ReLU's archive), as README says.
+  // buffers and the ReLU's archive), as docs/reference.md says.
   RogctlRun plain = Rogctl({server, "export", "--out=" + path});
   SHOW(plain);
   REQUIRE(plain.code == 0);

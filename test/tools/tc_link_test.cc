@@ -82,7 +82,7 @@ TEST_CASE("tc_link: a veth pair's throughput tracks a real robot trace second by
     WARN("tc_link_test creates network namespaces and qdiscs: run it as root; nothing checked");
     return;
   }
-  // 6.05 s of ../shared/traces/outdoors-fast-w1.tsv (from 22.0 s), as
+  // 6.05 s of tools/traces/outdoors-fast-w1.tsv (from 22.0 s), as
   // trace_relay_test replays it, at scale 1.
   const double kMbitOf[] = {22.0321, 16.2975, 7.3662,  8.4678,  16.6639, 11.1372,
                             13.2620, 14.1422, 15.2763, 14.4992, 56.6086};

@@ -185,7 +185,7 @@ TEST_CASE("throughput follows the trace sample by sample, both ways", "[trace_re
 }
 
 TEST_CASE("throughput tracks a real robot trace second by second", "[trace_relay]") {
-  // 6.05 s of ../shared/traces/outdoors-fast-w1.tsv (from 22.0 s: a dip to
+  // 6.05 s of tools/traces/outdoors-fast-w1.tsv (from 22.0 s: a dip to
   // 7 Mbit/s, then a rise past 100), replayed at scale 0.5 so that the
   // user-space relay is not CPU-bound on a loaded 2-core machine.
   const double kMbitOf[] = {22.0321, 16.2975, 7.3662,  8.4678,  16.6639, 11.1372,

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Checks that the documentation says what the code does and stays inside
+# the repository; tools/test.sh runs it as one test case.
+#   1. README.md stays under 200 lines.
+#   2. Every relative link in README.md, docs/, results/ and tools/traces/
+#      names a file that exists, and every #anchor a heading of that file.
+#   3. No tracked file names a path outside the repository (../shared) or
+#      a machine's absolute path (/work/..., /home/...).
+#   4. docs/flags.md is what tools/flags_doc.py generates from the sources,
+#      and every flag of rogd and rogctl is explained in docs/reference.md
+#      or docs/operations.md.
+#   5. The README's rogd and rogctl commands, run against a real rogd on
+#      loopback, print what the README says they print.
+# Prints a line per failed check and ends with "N passed, M failed".
+# Usage: tools/check_docs.sh [--no_build] (--no_build: use bazel-bin as is)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+build=1
+for a in "$@"; do
+  case "$a" in
+    --no_build) build=0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "check_docs: unknown argument '$a' (see tools/check_docs.sh --help)" >&2; exit 2 ;;
+  esac
+done
+
+passed=0 failed=0
+ok() { passed=$((passed + 1)); echo "check_docs: ok    $1"; }
+bad() { failed=$((failed + 1)); echo "check_docs: FAIL  $1" >&2; }
+
+# 1. The README's length.
+lines=$(wc -l < README.md)
+if [ "$lines" -lt 200 ]; then ok "README.md has $lines lines (under 200)"
+else bad "README.md has $lines lines; keep it under 200 and move detail to docs/"; fi
+
+# 2. Links. GitHub's anchors: the heading in lower case, without what is
+# not a letter, digit, space, '-' or '_', spaces as '-'.
+anchors() {  # FILE -> one anchor per line
+  awk '/^```/ { code = !code; next } !code && /^#+ / { sub(/^#+ +/, ""); print }' "$1" |
+    LC_ALL=C sed -E 's/[A-Z]/\L&/g; s/[^a-z0-9 _-]//g; s/ /-/g'
+}
+docs=(README.md docs/*.md results/README.md results/INDEX.md tools/traces/README.md)
+[ -d docs ] || docs=(README.md)
+broken=0
+for f in "${docs[@]}"; do
+  [ -f "$f" ] || continue
+  dir=$(dirname "$f")
+  # Markdown links outside code blocks and inline code: ](target)
+  while read -r target; do
+    case "$target" in http://*|https://*|mailto:*) continue ;; esac
+    path=${target%%#*}
+    anchor=""
+    [ "$target" != "$path" ] && anchor=${target#*#}
+    if [ -z "$path" ]; then file=$f; else file="$dir/$path"; fi
+    if [ ! -e "$file" ]; then
+      echo "check_docs: $f links to $target: no such file" >&2; broken=$((broken + 1)); continue
+    fi
+    if [ -n "$anchor" ] && [ -f "$file" ] && [[ "$file" == *.md ]] &&
+        ! anchors "$file" | grep -qxF -- "$anchor"; then
+      echo "check_docs: $f links to $target: $file has no heading with that anchor" >&2
+      broken=$((broken + 1))
+    fi
+  done < <(awk '/^```/ { code = !code; next } !code { gsub(/`[^`]*`/, ""); print }' "$f" |
+           grep -oE '\]\([^) ]+\)' | sed -E 's/^\]\(//; s/\)$//')
+done
+if [ "$broken" -eq 0 ]; then ok "every relative link and anchor in ${#docs[@]} documents resolves"
+else bad "$broken broken links (above)"; fi
+
+# 3. Paths outside the repository. This script names them to look for them.
+if git rev-parse --git-dir > /dev/null 2>&1; then
+  outside=$(git ls-files -z | grep -zv '^tools/check_docs.sh$' |
+    xargs -0 grep -IlE '\.\./shared|/work/|/home/[a-z]' 2>/dev/null)
+  if [ -z "$outside" ]; then ok "no tracked file names a path outside the repository"
+  else bad "these tracked files name a path outside the repository (../shared, /work/, /home/): $(echo $outside)"; fi
+else
+  bad "not a git work tree: cannot list the tracked files for check 3"
+fi
+
+# 4. Flags: docs/flags.md is generated from the sources and must be current;
+# rogd's and rogctl's flags are also explained in the operations guide or
+# the reference.
+if python3 tools/flags_doc.py --check; then ok "docs/flags.md is what the sources declare"
+else bad "docs/flags.md is stale: run tools/flags_doc.py and commit docs/flags.md"; fi
+undocumented=()
+for src in server/rogd_main.cc tools/rogctl.cc; do
+  for fl in $(grep -ohE 'ABSL_FLAG\([^,]+, *[a-z_0-9]+' "$src" | sed -E 's/.*, *//'); do
+    grep -qE -- "--$fl\b" docs/reference.md docs/operations.md 2>/dev/null ||
+      undocumented+=("$src --$fl")
+  done
+done
+if [ "${#undocumented[@]}" -eq 0 ]; then ok "every rogd and rogctl flag is explained in docs/reference.md or docs/operations.md"
+else bad "flags not explained in docs/reference.md or docs/operations.md: ${undocumented[*]}"; fi
+
+# 5 needs rogd and rogctl.
+if [ "$build" -eq 1 ] && ! bazel build --color=no --curses=no //server:rogd //tools:rogctl > /dev/null 2>&1; then
+  bad "bazel build //server:rogd //tools:rogctl failed; run it to see why"
+  echo "$passed passed, $failed failed"; exit 1
+fi
+bin="$(bazel info bazel-bin 2>/dev/null)"
+rogd="$bin/server/rogd" rogctl="$bin/tools/rogctl"
+
+# 5. The README's commands against a real rogd on loopback.
+tmp=$(mktemp -d)
+rogd_pid=""
+cleanup() { [ -n "$rogd_pid" ] && kill "$rogd_pid" 2>/dev/null && wait "$rogd_pid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+mkdir -p "$tmp/ckpt"
+"$rogd" --workers=4 --checkpoint_dir="$tmp/ckpt" --listen=127.0.0.1:0 --port_file="$tmp/port" \
+  > "$tmp/rogd.log" 2>&1 &
+rogd_pid=$!
+for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
+if [ ! -s "$tmp/port" ]; then
+  bad "rogd did not start within 10 s: $(tail -3 "$tmp/rogd.log")"
+else
+  server="127.0.0.1:$(cat "$tmp/port")"
+  expect() {  # WHAT CODE PATTERN -- COMMAND...
+    local what=$1 code=$2 pat=$3; shift 4
+    local out rc
+    out=$(timeout 20 "$@" 2>&1); rc=$?
+    if { [ "$code" = any ] || [ "$rc" -eq "$code" ]; } && grep -qE -- "$pat" <<<"$out"; then ok "$what"
+    else bad "$what: exit $rc (expected $code), output did not match /$pat/: $(head -5 <<<"$out")"; fi
+  }
+  expect "rogctl status shows the policy, the model, the team and the checkpoint" 0 \
+    'sync.*rog' -- "$rogctl" --server="$server" status
+  out=$(timeout 20 "$rogctl" --server="$server" status 2>&1)
+  for w in model workers 'last checkpoint'; do
+    grep -q "$w" <<<"$out" || bad "rogctl status shows no '$w' line"
+  done
+  expect "rogctl workers before any worker says none has connected" 0 \
+    'no workers have connected yet' -- "$rogctl" --server="$server" workers
+  expect "rogctl staleness before any worker says there is no model yet (exit 4)" 4 \
+    'no model yet' -- "$rogctl" --server="$server" staleness --top=10
+  expect "rogd --helpfull lists --checkpoint_dir" any \
+    '--checkpoint_dir' -- "$rogd" --helpfull
+  expect "tools/run.sh --help lists --quick" 0 '--quick' -- tools/run.sh --help
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
