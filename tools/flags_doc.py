@@ -93,6 +93,8 @@ def main():
             return 1
         return 0
     if sys.argv[1:]:
+        print(f"flags_doc: unknown arguments {' '.join(sys.argv[1:])}; "
+              "run it without arguments, or with --check", file=sys.stderr)
         print(__doc__, file=sys.stderr)
         return 2
     os.makedirs(os.path.dirname(OUT), exist_ok=True)

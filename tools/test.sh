@@ -81,21 +81,31 @@ while read -r target status; do
 done < <(sed -nE 's#^(//[^ ]+) +(\(cached\) +)?(PASSED|FAILED|TIMEOUT|NO STATUS|FLAKY|FAILED TO BUILD|INCOMPLETE).*#\1 \3#p' "$out" |
          sed -E 's/ NO STATUS$/ NO_STATUS/; s/ FAILED TO BUILD$/ FAILED_TO_BUILD/')
 
+# A script that is one test case: it passes when it exits 0 (its last line
+# is printed); when it fails, its output without the lines matching
+# OK_PATTERN (its passed checks), last TAIL lines.
+# Usage: script_case TIMEOUT_SECONDS OK_PATTERN TAIL COMMAND...
+script_case() {
+  local limit=$1 ok_pattern=$2 keep=$3 log
+  shift 3
+  echo "test: $*"
+  log="$(mktemp)"
+  if timeout "$limit" "$@" >"$log" 2>&1; then
+    passed=$((passed + 1))
+    tail -1 "$log"
+  else
+    failed=$((failed + 1))
+    echo "test: $* failed; its output:" >&2
+    grep -vE "$ok_pattern" "$log" | tail -"$keep" >&2
+  fi
+  rm -f "$log"
+}
+
 # The documentation against the code, counted as one test case
 # (tools/check_docs.sh: links, paths outside the repository, the generated
 # flags page, the README's commands against a real rogd on loopback).
 if [ "$has_pattern" -eq 0 ]; then
-  echo "test: tools/check_docs.sh"
-  docslog="$(mktemp)"
-  if timeout 600 tools/check_docs.sh >"$docslog" 2>&1; then
-    passed=$((passed + 1))
-    tail -1 "$docslog"
-  else
-    failed=$((failed + 1))
-    echo "test: tools/check_docs.sh failed; its output:" >&2
-    grep -v '^check_docs: ok ' "$docslog" | tail -30 >&2
-  fi
-  rm -f "$docslog"
+  script_case 600 '^check_docs: ok ' 30 tools/check_docs.sh
 fi
 
 # Every libFuzzer target for a bounded time, one test case each (the
@@ -118,17 +128,7 @@ fi
 # temporary prefix, the installed unit through systemd-analyze, consumers
 # built outside Bazel against the installed SDK and a live installed rogd.
 if [ "$has_pattern" -eq 0 ] && [ "${ROG_SKIP_DEPLOY:-0}" != 1 ]; then
-  echo "test: test/deploy/install_test.sh"
-  deploylog="$(mktemp)"
-  if timeout 3600 test/deploy/install_test.sh >"$deploylog" 2>&1; then
-    passed=$((passed + 1))
-    tail -1 "$deploylog"
-  else
-    failed=$((failed + 1))
-    echo "test: test/deploy/install_test.sh failed; its output:" >&2
-    grep -vE '^install_test: ok ' "$deploylog" | tail -40 >&2
-  fi
-  rm -f "$deploylog"
+  script_case 3600 '^install_test: ok ' 40 test/deploy/install_test.sh
 fi
 
 # The main job end to end, counted as one test case: its summary table must
