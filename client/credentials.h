@@ -1,8 +1,9 @@
 // How a client (rog::Worker, rogctl) proves itself to rogd and checks
 // rogd: TLS with the team's CA, a client certificate for mutual TLS, and a
-// bearer token (README "Security"). The token goes into each call's
-// metadata (`authorization: Bearer <token>`) rather than call credentials,
-// which gRPC sends only over TLS: tokens also work on loopback without TLS.
+// bearer token (docs/operations.md, "Security"). The token goes into each
+// call's metadata (`authorization: Bearer <token>`) rather than call
+// credentials, which gRPC sends only over TLS: tokens also work on loopback
+// without TLS.
 #ifndef ROG_CLIENT_CREDENTIALS_H_
 #define ROG_CLIENT_CREDENTIALS_H_
 
@@ -36,7 +37,8 @@ struct ClientSecurity {
   // "rogd.team"). Needs tls_ca_file.
   std::string tls_server_name;
   // The bearer token itself (loaded by the caller), or a file that holds it
-  // (README "Security": 16-1024 visible ASCII characters). At most one.
+  // (docs/operations.md, "Security": 16-1024 visible ASCII characters). At most
+  // one.
   std::string token;
   std::string token_file;
 };

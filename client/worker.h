@@ -1,5 +1,5 @@
-// rog::Worker: a training process's end of ROG's protocol (DESIGN.md), free
-// of LibTorch. It holds the worker's replica of the model, one accumulator
+// rog::Worker: a training process's end of ROG's protocol (docs/protocol.md),
+// free of LibTorch. It holds the worker's replica of the model, one accumulator
 // per row and what it knows of the other workers' versions, and keeps one
 // bidirectional stream to rogd for the whole session:
 //
@@ -87,7 +87,7 @@ struct WorkerOptions {
   // Channel credentials; null means an insecure channel (loopback, tests).
   std::shared_ptr<grpc::ChannelCredentials> credentials;
 
-  // --- security (README "Security") -----------------------------------------
+  // --- security (docs/operations.md, "Security") ----------------------------
   // Not together with `credentials`: these build the channel's.
   // TLS: the PEM file of the CA that signed rogd's certificate (rogd
   // --tls_cert). Empty: plaintext.

@@ -1,6 +1,6 @@
 // Credentials as files: bearer tokens and PEM certificates and keys, read,
-// checked and compared here, before gRPC sees them (README "Security").
-// No gRPC and no sockets; OpenSSL only parses.
+// checked and compared here, before gRPC sees them (docs/operations.md,
+// "Security"). No gRPC and no sockets; OpenSSL only parses.
 //
 // Tokens live in files, never on command lines (where `ps` shows them to
 // every user of the machine). A token file holds one token: 16 to 1024

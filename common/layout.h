@@ -50,10 +50,11 @@ class Layout {
 
   // Builds the row table. Errors, saying which tensor and why:
   // InvalidArgument for no tensors, an empty, duplicate or over-long name,
-  // more than kMaxRank dimensions, a dimension below 1, min_split_numel of 0; ResourceExhausted for a row of
-  // more than kMaxRowNumel elements, more rows than kMaxRows or
-  // limits.max_rows, more fp32 bytes than limits.max_model_bytes. Sizes are
-  // checked before anything is allocated for the row table.
+  // more than kMaxRank dimensions, a dimension below 1, min_split_numel of 0;
+  // ResourceExhausted for a row of more than kMaxRowNumel elements, more rows
+  // than kMaxRows or limits.max_rows, more fp32 bytes than
+  // limits.max_model_bytes. Sizes are checked before anything is allocated for
+  // the row table.
   static absl::StatusOr<Layout> Create(std::vector<TensorSpec> tensors,
                                        uint64_t min_split_numel = kDefaultMinSplitNumel,
                                        const LayoutLimits& limits = LayoutLimits());
@@ -103,7 +104,7 @@ std::string DescribeLayoutDifference(const Layout& theirs, const Layout& ours,
                                      absl::string_view theirs_name,
                                      absl::string_view ours_name);
 
-// Whether a tensor of this shape is split into rows (DESIGN.md "Rows").
+// Whether a tensor of this shape is split into rows (docs/design.md, "Rows").
 bool IsSplit(const std::vector<int64_t>& shape, uint64_t min_split_numel);
 
 }  // namespace rog

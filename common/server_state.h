@@ -1,8 +1,8 @@
-// The parameter server's model state (DESIGN.md "State"): the global rows,
-// version storage, and for every worker a copy: the pending update of each
-// row (other workers' updates the worker has not received yet) and the
-// versions its replica holds. Pure logic: rogd and the simulator both drive
-// it; neither sockets nor clocks enter here.
+// The parameter server's model state (docs/design.md, "State"): the global
+// rows, version storage, and for every worker a copy: the pending update of
+// each row (other workers' updates the worker has not received yet) and the
+// versions its replica holds. Pure logic: rogd and the simulator both drive it;
+// neither sockets nor clocks enter here.
 //
 // Not thread-safe: callers serialise access (rogd's engine thread owns it).
 #ifndef ROG_COMMON_SERVER_STATE_H_

@@ -19,22 +19,21 @@
 // worker it holds; the simulator checks the staleness bound against them at
 // every compute start.
 //
-// Team patience (DESIGN.md "Team patience", semantics in issue 10's shared
-// spec), off when `patience` is 0: ROG's window counts only attached workers
-// whose expected MTA time fits in the patience and never exceeds it; a worker
-// stalled at the bound for `patience` seconds detaches the attached workers
-// at the ends of its chain of waits, as rogd does (BlameForStall in
-// common/staleness.h; any policy). A detached worker leaves the bound and the
-// window, pushes all it has and receives every pending row in the background
-// (what it pushes is folded in and counted as late rows), and pauses training
-// or runs up to `detached_local_steps` local iterations. It reattaches when
-// its uplink is drained and its measured goodput (never more than what its
-// oldest unacknowledged batch shows) has moved its share (MTA share under
-// ROG, the whole model under BSP and SSP) within patience/2 for 1 s: its
-// clock becomes max(own, slowest attached other), its versions are raised to
-// it, and it catches up through the normal stall handling. The counters of
-// the bound check count those raised iterations as held by a replica that
-// holds every real iteration before them.
+// Team patience (docs/design.md, "Team patience"), off when `patience` is 0:
+// ROG's window counts only attached workers whose expected MTA time fits in the
+// patience and never exceeds it; a worker stalled at the bound for `patience`
+// seconds detaches the attached workers at the ends of its chain of waits, as
+// rogd does (BlameForStall in common/staleness.h; any policy). A detached
+// worker leaves the bound and the window, pushes all it has and receives every
+// pending row in the background (what it pushes is folded in and counted as
+// late rows), and pauses training or runs up to `detached_local_steps` local
+// iterations. It reattaches when its uplink is drained and its measured goodput
+// (never more than what its oldest unacknowledged batch shows) has moved its
+// share (MTA share under ROG, the whole model under BSP and SSP) within
+// patience/2 for 1 s: its clock becomes max(own, slowest attached other), its
+// versions are raised to it, and it catches up through the normal stall
+// handling. The counters of the bound check count those raised iterations as
+// held by a replica that holds every real iteration before them.
 #ifndef ROG_COMMON_SIMULATOR_H_
 #define ROG_COMMON_SIMULATOR_H_
 

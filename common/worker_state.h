@@ -1,4 +1,4 @@
-// A worker's side of the model (DESIGN.md "State"): its replica, one
+// A worker's side of the model (docs/design.md, "State"): its replica, one
 // accumulator per row (updates not yet pushed, with their iteration count)
 // and, per row, the lowest version of the other workers' updates its replica
 // holds. Pure logic shared by rog::Worker and the simulator.

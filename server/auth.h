@@ -1,5 +1,5 @@
 // rogd's bearer tokens: who may open a worker stream and who may make
-// Admin calls (README "Security").
+// Admin calls (docs/operations.md, "Security").
 //
 // Tokens are checked in the service handlers, from the call's metadata
 // (`authorization: Bearer <token>`), before anything else is read: a

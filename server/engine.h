@@ -59,7 +59,7 @@ struct EngineOptions {
   // Team patience, seconds (0 = off, the paper's behaviour). ROG's window
   // never exceeds it and leaves out links too slow to move their MTA share
   // within it; a worker that keeps another waiting at the bound longer is
-  // detached until its link recovers (DESIGN.md, "Team patience").
+  // detached until its link recovers (docs/design.md, "Team patience").
   double patience = 0;
   // Iterations a detached worker may train on its own before it pauses.
   uint32_t detached_local_steps = 0;
@@ -152,11 +152,10 @@ class Engine {
   ~Engine();
 
   // --- Worker streams (thread-safe) ----------------------------------------
-  // Admits a stream whose first message was `hello`; sends pb::Welcome (and what
-  // follows) through `outbox`. Errors carry the gRPC-style code and a message
-  // saying what to do.
-  // A refusal's label (as counted in StatusReply.rejected) goes to *reason
-  // (if not null).
+  // Admits a stream whose first message was `hello`; sends pb::Welcome (and
+  // what follows) through `outbox`. Errors carry the gRPC-style code and a
+  // message saying what to do. A refusal's label (as counted in
+  // StatusReply.rejected) goes to *reason (if not null).
   absl::StatusOr<Admission> Hello(std::shared_ptr<Outbox> outbox, const pb::Hello& hello,
                                   std::string peer, std::string* reason = nullptr);
   void Batch(uint64_t session, UplinkBatch batch);
@@ -177,7 +176,7 @@ class Engine {
   void CountRejection(const std::string& reason, const std::string& who,
                       const std::string& message);
 
-  // --- pb::Admin (thread-safe; wait for the engine thread) ---------------------
+  // --- pb::Admin (thread-safe; wait for the engine thread) -------------------
   pb::StatusReply Status();
   pb::WorkersReply Workers();
   absl::StatusOr<pb::StalenessReply> Staleness(const pb::StalenessRequest& request);

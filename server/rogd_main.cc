@@ -59,9 +59,10 @@ ABSL_FLAG(std::string, init, "",
 ABSL_FLAG(uint64_t, max_message_bytes, 4 << 20, "largest message accepted from a worker, bytes");
 ABSL_FLAG(uint32_t, batch_bytes, 16 * 1024, "payload budget of one downlink row batch, bytes");
 
-// Resource limits against a hostile or broken client (docs/operations.md "Resource
-// limits"); each refusal is a RESOURCE_EXHAUSTED (or DEADLINE_EXCEEDED)
-// status naming the flag, counted by reason in `rogctl status`.
+// Resource limits against a hostile or broken client (docs/operations.md
+// "Resource limits"); each refusal is a RESOURCE_EXHAUSTED (or
+// DEADLINE_EXCEEDED) status naming the flag, counted by reason in `rogctl
+// status`.
 ABSL_FLAG(uint32_t, max_batch_rows, 65536,
           "most rows one uplink row batch may list (rog::Worker's default batches carry at most "
           "4096)");
@@ -102,8 +103,8 @@ ABSL_FLAG(std::string, log_level, "info", "log level: debug, info, warn or error
 ABSL_FLAG(bool, insecure, false,
           "listen beyond loopback with neither TLS nor tokens (a network you trust only)");
 
-// Security (docs/operations.md "Security"): TLS, mutual TLS and bearer tokens. Tokens
-// come from files, never from the command line.
+// Security (docs/operations.md "Security"): TLS, mutual TLS and bearer tokens.
+// Tokens come from files, never from the command line.
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate (chain) rogd presents: serve TLS; needs --tls_key");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert (unencrypted, mode 600)");
@@ -380,7 +381,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  // Signals are taken by one thread with sigwait; every other thread blocks them.
+  // Signals are taken by one thread with sigwait; every other thread blocks
+  // them.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
@@ -419,14 +421,15 @@ int main(int argc, char** argv) {
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(std::min<uint64_t>(2 * options.max_message_bytes, INT32_MAX)));
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
-  // Workers ping every second to find dead links (BUILDING.md): allow it.
+  // Workers ping every second to find dead links (docs/building.md): allow it.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   // A worker whose radio died leaves its TCP connection open and sends no
   // FIN: rogd pings too, and drops a stream silent for 2 + 5 s, so that its
   // lease starts. The timeout is generous because pings queue behind the
-  // downlink backlog of a slow but live link (BUILDING.md: 2.75 s seen).
+  // downlink backlog of a slow but live link (docs/building.md, "Dead links and
+  // keepalive": 2.75 s seen).
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 2000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

@@ -48,9 +48,9 @@ absl::Status ValidateUplinkBatch(const pb::RowBatch& batch, const Layout& layout
                                  uint64_t expected_seq, bool accepts_values, UplinkBatch* out,
                                  std::string* reason, const BatchLimits& limits = {});
 
-// What one client may hold of rogd (rogd's --max_* flags, README "Resource
-// limits"). Every refusal is a gRPC status saying which limit and what to
-// do, counted in StatusReply.rejected, and changes no model state.
+// What one client may hold of rogd (rogd's --max_* flags, docs/operations.md,
+// "Resource limits"). Every refusal is a gRPC status saying which limit and
+// what to do, counted in StatusReply.rejected, and changes no model state.
 struct StreamLimits {
   BatchLimits batch{65536, 16 << 20};
   // Bytes of one stream's events waiting for the engine thread (decoded

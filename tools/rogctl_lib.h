@@ -1,5 +1,5 @@
 // rogctl's formatting: aligned tables for people, a stable JSON schema per
-// command for scripts (documented in README.md, section "rogctl"), and the
+// command for scripts (documented in docs/reference.md, "rogctl"), and the
 // mapping from rogd's gRPC errors to exit codes and messages that say what
 // to do. No I/O here, so all of it is unit-tested on hand-made protos.
 #ifndef ROG_TOOLS_ROGCTL_LIB_H_

@@ -1,6 +1,6 @@
-// The examples' security flags (README "Security"): TLS, mutual TLS and the
-// worker token, read from a file, never from the command line. Defined once
-// here for every example robot.
+// The examples' security flags (docs/operations.md, "Security"): TLS, mutual
+// TLS and the worker token, read from a file, never from the command line.
+// Defined once here for every example robot.
 #ifndef ROG_CLIENT_EXAMPLES_SECURITY_FLAGS_H_
 #define ROG_CLIENT_EXAMPLES_SECURITY_FLAGS_H_
 
