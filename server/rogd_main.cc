@@ -1,7 +1,10 @@
 // rogd: ROG's parameter server daemon. See docs/operations.md ("Running rogd").
 #include <signal.h>
-
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -51,7 +54,8 @@ ABSL_FLAG(uint32_t, detached_local_steps, 0,
           "iterations a detached worker may train on its own data before it pauses (its "
           "updates are pushed as its link allows)");
 ABSL_FLAG(std::string, checkpoint_dir, "",
-          "folder for the checkpoint (rogd.ckpt); restored on start if present; empty: none");
+          "folder for the checkpoint (rogd.ckpt), which must exist and be writable; restored on "
+          "start if present; empty: none");
 ABSL_FLAG(absl::Duration, checkpoint_interval, absl::Minutes(5),
           "time between checkpoints (also written on SIGTERM/SIGINT); 0 = only then");
 ABSL_FLAG(std::string, init, "",
@@ -123,6 +127,32 @@ namespace {
 int Fail(const std::string& message) {
   std::fprintf(stderr, "rogd: %s\n", message.c_str());
   return 2;
+}
+
+// The checkpoint folder must exist and be writable when rogd starts, not
+// only when the first checkpoint is due (minutes later, or at the final
+// one on SIGTERM, when it is too late to keep what the team trained).
+// Returns an empty string when it is usable, else what is wrong and what to
+// do. access(2) answers for this process, so a read-only file system or a
+// systemd ReadWritePaths= that leaves the folder out is caught too.
+std::string CheckpointDirProblem(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) {
+      return absl::StrCat("--checkpoint_dir=", dir, " does not exist; create it (mkdir -p ", dir,
+                          ") or pass a folder rogd may write");
+    }
+    return absl::StrCat("--checkpoint_dir=", dir, ": ", std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::StrCat("--checkpoint_dir=", dir,
+                        " is not a folder; pass the folder that holds (or will hold) rogd.ckpt");
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return absl::StrCat("--checkpoint_dir=", dir, " is not writable by rogd (", std::strerror(errno),
+                        "); fix its owner or mode, or pass another folder");
+  }
+  return "";
 }
 
 bool IsLoopback(const std::string& address) {
@@ -298,7 +328,11 @@ int main(int argc, char** argv) {
     return Fail("--detached_local_steps must be at most 1000000");
   }
   const std::string dir = absl::GetFlag(FLAGS_checkpoint_dir);
-  if (!dir.empty()) options.checkpoint_path = dir + "/rogd.ckpt";
+  if (!dir.empty()) {
+    const std::string problem = CheckpointDirProblem(dir);
+    if (!problem.empty()) return Fail(problem);
+    options.checkpoint_path = dir + "/rogd.ckpt";
+  }
   const absl::Duration interval = absl::GetFlag(FLAGS_checkpoint_interval);
   if (interval < absl::ZeroDuration()) return Fail("--checkpoint_interval must not be negative");
   options.checkpoint_interval = absl::ToDoubleSeconds(interval);

@@ -382,6 +382,25 @@ TEST_CASE("a corrupt checkpoint is refused at start, naming the file and why", "
   CHECK(init.status().message().find("missing.ckpt") != absl::string_view::npos);
 }
 
+TEST_CASE("a checkpoint folder that is missing or not a folder is refused at start",
+          "[protocol]") {
+  const std::string dir = MakeTempDir("ckptdir");
+  auto missing = RogdProcess::Start({"--checkpoint_dir=" + dir + "/not-there"});
+  REQUIRE_FALSE(missing.ok());
+  INFO(missing.status().message());
+  CHECK(missing.status().message().find("does not exist; create it (mkdir -p " + dir +
+                                        "/not-there)") != absl::string_view::npos);
+  CHECK(missing.status().message().find("exited with status 2") != absl::string_view::npos);
+  {
+    std::ofstream out(dir + "/a-file");
+    out << "not a folder";
+  }
+  auto file = RogdProcess::Start({"--checkpoint_dir=" + dir + "/a-file"});
+  REQUIRE_FALSE(file.ok());
+  INFO(file.status().message());
+  CHECK(file.status().message().find("is not a folder") != absl::string_view::npos);
+}
+
 // --- malformed messages ---------------------------------------------------------
 
 TEST_CASE("every kind of malformed message is refused with its reason and changes nothing",
