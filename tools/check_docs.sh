@@ -11,6 +11,10 @@
 #      or docs/operations.md.
 #   5. The README's rogd and rogctl commands, run against a real rogd on
 #      loopback, print what the README says they print.
+#   6. The rogctl output shown in docs/reference.md and docs/design.md
+#      looks as rogctl prints it for the worked example's team (rogd and
+#      two linreg_workers on loopback), and the metric table lists exactly
+#      the metrics of a real scrape (tools/check_doc_samples.py).
 # Prints a line per failed check and ends with "N passed, M failed".
 # Usage: tools/check_docs.sh [--no_build] (--no_build: use bazel-bin as is)
 set -uo pipefail
@@ -92,9 +96,10 @@ done
 if [ "${#undocumented[@]}" -eq 0 ]; then ok "every rogd and rogctl flag is explained in docs/reference.md or docs/operations.md"
 else bad "flags not explained in docs/reference.md or docs/operations.md: ${undocumented[*]}"; fi
 
-# 5 needs rogd and rogctl.
-if [ "$build" -eq 1 ] && ! bazel build --color=no --curses=no //server:rogd //tools:rogctl > /dev/null 2>&1; then
-  bad "bazel build //server:rogd //tools:rogctl failed; run it to see why"
+# 5 and 6 need rogd, rogctl (with its export helper) and a worker.
+targets=(//server:rogd //tools:rogctl //tools:rogctl_torch //client/examples:linreg_worker)
+if [ "$build" -eq 1 ] && ! bazel build --color=no --curses=no "${targets[@]}" > /dev/null 2>&1; then
+  bad "bazel build ${targets[*]} failed; run it to see why"
   echo "$passed passed, $failed failed"; exit 1
 fi
 bin="$(bazel info bazel-bin 2>/dev/null)"
@@ -102,13 +107,17 @@ rogd="$bin/server/rogd" rogctl="$bin/tools/rogctl"
 
 # 5. The README's commands against a real rogd on loopback.
 tmp=$(mktemp -d)
-rogd_pid=""
-cleanup() { [ -n "$rogd_pid" ] && kill "$rogd_pid" 2>/dev/null && wait "$rogd_pid" 2>/dev/null; rm -rf "$tmp"; }
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+  rm -rf "$tmp"
+}
 trap cleanup EXIT
 mkdir -p "$tmp/ckpt"
 "$rogd" --workers=4 --checkpoint_dir="$tmp/ckpt" --listen=127.0.0.1:0 --port_file="$tmp/port" \
   > "$tmp/rogd.log" 2>&1 &
-rogd_pid=$!
+pids+=($!)
 for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
 if [ ! -s "$tmp/port" ]; then
   bad "rogd did not start within 10 s: $(tail -3 "$tmp/rogd.log")"
@@ -134,6 +143,54 @@ else
   expect "rogd --helpfull lists --checkpoint_dir" any \
     '--checkpoint_dir' -- "$rogd" --helpfull
   expect "tools/run.sh --help lists --quick" 0 '--quick' -- tools/run.sh --help
+fi
+
+# 6. The worked example's team: rogd --workers=2 and two linreg_workers,
+# robot2 5 ms slower per iteration; the samples are taken once both have
+# trained a while. The rogd of 5, which no worker joins, answers the
+# samples shown from before the first worker.
+mport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+mkdir -p "$tmp/team"
+"$rogd" --workers=2 --checkpoint_dir="$tmp/team" --listen=127.0.0.1:0 --port_file="$tmp/team/port" \
+  --metrics_listen="127.0.0.1:$mport" > "$tmp/team/rogd.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$tmp/team/port" ] && break; sleep 0.1; done
+if [ ! -s "$tmp/team/port" ] || [ ! -s "$tmp/port" ]; then
+  bad "the worked example's rogd did not start within 10 s: $(tail -3 "$tmp/team/rogd.log")"
+else
+  team="127.0.0.1:$(cat "$tmp/team/port")"
+  linreg="$bin/client/examples/linreg_worker"
+  "$linreg" --server="$team" --id=robot1 --iterations=100000000 > "$tmp/team/robot1.log" 2>&1 &
+  pids+=($!)
+  "$linreg" --server="$team" --id=robot2 --shard=1 --compute_ms=5 --iterations=100000000 \
+    > "$tmp/team/robot2.log" 2>&1 &
+  pids+=($!)
+  # Both robots past iteration 200 (a second or two), at most 60 s.
+  trained=0
+  for _ in $(seq 300); do
+    if timeout 10 "$rogctl" --server="$team" --json workers 2>/dev/null |
+        python3 -c 'import json, sys; w = json.load(sys.stdin)["workers"]; sys.exit(0 if len(w) == 2 and min(x["iteration"] for x in w) >= 200 else 1)' 2>/dev/null; then
+      trained=1; break
+    fi
+    sleep 0.2
+  done
+  if [ "$trained" -eq 0 ]; then
+    bad "the worked example's robots did not reach iteration 200 within 60 s: $(tail -2 "$tmp/team/robot1.log" "$tmp/team/robot2.log")"
+  elif ! timeout 20 "$rogctl" --server="$team" checkpoint > /dev/null 2>&1; then
+    bad "rogctl checkpoint failed on the worked example's rogd"
+  else
+    out=$(python3 tools/check_doc_samples.py --rogctl="$rogctl" --server="$team" \
+      --empty_server="127.0.0.1:$(cat "$tmp/port")" --metrics="http://127.0.0.1:$mport/metrics" 2>&1)
+    while IFS= read -r line; do
+      case "$line" in
+        "check_doc_samples: ok    "*) ok "${line#check_doc_samples: ok    }" ;;
+        "check_doc_samples: FAIL  "*) bad "${line#check_doc_samples: FAIL  }" ;;
+        "check_doc_samples: skip  "*) echo "check_docs: skip  ${line#check_doc_samples: skip  }" ;;
+        *" passed, "*" failed") ;;
+        *) bad "check_doc_samples: $line" ;;
+      esac
+    done <<<"$out"
+  fi
 fi
 
 echo "$passed passed, $failed failed"

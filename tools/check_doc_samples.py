@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+"""Checks the rogctl output that docs/reference.md and docs/design.md show,
+and the metric table, against a real rogd with a real team:
+tools/check_docs.sh starts them (the worked example's two linreg_workers)
+and calls this. For every `$ rogctl ... COMMAND` line in a ``` block it
+runs the same command, in a scratch folder, against the real rogd (or,
+when the line before the block is `<!-- samples: empty -->`, against one
+no worker has joined; `<!-- samples: skip: WHY -->` skips a block and
+says why) and compares what does not depend on the moment:
+
+  status      the same row labels, in the same order
+  workers     the same columns
+  staleness   the same first line (numbers aside), columns (worker ids
+              aside) and heat-map legend
+  mta         exactly the same output (it is a pure function)
+  checkpoint  "checkpoint written: PATH (SIZE in SECONDSs)"
+  export      exactly the same message; for a written model, the same
+              lines with the numbers aside
+
+For every ```json block after a paragraph that starts with a command's
+name in backquotes (`status`, `workers`, ...) it runs that command with
+--json and checks that the keys the doc shows come in rogctl's order.
+
+and the metric table under "## Metrics" must list exactly the rog_*
+metrics of a real scrape, each with its type.
+
+Usage: tools/check_doc_samples.py --rogctl=PATH --server=HOST:PORT
+           --empty_server=HOST:PORT --metrics=URL|FILE [--doc=FILE ...]
+       the same with --show and without --metrics: prints the real output
+           of every command the docs show, to paste when a sample changes
+Prints "check_doc_samples: ok ..." or "check_doc_samples: FAIL ..." per
+check; exits 1 if any failed.
+"""
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def columns(line):
+    """A table line's cells: text separated by two or more spaces."""
+    return [c for c in re.split(r"\s{2,}", line.strip()) if c]
+
+
+def doc_commands(text):
+    """(target, args, shown lines, line number) for each `$ rogctl` line in
+    a ``` block. The target is "team" unless the last line before the
+    block's fence is `<!-- samples: empty -->` (run against a rogd no
+    worker has joined) or `<!-- samples: skip: WHY -->`."""
+    out = []
+    in_block = False
+    current = None
+    target = "team"
+    previous = ""
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("```"):
+            if not in_block:
+                m = re.match(r"<!-- samples: (empty|skip: .*?) -->$", previous.strip())
+                target = m.group(1) if m else "team"
+            in_block = not in_block
+            if current:
+                out.append(current)
+                current = None
+            continue
+        if line.strip():
+            previous = line
+        if not in_block:
+            continue
+        if line.startswith("$ "):
+            if current:
+                out.append(current)
+                current = None
+            words = shlex.split(line[2:].split("#")[0])
+            if words and words[0] == "rogctl":
+                args = [w for w in words[1:] if not w.startswith("--server")]
+                current = (target, args, [], number)
+            continue
+        if current is not None:
+            current[2].append(line)
+    if current:
+        out.append(current)
+    return out
+
+
+# The command whose --json output a ```json block shows, by the first
+# words of the paragraph before it.
+JSON_COMMANDS = [("`status`", ["status"]), ("`workers`", ["workers"]),
+                 ("`staleness`", ["staleness"]), ("`checkpoint`", ["checkpoint"]),
+                 ("`export`", ["export", "--out=model.pt"]),
+                 ("`mta`", ["mta", "--staleness=2..8"])]
+
+
+def json_blocks(text):
+    """(args, block text, line number) for each ```json block whose
+    paragraph before names a rogctl command."""
+    out = []
+    paragraph = ""
+    blank = True
+    block = None
+    for number, line in enumerate(text.splitlines(), 1):
+        if block is not None:
+            if line.startswith("```"):
+                out.append(block)
+                block = None
+            else:
+                block[1].append(line)
+            continue
+        if line.startswith("```json"):
+            for start, args in JSON_COMMANDS:
+                if paragraph.startswith(start):
+                    block = (args, [], number)
+            continue
+        if not line.strip():
+            blank = True
+        elif blank:
+            paragraph = line
+            blank = False
+    return out
+
+
+def key_order(text):
+    """The keys of a JSON text in the order they first appear."""
+    seen = []
+    for key in re.findall(r'"([A-Za-z0-9_]+)":', text):
+        if key not in seen:
+            seen.append(key)
+    return seen
+
+
+def strip_blank(lines):
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
+    return lines
+
+
+def compare(args, shown, real):
+    """None when `shown` is faithful to `real`, else what differs."""
+    shown = strip_blank(shown)
+    real = strip_blank(real)
+    kind = args[0] if args else ""
+    if kind == "status":
+        # "..." in the doc leaves rows out; the rest keep their order.
+        a = [columns(l)[0] for l in shown if l.strip() and l.strip() != "..."]
+        b = [columns(l)[0] for l in real if l.strip()]
+        elided = any(l.strip() == "..." for l in shown)
+        rest = iter(b)
+        fits = all(label in rest for label in a) if elided else a == b
+        return None if fits else "row labels %s, rogctl prints %s" % (a, b)
+    if kind == "workers":
+        a, b = columns(shown[0]), columns(real[0])
+        return None if a == b else "columns %s, rogctl prints %s" % (a, b)
+    if kind == "staleness":
+        def first(lines):
+            return re.sub(r"\d+", "N", lines[0])
+
+        def head(lines):
+            c = columns(lines[1])
+            # tensor, index, one column per worker, oldest unpushed, age
+            return c[:2] + c[-2:]
+
+        if first(shown) != first(real):
+            return "first line '%s', rogctl prints '%s'" % (shown[0], real[0])
+        if head(shown) != head(real):
+            return "columns %s, rogctl prints %s" % (head(shown), head(real))
+        legend = [l for l in shown if l.startswith("heat map")]
+        real_legend = [l for l in real if l.startswith("heat map")]
+        if legend and legend != real_legend:
+            return "heat map legend '%s', rogctl prints '%s'" % (legend[0], real_legend)
+        return None
+    if kind == "mta":
+        return None if shown == real else "output\n%s\nrogctl prints\n%s" % (
+            "\n".join(shown), "\n".join(real))
+    if kind == "export":
+        # Sizes and counts aside for a written model; messages exactly.
+        def norm(lines):
+            return [re.sub(r"\d+(\.\d+)?", "N", l) for l in lines]
+
+        if shown and shown[0].startswith("model exported:"):
+            return None if norm(shown) == norm(real) else "output\n%s\nrogctl prints\n%s" % (
+                "\n".join(shown), "\n".join(real))
+        return None if shown == real else "output\n%s\nrogctl prints\n%s" % (
+            "\n".join(shown), "\n".join(real))
+    if kind == "checkpoint":
+        pat = r"checkpoint written: \S+ \([\d.]+ (B|KiB|MiB|GiB) in [\d.]+s\)$"
+        if not re.match(pat, shown[0]):
+            return "'%s' is not of the form rogctl prints" % shown[0]
+        if not re.match(pat, real[0]):
+            return "rogctl now prints '%s'" % real[0]
+        return None
+    return "no rule to compare `rogctl %s`; add one to tools/check_doc_samples.py" % " ".join(args)
+
+
+def metric_table(text):
+    """{name: type} from the table under "## Metrics"."""
+    section = text.split("\n## Metrics", 1)[1].split("\n## ", 1)[0]
+    table = {}
+    for line in section.splitlines():
+        if not line.startswith("| `rog_"):
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        for name in re.findall(r"`(rog_[a-z_]+)`", cells[0]):
+            table[name] = cells[1]
+    return table
+
+
+def scraped(metrics_text):
+    return dict(re.findall(r"^# TYPE (rog_[a-z_]+) (\w+)$", metrics_text, re.M))
+
+
+def main(argv):
+    opts = {}
+    docs = []
+    show = False
+    for a in argv:
+        if a == "--show":
+            show = True
+        elif a.startswith("--doc="):
+            docs.append(a[len("--doc="):])
+        elif a.startswith("--") and "=" in a and a[2:a.index("=")] in (
+                "rogctl", "server", "empty_server", "metrics"):
+            opts[a[2:a.index("=")]] = a[a.index("=") + 1:]
+        else:
+            print("check_doc_samples: unknown argument '%s' (see --help in the source's first lines)"
+                  % a, file=sys.stderr)
+            return 2
+    docs = docs or [os.path.join(ROOT, "docs", d) for d in ("reference.md", "design.md")]
+    for need in ("rogctl", "server", "empty_server") + (() if show else ("metrics",)):
+        if need not in opts:
+            print("check_doc_samples: --%s is required" % need, file=sys.stderr)
+            return 2
+    opts["scratch"] = tempfile.mkdtemp(prefix="rog-doc-samples.")
+    try:
+        return check(opts, docs, show)
+    finally:
+        shutil.rmtree(opts["scratch"], ignore_errors=True)
+
+
+def check(opts, docs, show):
+    passed = failed = 0
+    reference = None
+    for doc in docs:
+        text = open(doc).read()
+        if "\n## Metrics" in text:
+            reference = (doc, text)
+        name = os.path.relpath(doc, ROOT)
+        for target, args, shown, number in doc_commands(text):
+            where = "%s:%d" % (name, number)
+            if target.startswith("skip"):
+                print("check_doc_samples: skip  rogctl %s (%s): %s" % (" ".join(args), where, target[6:]))
+                continue
+            server = opts["empty_server" if target == "empty" else "server"]
+            cmd = [opts["rogctl"], "--server=" + server] + args
+            # In a scratch folder: export writes and reads files named in the doc.
+            run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 universal_newlines=True, timeout=60, cwd=opts["scratch"])
+            real = run.stdout.splitlines()
+            if show:
+                print("$ rogctl %s    # %s, exit %d" % (" ".join(args), where, run.returncode))
+                print(run.stdout, end="")
+                continue
+            why = compare(args, shown, real) if real else "rogctl printed nothing (exit %d)" % run.returncode
+            if why is None:
+                passed += 1
+                print("check_doc_samples: ok    rogctl %s (%s) prints what the doc shows" % (" ".join(args), where))
+            else:
+                failed += 1
+                print("check_doc_samples: FAIL  rogctl %s (%s): %s" % (" ".join(args), where, why))
+        for args, block, number in json_blocks(text):
+            where = "%s:%d" % (name, number)
+            run = subprocess.run([opts["rogctl"], "--server=" + opts["server"], "--json"] + args,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 universal_newlines=True, timeout=60, cwd=opts["scratch"])
+            if show:
+                print("$ rogctl --json %s    # %s, exit %d" % (" ".join(args), where, run.returncode))
+                print(run.stdout, end="")
+                continue
+            # Keys in the order they first appear: the doc's must be where
+            # rogctl prints them (a sample may stop early, e.g. one worker).
+            shown, real = key_order("\n".join(block)), key_order(run.stdout)
+            if run.returncode == 0 and shown == real[:len(shown)]:
+                passed += 1
+                print("check_doc_samples: ok    rogctl --json %s (%s) has the doc's keys in its order"
+                      % (" ".join(args), where))
+            else:
+                failed += 1
+                print("check_doc_samples: FAIL  rogctl --json %s (%s): keys %s, rogctl prints %s (exit %d)"
+                      % (" ".join(args), where, shown, real, run.returncode))
+    if show:
+        return 0
+    if reference is None:
+        print("check_doc_samples: FAIL  no doc with a \"## Metrics\" section among %s" % docs)
+        return 1
+    table = metric_table(reference[1])
+    if opts["metrics"].startswith("http://"):
+        with urllib.request.urlopen(opts["metrics"], timeout=20) as response:
+            real = scraped(response.read().decode())
+    else:
+        real = scraped(open(opts["metrics"]).read())
+    problems = []
+    for name in sorted(set(table) | set(real)):
+        if name not in real:
+            problems.append("%s is in the table but not in a real scrape" % name)
+        elif name not in table:
+            problems.append("%s (%s) is scraped but not in the table" % (name, real[name]))
+        elif table[name] != real[name]:
+            problems.append("%s is a %s, the table says %s" % (name, real[name], table[name]))
+    if problems:
+        failed += 1
+        print("check_doc_samples: FAIL  the metric table in %s: %s" % (reference[0], "; ".join(problems)))
+    else:
+        passed += 1
+        print("check_doc_samples: ok    the metric table lists the %d rog_* metrics of a real scrape"
+              % len(real))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
