@@ -1,15 +1,16 @@
 #include "server/auth.h"
 
-#include <chrono>
-
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
 #include "spdlog/spdlog.h"
 
 namespace rog {
 
-TokenAuth::TokenAuth(std::string worker_token, std::string admin_token)
-    : worker_(std::move(worker_token)), admin_(std::move(admin_token)) {}
+TokenAuth::TokenAuth(std::string worker_token, std::string admin_token,
+                     std::shared_ptr<const Clock> clock)
+    : worker_(std::move(worker_token)),
+      admin_(std::move(admin_token)),
+      clock_(clock ? std::move(clock) : DefaultClock()) {}
 
 grpc::Status TokenAuth::Check(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
                               Caller caller, const std::string& peer) const {
@@ -55,15 +56,11 @@ grpc::Status TokenAuth::Check(const std::multimap<grpc::string_ref, grpc::string
 }
 
 void TokenAuth::LogRefusal(const std::string& peer, const grpc::Status& status) const {
-  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
-  int64_t last = last_log_ms_.load();
-  if (now - last < 1000 || !last_log_ms_.compare_exchange_strong(last, now)) {
-    ++unlogged_;
-    return;
+  uint64_t unlogged = 0;
+  {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    if (!log_limiter_.Allow("", clock_->Now(), &unlogged)) return;
   }
-  const uint64_t unlogged = unlogged_.exchange(0);
   spdlog::warn(
       "refused a call from {}: {}: {}{}", peer,
       status.error_code() == grpc::StatusCode::PERMISSION_DENIED ? "PERMISSION_DENIED"

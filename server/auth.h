@@ -11,12 +11,15 @@
 #ifndef ROG_SERVER_AUTH_H_
 #define ROG_SERVER_AUTH_H_
 
-#include <atomic>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "common/clock.h"
+#include "common/log_limiter.h"
 #include "grpcpp/grpcpp.h"
 
 namespace rog {
@@ -27,8 +30,10 @@ enum class Caller { kWorker, kAdmin };
 class TokenAuth {
  public:
   // Both tokens empty: no token is asked for. Otherwise both must be set
-  // and differ (CheckTokenFlags).
-  TokenAuth(std::string worker_token, std::string admin_token);
+  // and differ (CheckTokenFlags). `clock` times the refusal log's rate
+  // limit (null: the steady clock).
+  TokenAuth(std::string worker_token, std::string admin_token,
+            std::shared_ptr<const Clock> clock = nullptr);
 
   bool enabled() const { return !worker_.empty(); }
 
@@ -46,8 +51,9 @@ class TokenAuth {
 
   std::string worker_;
   std::string admin_;
-  mutable std::atomic<int64_t> last_log_ms_{0};
-  mutable std::atomic<uint64_t> unlogged_{0};
+  std::shared_ptr<const Clock> clock_;
+  mutable std::mutex log_mu_;
+  mutable LogLimiter log_limiter_{/*burst=*/1, /*period=*/1.0, /*max_keys=*/1};
 };
 
 // Both token flags or neither, and two different tokens; `worker_set` and

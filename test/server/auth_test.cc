@@ -4,10 +4,14 @@
 #include "server/auth.h"
 
 #include <map>
+#include <memory>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/match.h"
 #include "catch2/catch.hpp"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
 
 namespace rog {
 namespace {
@@ -67,6 +71,29 @@ TEST_CASE("refusals say what to present", "[auth]") {
   wrong.emplace("authorization", "Bearer 0000000000000000000000");
   CHECK(absl::StartsWith(auth.Check(wrong, Caller::kWorker, "test").error_message(),
                          "wrong token; workers present the worker token"));
+}
+
+TEST_CASE("refusals are logged at most once a second, with the count left out", "[auth]") {
+  std::ostringstream log;
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "test", std::make_shared<spdlog::sinks::ostream_sink_st>(log)));
+  auto clock = std::make_shared<FakeClock>();
+  TokenAuth auth(kWorker, kAdmin, clock);
+  Metadata none;
+  for (int i = 0; i < 3; ++i) auth.Check(none, Caller::kAdmin, "peer" + std::to_string(i));
+  clock->Advance(0.9);
+  auth.Check(none, Caller::kAdmin, "peer3");
+  const std::string first = log.str();
+  clock->Advance(0.2);  // a second after the first line
+  auth.Check(none, Caller::kWorker, "peer4");
+  spdlog::set_default_logger(previous);
+  CHECK(absl::StrContains(first, "refused a call from peer0: UNAUTHENTICATED"));
+  CHECK_FALSE(absl::StrContains(first, "peer1"));
+  CHECK_FALSE(absl::StrContains(first, "peer3"));
+  const std::string all = log.str();
+  CHECK(absl::StrContains(all, "refused a call from peer4"));
+  CHECK(absl::StrContains(all, "(and 3 refusals not logged before)"));
 }
 
 TEST_CASE("token files come in pairs of different tokens", "[auth]") {
