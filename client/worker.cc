@@ -19,6 +19,7 @@
 #include "common/batch_plan.h"
 #include "common/codec.h"
 #include "common/goodput.h"
+#include "common/protocol_rules.h"
 #include "common/row_index.h"
 #include "common/selection.h"
 #include "common/staleness.h"
@@ -33,12 +34,6 @@ namespace rog {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-// Unacknowledged uplink bytes before the first goodput estimate.
-constexpr uint64_t kInitialInFlight = 64 * 1024;
-// A worker more than this many iterations ahead of the slowest attached clock
-// keeps its link for the whole window instead of starting early (ATP pacing,
-// as in the simulator).
-constexpr uint64_t kPaceLead = 1;
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -205,7 +200,7 @@ struct Worker::Impl {
   }
 
   // --- helpers -----------------------------------------------------------------
-  uint64_t RowWireBytes(RowId row) const { return EncodedSize(codec, layout.row(row).numel) + 4; }
+  uint64_t RowWireBytes(RowId row) const { return rog::RowWireBytes(codec, layout.row(row).numel); }
 
   // Unacknowledged bytes allowed: `inflight_lead` seconds of goodput, or the
   // path's round trip if longer (acks share the link with downlink rows and
@@ -1118,20 +1113,14 @@ absl::StatusOr<IterationStats> Worker::EndIteration(absl::Span<const float> upda
   m.state.ApplyLocalUpdate(update);
   m.current.iteration = m.state.clock();
 
-  // The plan: every row with something to push, mandatory first.
+  // The plan: every row with something to push (a lossy codec's residual
+  // too), mandatory first.
   const bool rog = m.policy == SyncPolicy::kRog;
-  std::vector<RowCandidate> up;
-  for (RowId r = 0; r < m.layout.num_rows(); ++r) {
-    const uint64_t unpushed = m.state.unpushed(r);
-    if (unpushed == 0 && !m.state.HasResidual(r)) continue;
-    up.push_back(RowCandidate{
-        r, !rog || UplinkMandatory(unpushed, m.bound),
-        rog ? Importance(std::max<uint64_t>(unpushed, 1), m.state.AccumulatorMagnitude(r)) : 0,
-        m.RowWireBytes(r)});
-  }
   ++m.phase;
-  m.plan.Reset(SelectRows(std::move(up), m.mta, m.model_wire_bytes));
-  m.speculate = !rog || m.state.clock() > m.window.min_iteration();
+  m.plan.Reset(SelectRows(UplinkCandidates(m.policy, m.bound, m.state, m.codec, m.layout,
+                                           UplinkOptions{/*include_residual_rows=*/true}),
+                          m.mta, m.model_wire_bytes));
+  m.speculate = MaySpeculate(m.policy, m.state.clock(), m.window.min_iteration());
   m.current.window_seconds = rog ? m.window.seconds() : 0;
   m.deadline = m.current.window_seconds > 0 ? t0 + m.current.window_seconds : kInf;
   {
@@ -1162,9 +1151,7 @@ absl::StatusOr<IterationStats> Worker::EndIteration(absl::Span<const float> upda
     // for (PushStats reports them).
     if (m.PlanFinished(now)) {
       // Pacing: ahead of the slowest worker, keep the link for the window.
-      const bool ahead = rog && m.deadline < kInf && now < m.deadline &&
-                         m.state.clock() > m.window.min_iteration() + kPaceLead;
-      if (!ahead) break;
+      if (!HoldForPace(now, m.deadline, m.state.clock(), m.window.min_iteration())) break;
     }
     // Acks and disconnects notify; the poll notices the window's end.
     m.cv.wait_until(lock, At(std::min(now + 0.02, m.deadline > now ? m.deadline : kInf)));

@@ -12,6 +12,7 @@
 #include "common/batch_plan.h"
 #include "common/goodput.h"
 #include "common/mta.h"
+#include "common/protocol_rules.h"
 #include "common/row_index.h"
 #include "common/selection.h"
 #include "common/server_state.h"
@@ -57,14 +58,10 @@ enum class EventType {
   kPaceTick,      // detach_speedup: the team's pace is looked at again
 };
 
-// Team patience: how long a detached worker's goodput must stay good enough
-// before it reattaches, and how often it is looked at in between (besides at
-// every acknowledged batch).
-constexpr double kReattachHold = 1.0;
+// Team patience: how often a detached worker's goodput is looked at between
+// acknowledged batches (how long it must stay good, kReattachHold, and the
+// other rules are in protocol_rules.h).
 constexpr double kReattachTick = 0.05;
-// Team pace: a worker just reattached is not detached for its pace again
-// before its links' estimates have been refreshed by attached traffic.
-constexpr double kPaceGrace = 2.0;
 
 struct Event {
   double time;
@@ -152,7 +149,7 @@ class Simulation {
     return std::max(0.0, std::min(now_, cfg_.seconds) - std::min(from, cfg_.seconds));
   }
   uint64_t RowWireBytes(RowId row) const {
-    return EncodedSize(cfg_.codec, layout_.row(row).numel) + kRowIndexEstimate;
+    return rog::RowWireBytes(cfg_.codec, layout_.row(row).numel);
   }
   uint64_t Needed(size_t w) const { return NeededVersion(workers_[w].state->clock(), bound_); }
 
@@ -171,8 +168,8 @@ class Simulation {
   // for, sends mandatory rows and its MTA share only; faster workers fill
   // their window with speculative rows.
   bool SpeculativeAllowed(size_t w) const {
-    return cfg_.policy != SyncPolicy::kRog || !cfg_.laggard_mta_only ||
-           workers_[w].state->clock() > MinAttachedClock();
+    return !cfg_.laggard_mta_only ||
+           MaySpeculate(cfg_.policy, workers_[w].state->clock(), MinAttachedClock());
   }
   void ReplanStalls();
   void AttributeStalls(double until);
@@ -203,9 +200,6 @@ class Simulation {
   uint64_t ExpectedShareBytes() const { return static_cast<uint64_t>(mta_ * model_wire_bytes_); }
   void Drain();
   std::string Describe() const;
-
-  // Varint bytes of a row's id delta, count and version lag in a batch.
-  static constexpr uint64_t kRowIndexEstimate = 4;
 
   SimConfig cfg_;
   const Layout& layout_;
@@ -450,23 +444,16 @@ void Simulation::OnComputeDone(size_t w) {
   sw.last_arrival = now_;
   sw.deadline = kInf;
   if (cfg_.policy == SyncPolicy::kRog) {
-    const double share = mta_ * static_cast<double>(model_wire_bytes_);
+    // The team's window over the attached workers' links (TeamWindow).
     std::vector<double> goodputs;
-    bool unknown = false;
     for (size_t q = 0; q < n; ++q) {
       if (!attached_[q]) continue;
       const SimWorker& o = workers_[q];
       const bool known = o.up_goodput.has_estimate() && o.down_goodput.has_estimate();
-      const double g = known ? std::min(o.up_goodput.rate(), o.down_goodput.rate()) : 0.0;
-      // Patience: a link too slow to move its share within the patience no
-      // longer sets the window (one without an estimate still lifts it).
-      if (patience() && g > 0 && share / g > cfg_.patience) continue;
-      unknown = unknown || !(g > 0);
-      goodputs.push_back(g);
+      goodputs.push_back(known ? std::min(o.up_goodput.rate(), o.down_goodput.rate()) : 0.0);
     }
-    double window = TransmissionWindow(goodputs, share, 0, 0);
-    if (patience() && !unknown)
-      window = goodputs.empty() ? cfg_.patience : std::min(window, cfg_.patience);
+    const double window = TeamWindow(cfg_.policy, goodputs,
+                                     mta_ * static_cast<double>(model_wire_bytes_), cfg_.patience);
     if (window > 0) {
       sw.deadline = now_ + window;
       Schedule(sw.deadline, EventType::kWindowEnd, w);
@@ -482,41 +469,21 @@ void Simulation::OnComputeDone(size_t w) {
 
 void Simulation::BuildPlans(size_t w) {
   SimWorker& sw = workers_[w];
-  const WorkerState& ws = *sw.state;
-  const bool rog = cfg_.policy == SyncPolicy::kRog;
-  std::vector<RowCandidate> up;
-  for (RowId r = 0; r < layout_.num_rows(); ++r) {
-    const uint64_t unpushed = ws.unpushed(r);
-    if (unpushed > 0) {
-      up.push_back(RowCandidate{r, !rog || UplinkMandatory(unpushed, bound_),
-                                rog ? Importance(unpushed, ws.AccumulatorMagnitude(r)) : 0,
-                                RowWireBytes(r)});
-    }
-  }
-  sw.up.Reset(SelectRows(std::move(up), mta_, model_wire_bytes_));
+  // Rows holding only a lossy codec's residual are not offered (the SDK
+  // offers them): the explicit difference, UplinkOptions.
+  sw.up.Reset(SelectRows(UplinkCandidates(cfg_.policy, bound_, *sw.state, cfg_.codec, layout_,
+                                          UplinkOptions{/*include_residual_rows=*/false}),
+                         mta_, model_wire_bytes_));
   BuildDownlinkPlan(w);
 }
 
+// BSP pulls at the barrier only: rows go down once they hold everything the
+// next iteration needs (KickDownlink's first tier), so its plan is empty.
 void Simulation::BuildDownlinkPlan(size_t w) {
   SimWorker& sw = workers_[w];
-  const WorkerState& ws = *sw.state;
-  const bool rog = cfg_.policy == SyncPolicy::kRog;
-  std::vector<RowCandidate> down;
-  for (RowId r = 0; r < layout_.num_rows(); ++r) {
-    // BSP pulls at the barrier only: rows go down once they hold everything
-    // the next iteration needs (KickDownlink's first tier).
-    if (cfg_.policy != SyncPolicy::kBsp && server_->HasPending(w, r)) {
-      const VersionStore& copy = server_->copy_versions(w);
-      const uint64_t copy_min = MinOtherVersion(copy, r, w, attached_);
-      const bool mandatory = !rog || DownlinkMandatory(copy_min, ws.clock(), bound_);
-      const double importance =
-          rog ? Importance(CopyStaleness(server_->versions(), copy, r, w, attached_),
-                           server_->PendingMagnitude(w, r))
-              : 0;
-      down.push_back(RowCandidate{r, mandatory, importance, RowWireBytes(r)});
-    }
-  }
-  sw.down.Reset(SelectRows(std::move(down), mta_, model_wire_bytes_));
+  sw.down.Reset(SelectRows(DownlinkCandidates(cfg_.policy, bound_, *server_, w, sw.state->clock(),
+                                              attached_, cfg_.codec, layout_),
+                           mta_, model_wire_bytes_));
 }
 
 void Simulation::KickUplink(size_t w) {
@@ -701,8 +668,7 @@ void Simulation::MaybeEndPhase(size_t w) {
   // its link for the whole window (receiving more rows if there are any)
   // instead of running ahead into the bound, where it would make the slowest
   // push every row at once. One that is not ahead goes on at once.
-  if (sw.deadline < kInf && now_ < sw.deadline &&
-      sw.state->clock() > MinAttachedClock() + cfg_.pace_lead) {
+  if (HoldForPace(now_, sw.deadline, sw.state->clock(), MinAttachedClock(), cfg_.pace_lead)) {
     return;
   }
   sw.report.transmit_seconds += Clipped(sw.phase_start);
@@ -951,7 +917,8 @@ void Simulation::EvaluateReattach(size_t w) {
   SimWorker& sw = workers_[w];
   if (attached_[w] || sw.phase == Phase::kDone || now_ >= cfg_.seconds) return;
   const double g = LinkGoodput(w);
-  const bool good = g > 0 && static_cast<double>(ExpectedShareBytes()) / g <= cfg_.patience / 2 &&
+  const bool good = g > 0 &&
+                    static_cast<double>(ExpectedShareBytes()) / g <= kReattachFraction * cfg_.patience &&
                     (cfg_.detach_speedup <= 0 || TeamRate(w, SIZE_MAX) >= TeamRate(SIZE_MAX, SIZE_MAX));
   if (!good) {
     sw.good_since = -1;

@@ -44,6 +44,7 @@
 #include "absl/status/statusor.h"
 #include "common/codec.h"
 #include "common/layout.h"
+#include "common/protocol_rules.h"
 #include "common/staleness.h"
 #include "common/trace.h"
 
@@ -69,7 +70,7 @@ struct SimConfig {
   // ROG: a worker that has sent what it had holds, until its window ends,
   // while its clock is more than this many iterations ahead of the slowest
   // attached worker's.
-  uint32_t pace_lead = 1;
+  uint32_t pace_lead = kPaceLead;
   // ROG: the worker at the slowest clock stops after its MTA share instead
   // of filling its window with speculative rows.
   bool laggard_mta_only = true;

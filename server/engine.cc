@@ -13,6 +13,7 @@
 #include "common/goodput.h"
 #include "common/log_limiter.h"
 #include "common/mta.h"
+#include "common/protocol_rules.h"
 #include "common/row_index.h"
 #include "common/selection.h"
 #include "common/server_state.h"
@@ -28,8 +29,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr char kReplaced[] =
     "replaced by a newer stream of the same worker (a reconnect, or a second process under "
     "this worker id)";
-// Unacknowledged downlink bytes before the first goodput estimate.
-constexpr uint64_t kInitialInFlight = 64 * 1024;
 // Bytes a stream's writer may have queued before the engine stops forming
 // batches for it (the in-flight limit is the real bound; this keeps memory
 // bounded while a stream is stuck).
@@ -37,22 +36,12 @@ constexpr uint64_t kMaxQueued = 256 * 1024;
 // Rows listed in a pb::Stall directive.
 constexpr size_t kMaxStallRows = 256;
 constexpr double kTick = 0.05;
-// Team patience: a detached worker reattaches once its link moves its share
-// within this fraction of the patience, continuously for kReattachHold
-// seconds (hysteresis against links that flicker around the threshold).
-constexpr double kReattachFraction = 0.5;
-constexpr double kReattachHold = 1.0;
 // A detached worker whose downlink has been idle this long gets a probe: a
 // batch of padding as large as its share (at most kMaxProbeBytes), so that
 // the ack measures whether its link moves the share within the patience.
 // Without it the estimate of a link that recovered while nothing flowed
 // (the team idle, the worker paused) would never change.
 constexpr double kProbeIdle = 0.25;
-// Team pace: a worker is not detached for its pace before attached traffic
-// has measured its links: not within this long of the team's start, of its
-// joining, or of its reattaching (the first estimates, taken while every
-// worker's full resync shares the links, read healthy links as slow).
-constexpr double kPaceGrace = 2.0;
 constexpr uint64_t kMaxProbeBytes = 256 * 1024;
 
 // What the model state takes with `workers` worker records: the global
@@ -313,7 +302,7 @@ struct Engine::Impl {
   }
 
   uint64_t RowWireBytes(RowId row) const {
-    return EncodedSize(opt.codec, layout->row(row).numel) + 4;
+    return rog::RowWireBytes(opt.codec, layout->row(row).numel);
   }
 
   // The version a downlink batch reports for `row`: the lowest over the other
@@ -334,26 +323,18 @@ struct Engine::Impl {
   // the whole model under BSP and SSP (mta is 1 there).
   double ShareBytes() const { return mta * static_cast<double>(model_wire_bytes); }
 
+  // The team's window (TeamWindow) over the connected attached workers'
+  // links: the uplink as the worker measured it, the downlink as rogd did.
   double ComputeWindow() const {
     if (opt.policy != SyncPolicy::kRog) return 0;
     std::vector<double> goodputs;
-    bool any = false;
     for (const auto& r : workers) {
       if (r->state != WState::kConnected || !Attached(*r)) continue;
-      any = true;
       const double up = r->progress.uplink_goodput();
       const bool known = up > 0 && r->down_goodput.has_estimate();
-      // A link without an estimate yet: unlimited, so the first iteration
-      // measures it (TransmissionWindow would return the cap instead).
-      if (!known) return 0;
-      const double goodput = std::min(up, r->down_goodput.rate());
-      // Patience: a link too slow to move its share within it does not set
-      // the team's window.
-      if (opt.patience > 0 && ShareBytes() > opt.patience * goodput) continue;
-      goodputs.push_back(goodput);
+      goodputs.push_back(known ? std::min(up, r->down_goodput.rate()) : 0.0);
     }
-    if (goodputs.empty()) return any && opt.patience > 0 ? opt.patience : 0;
-    return TransmissionWindow(goodputs, ShareBytes(), 0, opt.patience);
+    return TeamWindow(opt.policy, goodputs, ShareBytes(), opt.patience);
   }
 
   pb::Window CurrentWindow(uint64_t iteration) const {
@@ -366,7 +347,7 @@ struct Engine::Impl {
   }
 
   bool SpeculativeAllowed(const WorkerRec& r) const {
-    return opt.policy != SyncPolicy::kRog || r.clock > MinAttachedClock();
+    return MaySpeculate(opt.policy, r.clock, MinAttachedClock());
   }
 
   // --- team ------------------------------------------------------------------
@@ -504,23 +485,12 @@ struct Engine::Impl {
   }
 
   // --- downlink --------------------------------------------------------------
+  // BSP's rows go down at the barrier only (the deliverable tier in
+  // FormBatch), so its plan is empty.
   void BuildDownlinkPlan(WorkerRec& r) {
-    const bool rog = opt.policy == SyncPolicy::kRog;
-    const AttachedSet attached = AttachedWorkers();
-    const VersionStore& copy = state->copy_versions(r.index);
-    std::vector<RowCandidate> down;
-    for (RowId row = 0; row < layout->num_rows(); ++row) {
-      // BSP pulls at the barrier only (the deliverable tier in FormBatch).
-      if (opt.policy == SyncPolicy::kBsp || !state->HasPending(r.index, row)) continue;
-      const uint64_t copy_min = MinOtherVersion(copy, row, r.index, attached);
-      const bool mandatory = !rog || DownlinkMandatory(copy_min, r.clock, bound);
-      const double importance =
-          rog ? Importance(CopyStaleness(state->versions(), copy, row, r.index, attached),
-                           state->PendingMagnitude(r.index, row))
-              : 0;
-      down.push_back(RowCandidate{row, mandatory, importance, RowWireBytes(row)});
-    }
-    r.down.Reset(SelectRows(std::move(down), mta, model_wire_bytes));
+    r.down.Reset(SelectRows(DownlinkCandidates(opt.policy, bound, *state, r.index, r.clock,
+                                               AttachedWorkers(), opt.codec, *layout),
+                            mta, model_wire_bytes));
     r.plan_stale = false;
   }
 

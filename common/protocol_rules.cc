@@ -1,0 +1,74 @@
+#include "common/protocol_rules.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "common/goodput.h"
+
+namespace rog {
+
+double TeamWindow(SyncPolicy policy, absl::Span<const double> goodputs, double share_bytes,
+                  double patience) {
+  if (policy != SyncPolicy::kRog || goodputs.empty()) return 0;
+  std::vector<double> setting;
+  setting.reserve(goodputs.size());
+  for (double g : goodputs) {
+    if (!(g > 0)) return 0;  // unmeasured: no window, so this iteration measures it
+    if (patience > 0 && share_bytes / g > patience) continue;
+    setting.push_back(g);
+  }
+  if (setting.empty()) return patience;
+  return TransmissionWindow(setting, share_bytes, 0, patience);
+}
+
+bool MaySpeculate(SyncPolicy policy, uint64_t clock, uint64_t min_attached_clock) {
+  return policy != SyncPolicy::kRog || clock > min_attached_clock;
+}
+
+bool HoldForPace(double now, double deadline, uint64_t clock, uint64_t min_attached_clock,
+                 uint64_t lead) {
+  // Written without min + lead, which would overflow for "nobody attached".
+  return deadline < std::numeric_limits<double>::infinity() && now < deadline &&
+         clock > min_attached_clock && clock - min_attached_clock > lead;
+}
+
+std::vector<RowCandidate> DownlinkCandidates(SyncPolicy policy, uint32_t bound,
+                                             const ServerState& state, size_t worker,
+                                             uint64_t clock, const AttachedSet& attached,
+                                             Codec codec, const Layout& layout) {
+  std::vector<RowCandidate> down;
+  if (policy == SyncPolicy::kBsp) return down;
+  const bool rog = policy == SyncPolicy::kRog;
+  const VersionStore& copy = state.copy_versions(worker);
+  for (RowId row = 0; row < layout.num_rows(); ++row) {
+    if (!state.HasPending(worker, row)) continue;
+    const uint64_t copy_min = MinOtherVersion(copy, row, worker, attached);
+    const bool mandatory = !rog || DownlinkMandatory(copy_min, clock, bound);
+    const double importance =
+        rog ? Importance(CopyStaleness(state.versions(), copy, row, worker, attached),
+                         state.PendingMagnitude(worker, row))
+            : 0;
+    down.push_back(
+        RowCandidate{row, mandatory, importance, RowWireBytes(codec, layout.row(row).numel)});
+  }
+  return down;
+}
+
+std::vector<RowCandidate> UplinkCandidates(SyncPolicy policy, uint32_t bound,
+                                           const WorkerState& state, Codec codec,
+                                           const Layout& layout, UplinkOptions options) {
+  const bool rog = policy == SyncPolicy::kRog;
+  std::vector<RowCandidate> up;
+  for (RowId row = 0; row < layout.num_rows(); ++row) {
+    const uint64_t unpushed = state.unpushed(row);
+    if (unpushed == 0 && !(options.include_residual_rows && state.HasResidual(row))) continue;
+    // A residual-only row ranks as one iteration old.
+    up.push_back(RowCandidate{
+        row, !rog || UplinkMandatory(unpushed, bound),
+        rog ? Importance(std::max<uint64_t>(unpushed, 1), state.AccumulatorMagnitude(row)) : 0,
+        RowWireBytes(codec, layout.row(row).numel)});
+  }
+  return up;
+}
+
+}  // namespace rog

@@ -1,0 +1,115 @@
+// The composed protocol rules that rogd, the SDK and the simulator share:
+// the team window, speculation, pacing and the row candidates each side
+// offers, driven by hand without a network or a clock.
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "common/protocol_rules.h"
+
+namespace rog {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+TEST_CASE("the team window: the slowest link's share time, capped by the patience",
+          "[protocol_rules]") {
+  const std::vector<double> links = {1000, 250, 500};  // bytes/s
+  // 500 bytes of share: 0.5 s, 2 s and 1 s; the slowest sets the window.
+  CHECK(TeamWindow(SyncPolicy::kRog, links, 500, 0) == Approx(2.0));
+  // Only ROG has a window.
+  CHECK(TeamWindow(SyncPolicy::kSsp, links, 500, 0) == 0);
+  CHECK(TeamWindow(SyncPolicy::kBsp, links, 500, 0) == 0);
+  // Nobody attached: no window.
+  CHECK(TeamWindow(SyncPolicy::kRog, {}, 500, 1.5) == 0);
+  // A link without an estimate: no window, so this iteration measures it,
+  // with or without patience.
+  CHECK(TeamWindow(SyncPolicy::kRog, {1000, 0, 500}, 500, 0) == 0);
+  CHECK(TeamWindow(SyncPolicy::kRog, {1000, -1, 500}, 500, 1.5) == 0);
+}
+
+TEST_CASE("with patience a link too slow for it does not set the window", "[protocol_rules]") {
+  const std::vector<double> links = {1000, 250, 500};
+  // Patience 1.5 s: the 250 B/s link (2 s) is left out; 500 B/s (1 s) sets it.
+  CHECK(TeamWindow(SyncPolicy::kRog, links, 500, 1.5) == Approx(1.0));
+  // A link exactly at the patience still sets it.
+  CHECK(TeamWindow(SyncPolicy::kRog, links, 500, 2.0) == Approx(2.0));
+  // Every link too slow: the window is the patience itself.
+  CHECK(TeamWindow(SyncPolicy::kRog, links, 500, 0.25) == Approx(0.25));
+}
+
+TEST_CASE("only a worker ahead of the slowest may speculate under ROG", "[protocol_rules]") {
+  CHECK(MaySpeculate(SyncPolicy::kRog, 5, 4));
+  CHECK_FALSE(MaySpeculate(SyncPolicy::kRog, 4, 4));
+  CHECK(MaySpeculate(SyncPolicy::kSsp, 4, 4));
+  CHECK(MaySpeculate(SyncPolicy::kBsp, 4, 4));
+}
+
+TEST_CASE("a worker more than the lead ahead holds its link until the window ends",
+          "[protocol_rules]") {
+  CHECK(HoldForPace(1.0, 2.0, 6, 4));          // two ahead, window open
+  CHECK_FALSE(HoldForPace(1.0, 2.0, 5, 4));    // one ahead: the lead allows it
+  CHECK_FALSE(HoldForPace(2.0, 2.0, 6, 4));    // the window has ended
+  CHECK_FALSE(HoldForPace(1.0, kInf, 6, 4));   // no window: nothing to hold for
+  CHECK(HoldForPace(1.0, 2.0, 6, 4, 0) == true);
+  CHECK_FALSE(HoldForPace(1.0, 2.0, 6, 4, 2));
+  // Nobody attached is UINT64_MAX: never ahead of it (no overflow).
+  CHECK_FALSE(HoldForPace(1.0, 2.0, 6, std::numeric_limits<uint64_t>::max()));
+}
+
+Layout ThreeRows() {
+  auto l = Layout::Create({{"w", {3, 2}}}, 1);  // three rows of 2 elements
+  REQUIRE(l.ok());
+  return *l;
+}
+
+TEST_CASE("rogd offers down every row with pending updates; BSP none", "[protocol_rules]") {
+  const Layout layout = ThreeRows();
+  ServerState s(layout, std::vector<float>(6, 0.0f), 2);
+  s.Fold(0, 0, std::vector<float>{1, 1}, 1);
+  s.Fold(0, 2, std::vector<float>{4, 4}, 1);
+  const AttachedSet both = {true, true};
+  CHECK(DownlinkCandidates(SyncPolicy::kBsp, 0, s, 1, 1, both, Codec::kFp32, layout).empty());
+  const auto ssp = DownlinkCandidates(SyncPolicy::kSsp, 2, s, 1, 1, both, Codec::kFp32, layout);
+  REQUIRE(ssp.size() == 2);
+  CHECK(ssp[0].row == 0);
+  CHECK(ssp[1].row == 2);
+  CHECK(ssp[0].mandatory);
+  CHECK(ssp[0].wire_bytes == 2 * 4 + kRowIndexBytes);
+  // Worker 0 folded them: nothing is pending for it.
+  CHECK(DownlinkCandidates(SyncPolicy::kRog, 2, s, 0, 1, both, Codec::kFp32, layout).empty());
+  const auto rog = DownlinkCandidates(SyncPolicy::kRog, 2, s, 1, 1, both, Codec::kFp32, layout);
+  REQUIRE(rog.size() == 2);
+  // Larger pending updates rank higher.
+  CHECK(rog[1].importance > rog[0].importance);
+}
+
+TEST_CASE("a worker offers up its unpushed rows; residual rows only when asked",
+          "[protocol_rules]") {
+  const Layout layout = ThreeRows();
+  WorkerState w(layout, std::vector<float>(6, 0.0f));
+  w.ApplyLocalUpdate(std::vector<float>{0.3f, -0.7f, 0, 0, 2, 2});
+  auto all = UplinkCandidates(SyncPolicy::kSsp, 2, w, Codec::kSign, layout, UplinkOptions{});
+  REQUIRE(all.size() == 3);  // every row gained an iteration, even row 1's zeros
+  CHECK(all[0].mandatory);
+  // Push row 0 with a lossy codec: it keeps a residual, no unpushed iteration.
+  std::string payload;
+  std::vector<float> decoded(2);
+  w.TakeUplink(0, Codec::kSign, &payload, absl::MakeSpan(decoded));
+  REQUIRE(w.unpushed(0) == 0);
+  REQUIRE(w.HasResidual(0));
+  const auto without = UplinkCandidates(SyncPolicy::kRog, 2, w, Codec::kSign, layout,
+                                        UplinkOptions{/*include_residual_rows=*/false});
+  const auto with = UplinkCandidates(SyncPolicy::kRog, 2, w, Codec::kSign, layout,
+                                     UplinkOptions{/*include_residual_rows=*/true});
+  CHECK(without.size() == 2);
+  REQUIRE(with.size() == 3);
+  CHECK(with[0].row == 0);
+  CHECK_FALSE(with[0].mandatory);
+  CHECK(with[0].importance > 0);  // ranked as one iteration old
+  CHECK(with[0].wire_bytes == RowWireBytes(Codec::kSign, 2));
+}
+
+}  // namespace
+}  // namespace rog
