@@ -3,7 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/auth.h"
+#include "security/credential_files.h"
 #include "grpcpp/grpcpp.h"
 
 namespace rog {

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/credentials.h"
-#include "common/auth.h"
+#include "security/credential_files.h"
 #include "common/batch_plan.h"
 #include "common/codec.h"
 #include "common/goodput.h"

@@ -1,7 +1,7 @@
 #include "server/auth.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/auth.h"
+#include "security/credential_files.h"
 #include "spdlog/spdlog.h"
 
 namespace rog {

@@ -19,7 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/auth.h"
+#include "security/credential_files.h"
 #include "common/codec.h"
 #include "common/mta.h"
 #include "common/staleness.h"

@@ -12,7 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "common/auth.h"
+#include "security/credential_files.h"
 #include "common/mta.h"
 #include "proto/convert.h"
 

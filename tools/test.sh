@@ -3,7 +3,7 @@
 # (tools/setup.sh), then `bazel test //...`, then prints a closing line
 # `N passed, M failed` that counts Catch2 test cases across all test
 # binaries, plus one case for the documentation (tools/check_docs.sh), one
-# for the deployment (test/deploy/install_test.sh,
+# for the layers (tools/check_layers.sh), one for the deployment (test/deploy/install_test.sh,
 # skipped with ROG_SKIP_DEPLOY=1), one for the main job
 # (`tools/run.sh --quick`) and one for the benchmark
 # (`tools/bench.sh --profile=tiny`), these two skipped with ROG_SKIP_RUN=1,
@@ -106,6 +106,12 @@ script_case() {
 # flags page, the README's commands against a real rogd on loopback).
 if [ "$has_pattern" -eq 0 ]; then
   script_case 600 '^check_docs: ok ' 30 tools/check_docs.sh
+fi
+
+# The layers (tools/check_layers.sh: common/ is pure logic and reads no
+# files; the product does not use the simulator or the bench harness).
+if [ "$has_pattern" -eq 0 ]; then
+  script_case 60 '^check_layers: ok ' 10 tools/check_layers.sh
 fi
 
 # Every libFuzzer target for a bounded time, one test case each (the

@@ -7,8 +7,8 @@
 // visible ASCII characters; surrounding whitespace (the trailing newline of
 // `openssl rand -hex 32 > file`) is ignored. It travels as gRPC metadata
 // `authorization: Bearer <token>`.
-#ifndef ROG_COMMON_AUTH_H_
-#define ROG_COMMON_AUTH_H_
+#ifndef ROG_SECURITY_CREDENTIAL_FILES_H_
+#define ROG_SECURITY_CREDENTIAL_FILES_H_
 
 #include <optional>
 #include <string>
@@ -80,4 +80,4 @@ std::string ValidityProblem(const CertificateInfo& info, absl::Time now);
 
 }  // namespace rog
 
-#endif  // ROG_COMMON_AUTH_H_
+#endif  // ROG_SECURITY_CREDENTIAL_FILES_H_

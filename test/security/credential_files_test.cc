@@ -1,6 +1,6 @@
-// Tokens and PEM files (common/auth.h). Certificates are made at test time
+// Tokens and PEM files (security/credential_files.h). Certificates are made at test time
 // by tools/make_certs.sh (openssl).
-#include "common/auth.h"
+#include "security/credential_files.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "common/auth.h"
+#include "security/credential_files.h"
 
 #include <openssl/bio.h>
 #include <openssl/err.h>

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Checks the layers the code is built in, from the sources and BUILD files
+# (no build needed); tools/test.sh runs it as one test case.
+#   1. common/ is pure logic: its sources include only the C++ and C
+#      standard headers, Abseil and common/ itself (no gRPC, protobuf,
+#      spdlog, LibTorch, OpenSSL, proto/, server/, client/, security/), its
+#      BUILD depends on nothing else, and it reads no files.
+#   2. The product does not depend on the simulator or the bench harness:
+#      server/ and client/ use nothing from tools/ and not
+#      //common:simulator; server/ and client/ do not use each other.
+# Prints a line per check and ends with "N passed, M failed".
+# Usage: tools/check_layers.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+case "${1:-}" in
+  -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+  "") ;;
+  *) echo "check_layers: unknown argument '$1' (see tools/check_layers.sh --help)" >&2; exit 2 ;;
+esac
+
+passed=0 failed=0
+ok() { passed=$((passed + 1)); echo "check_layers: ok    $1"; }
+bad() { failed=$((failed + 1)); echo "check_layers: FAIL  $1" >&2; }
+
+# 1a. Includes: <name> without a slash (the standard library), "absl/..."
+# and "common/...".
+found=$(grep -nE '^\s*#\s*include' common/*.h common/*.cc |
+  grep -vE '#\s*include\s*(<[a-z_0-9]+(\.h)?>|"absl/[^"]+"|"common/[^"]+")')
+if [ -z "$found" ]; then ok "common/ includes only the standard library, Abseil and common/"
+else bad "common/ includes what it must not (move that code out of common/): $found"; fi
+
+# 1b. BUILD dependencies: targets of common/ itself and Abseil only.
+found=$(grep -oE '"(@[a-z_]+)?//[^"]*"' common/BUILD | grep -vE '^"(@system//:absl|//visibility:[a-z]+)"$' | sort -u)
+if [ -z "$found" ]; then ok "common/BUILD depends on common/ and Abseil only"
+else bad "common/BUILD depends on $(echo $found)"; fi
+
+# 1c. No file I/O: callers read files and hand common/ the bytes.
+found=$(grep -nE '\b(fopen|freopen|ifstream|ofstream|fstream|opendir|std::filesystem|::open|::read)\b' \
+  common/*.h common/*.cc)
+if [ -z "$found" ]; then ok "common/ reads and writes no files"
+else bad "common/ does file I/O (move it to its caller): $found"; fi
+
+# 2. Product against simulator and harness, server against client.
+for pkg in server client; do
+  other=$([ "$pkg" = server ] && echo client || echo server)
+  found=$(grep -noE '"//(tools|'"$other"')[:/][^"]*"|"//common:simulator"' "$pkg/BUILD" |
+    grep -v '^[0-9]*:"//tools:make_certs.sh"$')
+  if [ -z "$found" ]; then ok "$pkg/ uses neither $other/, tools/ nor the simulator"
+  else bad "$pkg/BUILD depends on $(echo $found)"; fi
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
