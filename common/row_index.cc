@@ -63,28 +63,4 @@ size_t IndexBytes(absl::Span<const RowId> rows, absl::Span<const uint32_t> count
   return packed(ids) + packed(cs) + packed(vs);
 }
 
-std::vector<std::vector<RowId>> PackBatches(absl::Span<const RowId> rows,
-                                            const std::function<size_t(RowId)>& row_bytes,
-                                            size_t budget_bytes) {
-  std::vector<std::vector<RowId>> batches;
-  std::vector<RowId> current;
-  size_t used = 0;
-  for (RowId row : rows) {
-    const size_t bytes = row_bytes(row);
-    if (!current.empty() && used + bytes > budget_bytes) {
-      std::sort(current.begin(), current.end());
-      batches.push_back(std::move(current));
-      current.clear();
-      used = 0;
-    }
-    current.push_back(row);
-    used += bytes;
-  }
-  if (!current.empty()) {
-    std::sort(current.begin(), current.end());
-    batches.push_back(std::move(current));
-  }
-  return batches;
-}
-
 }  // namespace rog

@@ -9,7 +9,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -37,13 +36,6 @@ size_t IndexBytes(absl::Span<const RowId> rows, absl::Span<const uint32_t> count
 // Fixed per-message bytes beyond the index and payload (seq, iteration,
 // codec, kind, field tags, gRPC and HTTP/2 framing), used for accounting.
 constexpr size_t kBatchHeaderBytes = 40;
-
-// Cuts `rows` (in priority order) into consecutive batches whose payload is
-// at most `budget_bytes`; a row larger than the budget travels alone. Each
-// returned batch is sorted ascending, ready for EncodeRowIds.
-std::vector<std::vector<RowId>> PackBatches(absl::Span<const RowId> rows,
-                                            const std::function<size_t(RowId)>& row_bytes,
-                                            size_t budget_bytes);
 
 }  // namespace rog
 

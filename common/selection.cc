@@ -36,15 +36,4 @@ Selection SelectRows(std::vector<RowCandidate> candidates, double mta_fraction,
   return s;
 }
 
-size_t CutToBudget(const Selection& selection, uint64_t budget_bytes) {
-  uint64_t bytes = 0;
-  size_t n = 0;
-  for (; n < selection.order.size(); ++n) {
-    const uint64_t next = bytes + selection.order[n].wire_bytes;
-    if (n >= selection.mandatory && next > budget_bytes) break;
-    bytes = next;
-  }
-  return n;
-}
-
 }  // namespace rog

@@ -66,10 +66,6 @@ struct Selection {
 Selection SelectRows(std::vector<RowCandidate> candidates, double mta_fraction,
                      uint64_t model_wire_bytes);
 
-// How many rows of `selection` to send under a byte budget: all mandatory
-// rows, then further rows in order while the total stays within the budget.
-size_t CutToBudget(const Selection& selection, uint64_t budget_bytes);
-
 }  // namespace rog
 
 #endif  // ROG_COMMON_SELECTION_H_

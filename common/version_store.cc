@@ -4,10 +4,6 @@
 
 namespace rog {
 
-void VersionStore::SetWorker(size_t worker, uint64_t version) {
-  for (size_t r = 0; r < rows_; ++r) v_[r * workers_ + worker] = version;
-}
-
 void VersionStore::CopyRow(const VersionStore& other, RowId row) {
   std::copy_n(other.v_.begin() + row * workers_, workers_, v_.begin() + row * workers_);
 }

@@ -27,8 +27,6 @@ class VersionStore {
   void Set(RowId row, size_t worker, uint64_t version) { v_[row * workers_ + worker] = version; }
   void Add(RowId row, size_t worker, uint64_t count) { v_[row * workers_ + worker] += count; }
 
-  // Sets every row's version of `worker`, e.g. when it joins at a clock.
-  void SetWorker(size_t worker, uint64_t version);
   // Copies row `row`'s versions of every worker from `other` (same shape).
   void CopyRow(const VersionStore& other, RowId row);
   // Appends a worker column with every row at `version`; returns its index.

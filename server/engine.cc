@@ -177,7 +177,6 @@ struct Engine::Impl {
   double last_checkpoint_time = 0;
   std::string last_checkpoint_path;
   std::mt19937_64 rng{std::random_device{}()};
-  std::string scratch;
   std::vector<float> decoded;
   double last_patience_check = 0;
 

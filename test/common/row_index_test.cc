@@ -35,41 +35,6 @@ TEST_CASE("untrusted row indexes are refused, never trusted", "[row_index]") {
   SECTION("empty is fine") { CHECK(DecodeRowIds({}, 0).ok()); }
 }
 
-TEST_CASE("batches respect the byte budget and carry every row once", "[row_index]") {
-  std::mt19937 rng(7);
-  std::vector<RowId> rows(300);
-  std::iota(rows.begin(), rows.end(), 0);
-  std::shuffle(rows.begin(), rows.end(), rng);
-  std::vector<size_t> bytes(300);
-  for (auto& b : bytes) b = 100 + rng() % 5000;
-  bytes[17] = 50000;  // larger than the budget
-  auto batches = PackBatches(
-      rows, [&](RowId r) { return bytes[r]; }, 16384);
-  std::vector<RowId> seen;
-  for (const auto& b : batches) {
-    REQUIRE_FALSE(b.empty());
-    CHECK(std::is_sorted(b.begin(), b.end()));
-    size_t total = 0;
-    for (RowId r : b) total += bytes[r];
-    if (b.size() > 1) CHECK(total <= 16384);
-    seen.insert(seen.end(), b.begin(), b.end());
-  }
-  std::sort(seen.begin(), seen.end());
-  std::vector<RowId> all(300);
-  std::iota(all.begin(), all.end(), 0);
-  CHECK(seen == all);
-}
-
-TEST_CASE("batches keep priority: earlier rows never land in later batches", "[row_index]") {
-  std::vector<RowId> rows = {9, 3, 7, 1, 8, 2};
-  auto batches = PackBatches(
-      rows, [](RowId) { return size_t{100}; }, 250);
-  REQUIRE(batches.size() == 3);
-  CHECK(batches[0] == std::vector<RowId>{3, 9});
-  CHECK(batches[1] == std::vector<RowId>{1, 7});
-  CHECK(batches[2] == std::vector<RowId>{2, 8});
-}
-
 TEST_CASE("index bytes stay under 1% of fp32 payload for rows of 128 elements", "[row_index]") {
   std::vector<RowId> rows(100);
   std::iota(rows.begin(), rows.end(), 1000);

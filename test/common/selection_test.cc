@@ -26,17 +26,6 @@ TEST_CASE("the MTA share holds every mandatory row even beyond the fraction", "[
   Selection s = SelectRows(c, 0.1, 1000);
   CHECK(s.mandatory == 2);
   CHECK(s.mta_end == 2);
-  CHECK(CutToBudget(s, 100) == 2);  // mandatory rows go whatever the budget
-  CHECK(CutToBudget(s, 900) == 3);
-}
-
-TEST_CASE("a byte budget cuts after the last row that fits", "[selection]") {
-  std::vector<RowCandidate> c = {{0, false, 3, 100}, {1, false, 2, 100}, {2, false, 1, 100}};
-  Selection s = SelectRows(c, 0.0, 300);
-  CHECK(s.mta_end == 0);
-  CHECK(CutToBudget(s, 0) == 0);
-  CHECK(CutToBudget(s, 250) == 2);
-  CHECK(CutToBudget(s, 300) == 3);
 }
 
 TEST_CASE("importance is urgency times magnitude", "[selection]") {

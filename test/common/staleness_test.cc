@@ -185,8 +185,6 @@ TEST_CASE("version stores grow by a worker column keeping existing versions", "[
   CHECK(v.Get(0, 0) == 1);
   CHECK(v.Get(2, 1) == 9);
   CHECK(v.Get(1, 2) == 5);
-  v.SetWorker(0, 4);
-  CHECK(v.Get(2, 0) == 4);
   VersionStore other(3, 3);
   other.Set(1, 1, 42);
   v.CopyRow(other, 1);

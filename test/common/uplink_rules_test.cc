@@ -38,7 +38,8 @@ TEST_CASE("a hello clock is below 2^48", "[uplink_rules]") {
 TEST_CASE("update counts keep every row within the worker's clock", "[uplink_rules]") {
   const Layout layout = *Layout::Create({{"w", {4, 8}}}, 8);
   VersionStore versions(4, 2);
-  versions.SetWorker(1, 3);  // worker 1 pushed every row up to 3
+  // Worker 1 pushed every row up to 3.
+  for (RowId row = 0; row < 4; ++row) versions.Set(row, 1, 3);
   versions.Set(2, 1, 1);     // but row 2 only up to 1
   CHECK(CheckUpdateCounts(versions, 1, layout, {0, 2}, {2, 4}, 5).ok());
   CHECK(CheckUpdateCounts(versions, 1, layout, {0}, {0}, 3).ok());  // a residual
