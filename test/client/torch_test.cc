@@ -5,7 +5,7 @@
 
 #include "client/torch_adapter.h"
 #include "test/client/torch_testing.h"
-#include "test/integration/rogd_harness.h"
+#include "test/testing/rogd_harness.h"
 
 // LibTorch's glog headers define CHECK; Catch2's must win, so it comes last.
 #undef CHECK

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "client/worker.h"
-#include "test/integration/rogd_harness.h"
+#include "test/testing/rogd_harness.h"
 
 namespace rog {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "test/integration/rogd_harness.h"
+#include "test/testing/rogd_harness.h"
 
 namespace rog {
 

@@ -28,7 +28,7 @@
 #include "absl/strings/str_format.h"
 #include "test/fault/child_process.h"
 #include "test/fault/fault_model.h"
-#include "test/integration/rogd_harness.h"
+#include "test/testing/rogd_harness.h"
 #include "tools/rate_proxy.h"
 
 ABSL_FLAG(double, minutes, 30, "how long the faults go on");

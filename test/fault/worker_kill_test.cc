@@ -21,7 +21,7 @@
 #include "test/fault/child_process.h"
 #include "test/fault/fault_model.h"
 #include "test/fault/fault_testing.h"
-#include "test/integration/rogd_harness.h"
+#include "test/testing/rogd_harness.h"
 #include "tools/rate_proxy.h"
 
 namespace rog {

@@ -1,4 +1,4 @@
-// Drives a real rog::Engine in-process (test/server/engine_testing.h:
+// Drives a real rog::Engine in-process (test/testing/engine_testing.h:
 // FakeOutboxes, a FakeClock) with sequences of what validated worker
 // streams can hand it: hellos with any clock and token, initial values and
 // updates of any rows with any counts and values (huge ones included, so
@@ -19,7 +19,7 @@
 #include "common/uplink_rules.h"
 #include "spdlog/spdlog.h"
 #include "test/fuzz/fuzz_input.h"
-#include "test/server/engine_testing.h"
+#include "test/testing/engine_testing.h"
 
 namespace {
 

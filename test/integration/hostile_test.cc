@@ -23,10 +23,10 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "rog.grpc.pb.h"
-#include "test/integration/raw_stream.h"
-#include "test/integration/rogd_harness.h"
-#include "test/integration/team.h"
-#include "test/integration/team_checks.h"
+#include "test/testing/raw_stream.h"
+#include "test/testing/rogd_harness.h"
+#include "test/testing/team.h"
+#include "test/testing/team_checks.h"
 
 namespace rog {
 namespace {

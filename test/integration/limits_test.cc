@@ -13,26 +13,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "catch2/catch.hpp"
-#include "test/integration/raw_stream.h"
-#include "test/integration/rogd_harness.h"
-#include "test/integration/team.h"
+#include "test/testing/raw_stream.h"
+#include "test/testing/rogd_harness.h"
+#include "test/testing/team.h"
 
 namespace rog {
 namespace {
-
-double Seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-template <typename F>
-bool WaitFor(double seconds, F done) {
-  const double until = Seconds() + seconds;
-  while (Seconds() < until) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return done();
-}
 
 uint64_t Rejected(const std::string& address, const std::string& reason) {
   absl::StatusOr<pb::StatusReply> s = AdminStatus(address);
@@ -131,7 +117,7 @@ TEST_CASE("streams beyond --max_streams are refused; streams without a hello are
   for (int k = 0; k < 3; ++k) idle.push_back(std::make_unique<OpenStream>(address));
   // The three idle streams hold every slot until their hello timeout.
   REQUIRE(WaitFor(0.5, [&] { return false; }) == false);
-  const double t0 = Seconds();
+  const double t0 = MonotonicSeconds();
   const RawResult r = Raw(address, {HelloFor("x", TestLayout())});
   INFO(r.message);
   CHECK(r.code == grpc::StatusCode::RESOURCE_EXHAUSTED);
@@ -144,7 +130,7 @@ TEST_CASE("streams beyond --max_streams are refused; streams without a hello are
     INFO(ended.message);
     CHECK(ended.code != grpc::StatusCode::OK);
   }
-  CHECK(Seconds() - t0 < 5);
+  CHECK(MonotonicSeconds() - t0 < 5);
   // rogd's hello timer cancels a stream before its handler counts and
   // logs the refusal: the client can see the end first.
   CHECK(WaitFor(10, [&] { return Rejected(address, "no_hello") == 3; }));
@@ -215,9 +201,9 @@ TEST_CASE("a worker that stops reading its stream is cut off at --max_stream_bac
   // kernel's buffers take depends on the machine (400000 in 2.6 s here), so
   // only the time is bounded.
   int written = 0;
-  const double t0 = Seconds();
+  const double t0 = MonotonicSeconds();
   bool cut = false;
-  while (Seconds() - t0 < 60) {
+  while (MonotonicSeconds() - t0 < 60) {
     if (!flood.Write(p)) {
       cut = true;
       break;
@@ -226,10 +212,10 @@ TEST_CASE("a worker that stops reading its stream is cut off at --max_stream_bac
   }
   const RawResult r = flood.Finish();
   WARN("backlog: the flooding client saw " << r.code << ": " << r.message);
-  INFO("wrote " << written << " progress reports in " << Seconds() - t0 << " s; " << r.message);
+  INFO("wrote " << written << " progress reports in " << MonotonicSeconds() - t0 << " s; " << r.message);
   INFO((*rogd)->log());
   CHECK(cut);
-  CHECK(Seconds() - t0 < 60);
+  CHECK(MonotonicSeconds() - t0 < 60);
   // The worker could not read the status (it did not read at all): rogd
   // cancels the stream, and says why in its log and its counters.
   CHECK((r.code == grpc::StatusCode::RESOURCE_EXHAUSTED || r.code == grpc::StatusCode::CANCELLED));

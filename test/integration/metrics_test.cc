@@ -25,8 +25,8 @@
 #include "catch2/catch.hpp"
 #include "grpcpp/grpcpp.h"
 #include "rog.grpc.pb.h"
-#include "test/integration/rogd_harness.h"
-#include "test/integration/team.h"
+#include "test/testing/rogd_harness.h"
+#include "test/testing/team.h"
 #include "test/util/prometheus_text.h"
 
 namespace rog {

@@ -11,9 +11,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "catch2/catch.hpp"
-#include "test/integration/rogd_harness.h"
-#include "test/integration/team.h"
-#include "test/integration/team_checks.h"
+#include "test/testing/rogd_harness.h"
+#include "test/testing/team.h"
+#include "test/testing/team_checks.h"
 #include "test/util/rate_proxy.h"
 
 namespace rog {

@@ -15,10 +15,10 @@
 #include "catch2/catch.hpp"
 #include "grpcpp/grpcpp.h"
 #include "rog.grpc.pb.h"
-#include "test/integration/raw_stream.h"
-#include "test/integration/rogd_harness.h"
-#include "test/integration/team.h"
-#include "test/integration/team_checks.h"
+#include "test/testing/raw_stream.h"
+#include "test/testing/rogd_harness.h"
+#include "test/testing/team.h"
+#include "test/testing/team_checks.h"
 #include "test/util/rate_proxy.h"
 
 namespace rog {

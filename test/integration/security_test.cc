@@ -21,9 +21,9 @@
 #include "absl/strings/str_cat.h"
 #include "catch2/catch.hpp"
 #include "client/worker.h"
-#include "test/integration/rogd_harness.h"
-#include "test/integration/team.h"
-#include "test/tools/rogctl_runner.h"
+#include "test/testing/rogd_harness.h"
+#include "test/testing/team.h"
+#include "test/testing/rogctl_runner.h"
 
 namespace rog {
 namespace {

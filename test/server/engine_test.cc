@@ -14,7 +14,7 @@
 #include "absl/strings/match.h"
 #include "catch2/catch.hpp"
 #include "common/uplink_rules.h"
-#include "test/server/engine_testing.h"
+#include "test/testing/engine_testing.h"
 
 namespace rog {
 namespace {

@@ -3,8 +3,8 @@
 // test moves, and a Ledger of what the engine acknowledged gives the model
 // the engine must hold. No sockets, no real time: every result depends on
 // the messages alone.
-#ifndef ROG_TEST_SERVER_ENGINE_TESTING_H_
-#define ROG_TEST_SERVER_ENGINE_TESTING_H_
+#ifndef ROG_TEST_TESTING_ENGINE_TESTING_H_
+#define ROG_TEST_TESTING_ENGINE_TESTING_H_
 
 #include <cmath>
 #include <cstdint>
@@ -263,4 +263,4 @@ class EngineHarness {
 
 }  // namespace rog
 
-#endif  // ROG_TEST_SERVER_ENGINE_TESTING_H_
+#endif  // ROG_TEST_TESTING_ENGINE_TESTING_H_

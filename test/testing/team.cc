@@ -1,4 +1,4 @@
-#include "test/integration/team.h"
+#include "test/testing/team.h"
 
 #include <algorithm>
 #include <chrono>

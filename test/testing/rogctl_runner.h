@@ -1,7 +1,7 @@
 // Runs the rogctl binary of the test's runfiles, bounded in time, and
 // collects its exit code, stdout and stderr.
-#ifndef ROG_TEST_TOOLS_ROGCTL_RUNNER_H_
-#define ROG_TEST_TOOLS_ROGCTL_RUNNER_H_
+#ifndef ROG_TEST_TESTING_ROGCTL_RUNNER_H_
+#define ROG_TEST_TESTING_ROGCTL_RUNNER_H_
 
 #include <string>
 #include <vector>
@@ -23,4 +23,4 @@ int FreePort();
 
 }  // namespace rog
 
-#endif  // ROG_TEST_TOOLS_ROGCTL_RUNNER_H_
+#endif  // ROG_TEST_TESTING_ROGCTL_RUNNER_H_

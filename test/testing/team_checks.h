@@ -1,6 +1,6 @@
 // Catch2 checks every integration test with a Team makes at its end.
-#ifndef ROG_TEST_INTEGRATION_TEAM_CHECKS_H_
-#define ROG_TEST_INTEGRATION_TEAM_CHECKS_H_
+#ifndef ROG_TEST_TESTING_TEAM_CHECKS_H_
+#define ROG_TEST_TESTING_TEAM_CHECKS_H_
 
 #include <map>
 #include <string>
@@ -12,8 +12,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "catch2/catch.hpp"
-#include "test/integration/rogd_harness.h"
-#include "test/integration/team.h"
+#include "test/testing/rogd_harness.h"
+#include "test/testing/team.h"
 
 namespace rog {
 
@@ -96,4 +96,4 @@ inline void RequireConserved(Team& team, RogdProcess& rogd,
 
 }  // namespace rog
 
-#endif  // ROG_TEST_INTEGRATION_TEAM_CHECKS_H_
+#endif  // ROG_TEST_TESTING_TEAM_CHECKS_H_

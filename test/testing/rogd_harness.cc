@@ -1,4 +1,4 @@
-#include "test/integration/rogd_harness.h"
+#include "test/testing/rogd_harness.h"
 
 #include <signal.h>
 #include <sys/prctl.h>

@@ -1,4 +1,4 @@
-#include "test/tools/rogctl_runner.h"
+#include "test/testing/rogctl_runner.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "test/integration/rogd_harness.h"
+#include "test/testing/rogd_harness.h"
 
 namespace rog {
 namespace {

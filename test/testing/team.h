@@ -6,8 +6,8 @@
 // folding. Each worker owns a marker element in every row (element m for
 // marker m): only it adds there, +1 per iteration, so a replica's marker
 // element counts exactly how many of that worker's iterations it holds.
-#ifndef ROG_TEST_INTEGRATION_TEAM_H_
-#define ROG_TEST_INTEGRATION_TEAM_H_
+#ifndef ROG_TEST_TESTING_TEAM_H_
+#define ROG_TEST_TESTING_TEAM_H_
 
 #include <atomic>
 #include <map>
@@ -115,4 +115,4 @@ class Team {
 
 }  // namespace rog
 
-#endif  // ROG_TEST_INTEGRATION_TEAM_H_
+#endif  // ROG_TEST_TESTING_TEAM_H_

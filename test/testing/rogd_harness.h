@@ -3,8 +3,8 @@
 // Every rogd runs with --listen=127.0.0.1:<port or 0> and --port_file, logs
 // to a file under $TEST_TMPDIR, and dies with the test process
 // (PR_SET_PDEATHSIG), so no process outlives a test even when it crashes.
-#ifndef ROG_TEST_INTEGRATION_ROGD_HARNESS_H_
-#define ROG_TEST_INTEGRATION_ROGD_HARNESS_H_
+#ifndef ROG_TEST_TESTING_ROGD_HARNESS_H_
+#define ROG_TEST_TESTING_ROGD_HARNESS_H_
 
 #include <sys/types.h>
 
@@ -80,4 +80,4 @@ absl::StatusOr<std::vector<float>> AdminExport(const std::string& address,
 
 }  // namespace rog
 
-#endif  // ROG_TEST_INTEGRATION_ROGD_HARNESS_H_
+#endif  // ROG_TEST_TESTING_ROGD_HARNESS_H_

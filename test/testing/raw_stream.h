@@ -1,7 +1,7 @@
 // Raw Trainer.Session streams against a real rogd, for tests of what rogd
 // refuses: messages a well-behaved rog::Worker would never send.
-#ifndef ROG_TEST_INTEGRATION_RAW_STREAM_H_
-#define ROG_TEST_INTEGRATION_RAW_STREAM_H_
+#ifndef ROG_TEST_TESTING_RAW_STREAM_H_
+#define ROG_TEST_TESTING_RAW_STREAM_H_
 
 #include <chrono>
 #include <memory>
@@ -136,4 +136,4 @@ inline pb::WorkerMessage GoodBatch(uint64_t seq, uint32_t numel) {
 
 }  // namespace rog
 
-#endif  // ROG_TEST_INTEGRATION_RAW_STREAM_H_
+#endif  // ROG_TEST_TESTING_RAW_STREAM_H_
