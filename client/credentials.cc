@@ -3,8 +3,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "security/credential_files.h"
 #include "grpcpp/grpcpp.h"
+#include "security/credential_files.h"
 
 namespace rog {
 namespace {

@@ -15,7 +15,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/credentials.h"
-#include "security/credential_files.h"
 #include "common/batch_plan.h"
 #include "common/codec.h"
 #include "common/goodput.h"
@@ -28,6 +27,7 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/convert.h"
 #include "rog.grpc.pb.h"
+#include "security/credential_files.h"
 #include "spdlog/spdlog.h"
 
 namespace rog {
@@ -68,7 +68,7 @@ struct SentBatch {
   std::vector<uint32_t> counts;
   std::vector<float> decoded;  // UPDATE: what the server folds, concatenated
   uint64_t bytes = 0;
-  uint64_t phase = 0;  // the transmission phase that sent it
+  uint64_t phase = 0;    // the transmission phase that sent it
   bool in_push = false;  // formed inside EndIteration: part of that phase's push
   double sent_at = 0;
 };
@@ -359,8 +359,8 @@ struct Worker::Impl {
     // clock, or its counts would claim iterations rogd already holds.
     if (!resumed || w.iteration() != state.clock()) {
       if (w.iteration() != state.clock()) {
-        spdlog::info("worker {}: rogd sets the clock to {} (was {})", opt.worker_id,
-                     w.iteration(), state.clock());
+        spdlog::info("worker {}: rogd sets the clock to {} (was {})", opt.worker_id, w.iteration(),
+                     state.clock());
       }
       state.Rebase(w.iteration());
     }
@@ -518,8 +518,7 @@ struct Worker::Impl {
   // Moves pushes whose EndIteration returned and whose batches are all
   // acknowledged (or lost with a stream) to pushes_done, in order.
   void CompletePushes() {
-    while (!open_pushes.empty() && open_pushes.front().ended &&
-           open_pushes.front().unacked == 0) {
+    while (!open_pushes.empty() && open_pushes.front().ended && open_pushes.front().unacked == 0) {
       OpenPush& p = open_pushes.front();
       const double rtt = MinRtt();
       if (p.last_ack > 0) {

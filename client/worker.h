@@ -109,9 +109,9 @@ struct WorkerOptions {
 // One EndIteration's push (the batches it formed), known once rogd has
 // acknowledged its last batch, which is usually after EndIteration returned.
 struct PushStats {
-  uint64_t iteration = 0;      // the clock after the iteration that pushed it
-  double age_seconds = 0;      // from its EndIteration's call to the return of the one reporting it
-  double window_seconds = 0;   // its uplink window; 0 = none
+  uint64_t iteration = 0;     // the clock after the iteration that pushed it
+  double age_seconds = 0;     // from its EndIteration's call to the return of the one reporting it
+  double window_seconds = 0;  // its uplink window; 0 = none
   uint64_t bytes = 0, payload = 0;  // its batches' bytes and encoded row values
   // From its start to its last acknowledgement, less the path's minimum
   // round trip: how long the uplink carried it (0 if nothing was
@@ -139,12 +139,12 @@ struct PushStats {
 
 // What one iteration cost and moved.
 struct IterationStats {
-  uint64_t iteration = 0;        // the clock after this iteration
-  double stall_seconds = 0;      // BeginIteration blocked (policy, reconnect)
-  bool stalled = false;          // BeginIteration had to wait
-  double compute_seconds = 0;    // BeginIteration's return to EndIteration
-  double transmit_seconds = 0;   // inside EndIteration
-  double window_seconds = 0;     // the uplink window used; 0 = none
+  uint64_t iteration = 0;                  // the clock after this iteration
+  double stall_seconds = 0;                // BeginIteration blocked (policy, reconnect)
+  bool stalled = false;                    // BeginIteration had to wait
+  double compute_seconds = 0;              // BeginIteration's return to EndIteration
+  double transmit_seconds = 0;             // inside EndIteration
+  double window_seconds = 0;               // the uplink window used; 0 = none
   uint64_t rows_up = 0, bytes_up = 0;      // uplink batches of this iteration
   uint64_t rows_down = 0, bytes_down = 0;  // downlink since the last stats
   // Of bytes_up / bytes_down, the encoded row values; the rest is the index

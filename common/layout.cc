@@ -95,8 +95,8 @@ absl::StatusOr<Layout> Layout::Create(std::vector<TensorSpec> tensors, uint64_t 
       }
       numel *= static_cast<uint64_t>(d);
     }
-    const uint64_t rows = IsSplit(spec.shape, min_split_numel) ? static_cast<uint64_t>(spec.shape[0])
-                                                               : 1;
+    const uint64_t rows =
+        IsSplit(spec.shape, min_split_numel) ? static_cast<uint64_t>(spec.shape[0]) : 1;
     if (numel / rows > kMaxRowNumel) {
       return absl::ResourceExhaustedError(absl::StrCat("tensor '", spec.name, "' has rows of ",
                                                        numel / rows, " elements; at most ",
@@ -105,14 +105,14 @@ absl::StatusOr<Layout> Layout::Create(std::vector<TensorSpec> tensors, uint64_t 
     total_rows += rows;
     total_numel += numel;
     if (total_rows > max_rows) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "the model has more than ", max_rows, " rows (tensor '", spec.name, "' alone has ",
-          rows, "); at most ", max_rows, " are allowed"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the model has more than ", max_rows, " rows (tensor '", spec.name,
+                       "' alone has ", rows, "); at most ", max_rows, " are allowed"));
     }
     if (total_numel > limits.max_model_bytes / 4) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          "the model is more than ", limits.max_model_bytes, " bytes of fp32 (tensor '",
-          spec.name, "' of shape [", absl::StrJoin(spec.shape, ", "), "] alone is ", numel * 4,
+          "the model is more than ", limits.max_model_bytes, " bytes of fp32 (tensor '", spec.name,
+          "' of shape [", absl::StrJoin(spec.shape, ", "), "] alone is ", numel * 4,
           " bytes); at most ", limits.max_model_bytes, " are allowed"));
     }
   }
@@ -126,8 +126,8 @@ absl::StatusOr<Layout> Layout::Create(std::vector<TensorSpec> tensors, uint64_t 
     const TensorSpec& spec = tensors[t];
     uint64_t numel = 1;
     for (int64_t d : spec.shape) numel *= static_cast<uint64_t>(d);
-    const uint64_t rows = IsSplit(spec.shape, min_split_numel) ? static_cast<uint64_t>(spec.shape[0])
-                                                               : 1;
+    const uint64_t rows =
+        IsSplit(spec.shape, min_split_numel) ? static_cast<uint64_t>(spec.shape[0]) : 1;
     const uint64_t row_numel = numel / rows;
     layout.tensor_first_row_.push_back(static_cast<RowId>(layout.rows_.size()));
     layout.tensor_numel_.push_back(numel);
@@ -181,8 +181,7 @@ std::string Describe(const TensorSpec& t) {
 }  // namespace
 
 std::string DescribeLayoutDifference(const Layout& theirs, const Layout& ours,
-                                     absl::string_view theirs_name,
-                                     absl::string_view ours_name) {
+                                     absl::string_view theirs_name, absl::string_view ours_name) {
   if (theirs.fingerprint() == ours.fingerprint()) return "";
   const auto& a = theirs.tensors();
   const auto& b = ours.tensors();
@@ -198,8 +197,8 @@ std::string DescribeLayoutDifference(const Layout& theirs, const Layout& ours,
                         "; the first extra one is ", Describe(more ? a[b.size()] : b[a.size()]),
                         " in ", more ? theirs_name : ours_name);
   }
-  return absl::StrCat("the tensors match but min_split_numel is ", theirs.min_split_numel(),
-                      " in ", theirs_name, " and ", ours.min_split_numel(), " in ", ours_name);
+  return absl::StrCat("the tensors match but min_split_numel is ", theirs.min_split_numel(), " in ",
+                      theirs_name, " and ", ours.min_split_numel(), " in ", ours_name);
 }
 
 }  // namespace rog

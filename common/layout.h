@@ -101,8 +101,7 @@ uint64_t Fnv1a64(absl::string_view bytes);
 // "tensor 3 is 'fc1.weight' [16, 256] here but 'fc1.weight' [64, 256] in
 // theirs"; empty when the fingerprints are equal.
 std::string DescribeLayoutDifference(const Layout& theirs, const Layout& ours,
-                                     absl::string_view theirs_name,
-                                     absl::string_view ours_name);
+                                     absl::string_view theirs_name, absl::string_view ours_name);
 
 // Whether a tensor of this shape is split into rows (docs/design.md, "Rows").
 bool IsSplit(const std::vector<int64_t>& shape, uint64_t min_split_numel);

@@ -121,9 +121,9 @@ struct SimWorker {
 
   // Team patience.
   double detached_since = 0;
-  uint64_t detach_epoch = 0;             // tags this detachment's reattach ticks
-  uint32_t local_left = 0;               // local iterations it may still run
-  double good_since = -1;                // goodput good enough since (-1: not now)
+  uint64_t detach_epoch = 0;  // tags this detachment's reattach ticks
+  uint32_t local_left = 0;    // local iterations it may still run
+  double good_since = -1;     // goodput good enough since (-1: not now)
   double reattached_at = -1e9;
   RowId up_cursor = 0, down_cursor = 0;  // background round-robin
 
@@ -881,7 +881,8 @@ double Simulation::TeamRate(size_t extra, size_t without) const {
   size_t members = 0;
   double slowest = 0;
   for (size_t q = 0; q < workers_.size(); ++q) {
-    if (q == without || !(attached_[q] || q == extra) || workers_[q].phase == Phase::kDone) continue;
+    if (q == without || !(attached_[q] || q == extra) || workers_[q].phase == Phase::kDone)
+      continue;
     ++members;
     slowest = std::max(slowest, ShareSeconds(q));
   }
@@ -905,7 +906,8 @@ void Simulation::CheckPace() {
   const double without = TeamRate(SIZE_MAX, slowest);
   if (without < cfg_.detach_speedup * with) return;
   Detach(slowest, absl::StrFormat("w%d's share takes %.3f s: the team would run %.2fx as fast "
-                                  "without it", slowest, worst, without / with));
+                                  "without it",
+                                  slowest, worst, without / with));
   RefreshKnown();
   for (size_t s = 0; s < workers_.size(); ++s) {
     if (attached_[s] && workers_[s].phase == Phase::kStalled) TryStart(s);
@@ -917,9 +919,9 @@ void Simulation::EvaluateReattach(size_t w) {
   SimWorker& sw = workers_[w];
   if (attached_[w] || sw.phase == Phase::kDone || now_ >= cfg_.seconds) return;
   const double g = LinkGoodput(w);
-  const bool good = g > 0 &&
-                    static_cast<double>(ExpectedShareBytes()) / g <= kReattachFraction * cfg_.patience &&
-                    (cfg_.detach_speedup <= 0 || TeamRate(w, SIZE_MAX) >= TeamRate(SIZE_MAX, SIZE_MAX));
+  const bool good =
+      g > 0 && static_cast<double>(ExpectedShareBytes()) / g <= kReattachFraction * cfg_.patience &&
+      (cfg_.detach_speedup <= 0 || TeamRate(w, SIZE_MAX) >= TeamRate(SIZE_MAX, SIZE_MAX));
   if (!good) {
     sw.good_since = -1;
     return;

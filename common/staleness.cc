@@ -134,12 +134,9 @@ std::vector<size_t> BlameForStall(size_t self, const std::vector<size_t>& waitin
                                   const std::vector<uint64_t>& clocks,
                                   const std::vector<uint64_t>& needed,
                                   const AttachedSet& attached) {
-  BlameWalk walk{self,
-                 waits_for,
-                 clocks,
-                 needed,
-                 attached,
-                 std::vector<BlameWalk::State>(attached.size(), BlameWalk::kUnvisited),
+  BlameWalk walk{self,     waits_for,
+                 clocks,   needed,
+                 attached, std::vector<BlameWalk::State>(attached.size(), BlameWalk::kUnvisited),
                  {}};
   const uint64_t need = self < needed.size() ? needed[self] : 0;
   for (size_t q : waiting_for) {

@@ -96,8 +96,7 @@ StallPlan PlanStall(const VersionStore& global, const VersionStore& copy, size_t
 std::vector<size_t> BlameForStall(size_t self, const std::vector<size_t>& waiting_for,
                                   const std::vector<std::vector<size_t>>& waits_for,
                                   const std::vector<uint64_t>& clocks,
-                                  const std::vector<uint64_t>& needed,
-                                  const AttachedSet& attached);
+                                  const std::vector<uint64_t>& needed, const AttachedSet& attached);
 
 // What a stalled worker waits for: a peer that has not yet finished the
 // iteration the bound needs (inherent in S), a peer that has it but has not

@@ -30,10 +30,10 @@ absl::StatusOr<Layout> LayoutFromProto(const pb::Layout& proto, const LayoutLimi
   for (const pb::TensorSpec& t : proto.tensors()) {
     tensors.push_back(TensorSpec{t.name(), {t.shape().begin(), t.shape().end()}});
   }
-  return Layout::Create(std::move(tensors), proto.min_split_numel() == 0
-                                                ? Layout::kDefaultMinSplitNumel
-                                                : proto.min_split_numel(),
-                        limits);
+  return Layout::Create(
+      std::move(tensors),
+      proto.min_split_numel() == 0 ? Layout::kDefaultMinSplitNumel : proto.min_split_numel(),
+      limits);
 }
 
 std::string FloatsToBytes(absl::Span<const float> values) {

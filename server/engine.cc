@@ -124,14 +124,14 @@ struct WorkerRec {
   // Team patience: outside the bound and the window while detached.
   bool detached = false;
   double detached_at = 0;
-  uint64_t detached_clock = 0;   // its clock when detached (local steps count from it)
-  double detached_total = 0;     // seconds, over earlier detachments
+  uint64_t detached_clock = 0;  // its clock when detached (local steps count from it)
+  double detached_total = 0;    // seconds, over earlier detachments
   double reattached_at = -1e9;
   double reattach_ok_since = 0;  // 0: its link does not qualify (yet)
   uint64_t detaches = 0, reattaches = 0, late_rows = 0;
   std::string detach_reason;
-  uint64_t probes = 0;              // probes sent during this detachment
-  double last_down_sent = 0;        // when a downlink batch last left
+  uint64_t probes = 0;        // probes sent during this detachment
+  double last_down_sent = 0;  // when a downlink batch last left
   // Team pace: compute seconds per iteration (a moving average of what its
   // progress reports), and the totals of the last progress it came from.
   double compute_per_iteration = 0;
@@ -647,11 +647,11 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
   if (!parsed.ok()) {
     if (absl::IsResourceExhausted(parsed.status())) {
       *reason = "model_too_large";
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "hello from '", hello.worker_id(), "': ", parsed.status().message(),
-          " (rogd --max_model_bytes=", opt.layout_limits.max_model_bytes,
-          ", --max_rows=", opt.layout_limits.max_rows,
-          "): register the model's parameters only, or raise the limit"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("hello from '", hello.worker_id(), "': ", parsed.status().message(),
+                       " (rogd --max_model_bytes=", opt.layout_limits.max_model_bytes,
+                       ", --max_rows=", opt.layout_limits.max_rows,
+                       "): register the model's parameters only, or raise the limit"));
     }
     return absl::InvalidArgumentError(absl::StrCat("hello from '", hello.worker_id(),
                                                    "': bad layout: ", parsed.status().message()));
@@ -693,7 +693,8 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
           "hello from '", hello.worker_id(), "': a model of ", parsed->total_numel() * 4,
           " bytes in ", parsed->num_rows(), " rows needs ", need, " bytes of state for ", team,
           " workers (a copy per worker, versions per row and worker); rogd may use ",
-          opt.max_state_bytes, " (--max_state_bytes): use fewer rows (a larger "
+          opt.max_state_bytes,
+          " (--max_state_bytes): use fewer rows (a larger "
           "min_split_numel) or a smaller model, or raise the limit"));
     }
   }
@@ -882,10 +883,10 @@ void Engine::Impl::OnBatch(uint64_t session, UplinkBatch& b) {
     // The stream handler checks seqs; this is the engine's own guard, never
     // a silent drop.
     Refuse(*r, "bad_seq",
-           absl::InvalidArgumentError(absl::StrCat(
-               "row batch seq ", b.seq, " after ", r->last_applied,
-               ": seqs rise by 1 per batch; after a reconnect continue from "
-               "Welcome.last_applied_uplink_seq + 1")));
+           absl::InvalidArgumentError(
+               absl::StrCat("row batch seq ", b.seq, " after ", r->last_applied,
+                            ": seqs rise by 1 per batch; after a reconnect continue from "
+                            "Welcome.last_applied_uplink_seq + 1")));
     return;
   }
   // Everything is checked before anything is applied: a batch is folded
@@ -1008,9 +1009,8 @@ void Engine::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
     if (r->compute_iteration_seen > 0) {
       const double sample = (p.compute_seconds() - r->compute_total_seen) /
                             static_cast<double>(p.iteration() - r->compute_iteration_seen);
-      r->compute_per_iteration = r->compute_per_iteration > 0
-                                     ? 0.9 * r->compute_per_iteration + 0.1 * sample
-                                     : sample;
+      r->compute_per_iteration =
+          r->compute_per_iteration > 0 ? 0.9 * r->compute_per_iteration + 0.1 * sample : sample;
     }
     r->compute_iteration_seen = p.iteration();
     r->compute_total_seen = p.compute_seconds();
@@ -1128,8 +1128,8 @@ void Engine::Impl::CheckPatience(double now) {
       for (auto& q : workers) {
         needed[q->index] = NeededVersion(q->clock, bound);
         if (!q->stalled || q->state != WState::kConnected || !Attached(*q)) continue;
-        waits_for[q->index] = PlanStall(state->versions(), state->copy_versions(q->index),
-                                        q->index, attached, needed[q->index])
+        waits_for[q->index] = PlanStall(state->versions(), state->copy_versions(q->index), q->index,
+                                        attached, needed[q->index])
                                   .waiting_for;
       }
     }
@@ -1160,11 +1160,12 @@ void Engine::Impl::CheckPatience(double now) {
     MaybeProbe(*q, now);
     if (!MayReattach(*q, now)) continue;
     const double rate = DownlinkRate(*q, now);
-    Reattach(*q, absl::StrFormat("its link moves its share (%d bytes) in %.2f s, within half the "
-                                 "patience%s, for %.1f s (%d probes), and what it computed is folded",
-                                 static_cast<uint64_t>(ShareBytes()), ShareBytes() / rate,
-                                 opt.detach_speedup > 0 ? " and with the team's pace" : "",
-                                 now - q->reattach_ok_since, q->probes));
+    Reattach(*q,
+             absl::StrFormat("its link moves its share (%d bytes) in %.2f s, within half the "
+                             "patience%s, for %.1f s (%d probes), and what it computed is folded",
+                             static_cast<uint64_t>(ShareBytes()), ShareBytes() / rate,
+                             opt.detach_speedup > 0 ? " and with the team's pace" : "",
+                             now - q->reattach_ok_since, q->probes));
   }
   if (!detach.empty()) {
     SendKnownVersions(nullptr);

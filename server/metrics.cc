@@ -273,11 +273,11 @@ std::vector<MetricFamily> MetricFamilies(const MetricsSnapshot& snapshot, double
       "rog_worker_detached",
       "1 while rogd has the worker detached by --patience (outside the bound and the window)",
       MetricType::Gauge);
-  MetricFamily& w_detaches = fam.Add(
-      "rog_worker_detaches_total", "Times --patience detached the worker", MetricType::Counter);
+  MetricFamily& w_detaches = fam.Add("rog_worker_detaches_total",
+                                     "Times --patience detached the worker", MetricType::Counter);
   MetricFamily& w_reattaches =
-      fam.Add("rog_worker_reattaches_total", "Times the worker was reattached after its link recovered",
-              MetricType::Counter);
+      fam.Add("rog_worker_reattaches_total",
+              "Times the worker was reattached after its link recovered", MetricType::Counter);
   MetricFamily& w_detached_seconds =
       fam.Add("rog_worker_detached_seconds_total", "Seconds the worker spent detached",
               MetricType::Counter);
@@ -287,10 +287,10 @@ std::vector<MetricFamily> MetricFamilies(const MetricsSnapshot& snapshot, double
       "peer had not completed the iteration the bound needs), peer_uplink (a peer had, but had "
       "not pushed the rows), downlink (rogd held the rows and had not delivered them yet)",
       MetricType::Counter);
-  MetricFamily& w_late = fam.Add(
-      "rog_worker_late_rows_total",
-      "Rows the worker pushed while detached (folded as usual; nobody waited for them)",
-      MetricType::Counter);
+  MetricFamily& w_late =
+      fam.Add("rog_worker_late_rows_total",
+              "Rows the worker pushed while detached (folded as usual; nobody waited for them)",
+              MetricType::Counter);
   // By id, as rogctl workers lists them (the engine keeps them by join order).
   std::vector<const pb::WorkerInfo*> members;
   for (const pb::WorkerInfo& w : snapshot.workers.workers()) {

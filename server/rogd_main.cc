@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -19,11 +20,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "security/credential_files.h"
 #include "common/codec.h"
 #include "common/mta.h"
 #include "common/staleness.h"
 #include "grpcpp/grpcpp.h"
+#include "security/credential_files.h"
 #include "server/auth.h"
 #include "server/engine.h"
 #include "server/metrics.h"
@@ -149,8 +150,8 @@ std::string CheckpointDirProblem(const std::string& dir) {
                         " is not a folder; pass the folder that holds (or will hold) rogd.ckpt");
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-    return absl::StrCat("--checkpoint_dir=", dir, " is not writable by rogd (", std::strerror(errno),
-                        "); fix its owner or mode, or pass another folder");
+    return absl::StrCat("--checkpoint_dir=", dir, " is not writable by rogd (",
+                        std::strerror(errno), "); fix its owner or mode, or pass another folder");
   }
   return "";
 }
@@ -320,7 +321,8 @@ int main(int argc, char** argv) {
   }
   options.patience = absl::ToDoubleSeconds(patience);
   options.detach_speedup = absl::GetFlag(FLAGS_detach_speedup);
-  if (!(options.detach_speedup == 0 || (options.detach_speedup > 1 && options.detach_speedup <= 100))) {
+  if (!(options.detach_speedup == 0 ||
+        (options.detach_speedup > 1 && options.detach_speedup <= 100))) {
     return Fail("--detach_speedup must be 0 (off) or a factor above 1 and at most 100, e.g. 1.25");
   }
   options.detached_local_steps = absl::GetFlag(FLAGS_detached_local_steps);
@@ -342,7 +344,8 @@ int main(int argc, char** argv) {
     return Fail("--max_message_bytes must be between 65536 and 1073741824");
   }
   options.layout_limits.max_model_bytes = absl::GetFlag(FLAGS_max_model_bytes);
-  if (options.layout_limits.max_model_bytes < 4) return Fail("--max_model_bytes must be at least 4");
+  if (options.layout_limits.max_model_bytes < 4)
+    return Fail("--max_model_bytes must be at least 4");
   options.max_state_bytes = absl::GetFlag(FLAGS_max_state_bytes);
   options.layout_limits.max_rows = absl::GetFlag(FLAGS_max_rows);
   if (options.layout_limits.max_rows < 1 || options.layout_limits.max_rows > (1u << 24)) {

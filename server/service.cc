@@ -307,8 +307,7 @@ const std::vector<std::string>& RejectionReasons() {
       "bad_seq", "unexpected_values", "bad_codec", "bad_kind", "bad_row_ids", "empty_batch",
       "bad_index", "bad_count", "payload_size", "bad_values",
       // Anything else on a stream.
-      "bad_progress", "second_hello", "unknown_message", "unparseable",
-      "message_too_large",
+      "bad_progress", "second_hello", "unknown_message", "unparseable", "message_too_large",
       // What rogd knows of the worker (the engine): hello clocks, progress
       // clocks, update counts, finite folds, the order of values and updates.
       "bad_clock", "bad_ack", "non_finite_fold", "update_before_model",

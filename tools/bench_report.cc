@@ -358,10 +358,10 @@ int Repeats(const fs::path& results) {
     }
     figures.push_back(std::move(rep));
   }
-  rog::BenchSettings settings = SettingsFromFlags(
-      absl::StrCat(absl::GetFlag(FLAGS_traces), "/", absl::GetFlag(FLAGS_trace_prefix), "{1..",
-                   robots, "}.tsv"),
-      robots);
+  rog::BenchSettings settings =
+      SettingsFromFlags(absl::StrCat(absl::GetFlag(FLAGS_traces), "/",
+                                     absl::GetFlag(FLAGS_trace_prefix), "{1..", robots, "}.tsv"),
+                        robots);
   if (!absl::GetFlag(FLAGS_settings_file).empty()) {
     auto text = Read(absl::GetFlag(FLAGS_settings_file));
     if (!text.ok()) return Fail(std::string(text.status().message()));
@@ -428,10 +428,10 @@ int main(int argc, char** argv) {
     return Fail(absl::StrCat("no bsp/, ssp/ or rog/ folder in ", results.string()));
   }
   const int robots = static_cast<int>(runs[0].size());
-  const rog::BenchSettings settings = SettingsFromFlags(
-      absl::StrCat(absl::GetFlag(FLAGS_traces), "/", absl::GetFlag(FLAGS_trace_prefix), "{1..",
-                   robots, "}.tsv"),
-      robots);
+  const rog::BenchSettings settings =
+      SettingsFromFlags(absl::StrCat(absl::GetFlag(FLAGS_traces), "/",
+                                     absl::GetFlag(FLAGS_trace_prefix), "{1..", robots, "}.tsv"),
+                        robots);
   const absl::StatusOr<std::string> sim = SimulatorText();
   if (!sim.ok()) return Fail(std::string(sim.status().message()));
   // figures.tsv: each policy's iterations/s per robot at full precision,

@@ -299,8 +299,8 @@ RobotFigures Summarise(const RobotRun& run) {
     f.payload_up += r.payload_up;
     f.payload_down += r.payload_down;
   }
-  const std::vector<PushRecord> derived = run.pushes.empty() ? PushesFromIters(run.iters)
-                                                             : std::vector<PushRecord>();
+  const std::vector<PushRecord> derived =
+      run.pushes.empty() ? PushesFromIters(run.iters) : std::vector<PushRecord>();
   const std::vector<PushRecord>& pushes = run.pushes.empty() ? derived : run.pushes;
   std::vector<std::pair<double, double>> busy;  // trace time
   for (const PushRecord& p : pushes) {
@@ -539,10 +539,10 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
                  "| %s | %.2f | %s | %s | %d | %s | %s | %s | %s | %.1f / %.1f | %.2f%% | %s | "
                  "%s / %s%s |\n",
                  Label(p, settings.staleness), p.iterations_per_s, Pct(p.stall_share),
-                 Pct(p.detached_share), p.stalls,
-                 Pct(p.compute_share), Pct(p.transmit_share), ttt, acc, p.mb_up, p.mb_down,
-                 100 * p.index_overhead, p.link_utilisation > 0 ? Pct(p.link_utilisation) : "–",
-                 Ms(p.overshoot_p50), Ms(p.overshoot_p99),
+                 Pct(p.detached_share), p.stalls, Pct(p.compute_share), Pct(p.transmit_share), ttt,
+                 acc, p.mb_up, p.mb_down, 100 * p.index_overhead,
+                 p.link_utilisation > 0 ? Pct(p.link_utilisation) : "–", Ms(p.overshoot_p50),
+                 Ms(p.overshoot_p99),
                  p.late_push_share > 0
                      ? absl::StrFormat("; %s without late rows (%s late)",
                                        Ms(p.on_time_overshoot_p99), Pct(p.late_push_share))
@@ -555,11 +555,11 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
                     "last byte):\n\n| window | pushes | overshoot p50 | p99 |\n| --- | --- | --- | "
                     "--- |\n");
     for (const PolicyFigures::WindowBucket& b : p.overshoot_by_window) {
-      const std::string range =
-          std::isinf(b.up_to) ? absl::StrFormat("over %s", Ms(b.from))
-                              : absl::StrFormat("%s to %s", Ms(b.from), Ms(b.up_to));
-      absl::StrAppend(&md, absl::StrFormat("| %s | %d | %s | %s |\n", range, b.pushes, Ms(b.p50),
-                                           Ms(b.p99)));
+      const std::string range = std::isinf(b.up_to)
+                                    ? absl::StrFormat("over %s", Ms(b.from))
+                                    : absl::StrFormat("%s to %s", Ms(b.from), Ms(b.up_to));
+      absl::StrAppend(
+          &md, absl::StrFormat("| %s | %d | %s | %s |\n", range, b.pushes, Ms(b.p50), Ms(b.p99)));
     }
   }
   bool causes = false;
@@ -636,11 +636,11 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
                       settings.profile));
   for (const PolicyFigures& p : policies) {
     if (p.compute_per_iteration_s <= 0) continue;
-    absl::StrAppend(
-        &md, absl::StrFormat("- compute per iteration under %s: %.1f ms (mean; real compute "
-                             "before any --compute_time padding: %.1f ms)\n",
-                             Label(p, settings.staleness), 1e3 * p.compute_per_iteration_s,
-                             1e3 * p.real_compute_per_iteration_s));
+    absl::StrAppend(&md,
+                    absl::StrFormat("- compute per iteration under %s: %.1f ms (mean; real compute "
+                                    "before any --compute_time padding: %.1f ms)\n",
+                                    Label(p, settings.staleness), 1e3 * p.compute_per_iteration_s,
+                                    1e3 * p.real_compute_per_iteration_s));
   }
   absl::StrAppend(&md, "- CPU: ", settings.cpu, "\n", "- command: `", settings.command, "`\n");
   AppendSimulator(&md, simulator);
@@ -726,20 +726,20 @@ std::string RepeatsMarkdown(const std::vector<std::vector<PolicyFigures>>& repea
                   "taken within each repeat; mean (min–max)): **ROG/BSP ",
                   SpreadText(rog_bsp, 2, 1, "×"), "**, **ROG/SSP ", SpreadText(rog_ssp, 2, 1, "×"),
                   "**.\n\n");
-  const std::string target_name =
-      settings.target ? absl::StrFormat("accuracy %.4f", *settings.target)
-                      : std::string("BSP's final accuracy");
-  absl::StrAppend(&md,
-                  "| | it/s per robot | ROG's ratio to it | stall share | detached share | time to ",
-                  target_name,
-                  " | share of BSP's time | final accuracy |\n"
-                  "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  const std::string target_name = settings.target
+                                      ? absl::StrFormat("accuracy %.4f", *settings.target)
+                                      : std::string("BSP's final accuracy");
+  absl::StrAppend(
+      &md, "| | it/s per robot | ROG's ratio to it | stall share | detached share | time to ",
+      target_name,
+      " | share of BSP's time | final accuracy |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const Row& r : rows) {
     if (r.present == 0) continue;
     std::string ttt = SpreadText(SpreadOf(r.ttt), 0, 1, " s");
     if (r.not_reached > 0) {
-      ttt = absl::StrCat(r.ttt.empty() ? "" : ttt + "; ", "not reached in ", r.not_reached,
-                         " of ", r.present);
+      ttt = absl::StrCat(r.ttt.empty() ? "" : ttt + "; ", "not reached in ", r.not_reached, " of ",
+                         r.present);
     }
     absl::StrAppend(&md, "| ", r.label, " | ", SpreadText(SpreadOf(r.ips), 3), " | ",
                     SpreadText(SpreadOf(r.rog_ratio), 2, 1, "×"), " | ",
@@ -802,13 +802,13 @@ std::string RepeatsMarkdown(const std::vector<std::vector<PolicyFigures>>& repea
 
   absl::StrAppend(&md, "\n## Settings\n\n");
   for (const std::string& m : settings.more) absl::StrAppend(&md, "- ", m, "\n");
-  absl::StrAppend(&md,
-                  absl::StrFormat("- %d robots, S=%d, codec %s, traces %s × %g\n", settings.robots,
-                                  settings.staleness, settings.codec, settings.traces,
-                                  settings.trace_scale),
-                  "- links: ", settings.links.empty() ? "user-space relays" : settings.links, "\n",
-                  settings.team.empty() ? "" : absl::StrCat("- rogd: ", settings.team, "\n"),
-                  absl::StrFormat("- %.0f s of adaptation per run\n", settings.adapt_seconds));
+  absl::StrAppend(
+      &md,
+      absl::StrFormat("- %d robots, S=%d, codec %s, traces %s × %g\n", settings.robots,
+                      settings.staleness, settings.codec, settings.traces, settings.trace_scale),
+      "- links: ", settings.links.empty() ? "user-space relays" : settings.links, "\n",
+      settings.team.empty() ? "" : absl::StrCat("- rogd: ", settings.team, "\n"),
+      absl::StrFormat("- %.0f s of adaptation per run\n", settings.adapt_seconds));
   std::vector<double> compute, real;
   for (const auto& rep : repeats) {
     for (const PolicyFigures& p : rep) {
@@ -858,8 +858,8 @@ absl::StatusOr<int64_t> LateRowsFromWorkersJson(absl::string_view json) {
 
 absl::StatusOr<std::vector<double>> StallCausesFromWorkersJson(absl::string_view json) {
   std::vector<double> causes;
-  for (const char* key : {"stall_peer_compute_seconds", "stall_peer_uplink_seconds",
-                          "stall_downlink_seconds"}) {
+  for (const char* key :
+       {"stall_peer_compute_seconds", "stall_peer_uplink_seconds", "stall_downlink_seconds"}) {
     absl::StatusOr<double> sum = SumFromWorkersJson(json, key);
     if (absl::IsNotFound(sum.status())) return std::vector<double>();
     if (!sum.ok()) return sum.status();
@@ -981,8 +981,7 @@ std::string PatienceMarkdown(const std::vector<StudyRun>& runs, const BenchSetti
       settings.traces, " (",
       settings.links.empty() ? absl::StrCat("relays, one-way delay ", settings.delay)
                              : settings.links,
-      "); CPU: ", settings.cpu,
-      "; command: `", settings.command, "`\n");
+      "); CPU: ", settings.cpu, "; command: `", settings.command, "`\n");
   return md;
 }
 

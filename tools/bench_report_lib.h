@@ -196,7 +196,7 @@ struct BenchSettings {
   std::string traces;        // folder and files
   double adapt_seconds = 0;  // per policy
   int robots = 4;
-  std::string cpu;  // e.g. "2 cores, 1 torch thread per robot"
+  std::string cpu;            // e.g. "2 cores, 1 torch thread per robot"
   std::string delay = "5ms";  // one-way delay of every link, each direction
   // How the links were emulated ("" = user-space relays with `delay`), and
   // rogd's team settings (e.g. "patience 500ms, detach speedup 1.25").

@@ -90,7 +90,8 @@ std::string FlagsHelp(const std::vector<FlagSpec>& specs) {
 absl::StatusOr<Trace> ReadTraceFile(const std::string& path) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
-    return absl::NotFoundError(absl::StrCat("cannot read trace file ", path, ": ", strerror(errno)));
+    return absl::NotFoundError(
+        absl::StrCat("cannot read trace file ", path, ": ", strerror(errno)));
   }
   if (S_ISDIR(st.st_mode)) {
     return absl::InvalidArgumentError(
@@ -98,7 +99,8 @@ absl::StatusOr<Trace> ReadTraceFile(const std::string& path) {
   }
   std::ifstream in(path);
   if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot read trace file ", path, ": ", strerror(errno)));
+    return absl::NotFoundError(
+        absl::StrCat("cannot read trace file ", path, ": ", strerror(errno)));
   }
   std::stringstream text;
   text << in.rdbuf();

@@ -18,7 +18,7 @@ struct FlagSpec {
   const char* name;
   const char* default_value;  // nullptr: required
   const char* help;
-  bool repeated = false;      // may be given more than once (values joined with ',')
+  bool repeated = false;  // may be given more than once (values joined with ',')
 };
 
 // Parses --name=value (or --name value) into `values`, defaults first.

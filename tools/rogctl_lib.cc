@@ -12,9 +12,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "security/credential_files.h"
 #include "common/mta.h"
 #include "proto/convert.h"
+#include "security/credential_files.h"
 
 namespace rog {
 namespace ctl {
@@ -213,20 +213,18 @@ std::string StatusTable(const pb::StatusReply& s, double now_unix) {
   t.AddRow({"worker copies", HumanBytes(s.worker_copy_bytes())});
   t.AddRow({"uptime", HumanSeconds(s.uptime_seconds())});
   t.AddRow({"team ready", s.team_ready() ? "yes" : "no (waiting for --workers to join)"});
-  t.AddRow({"workers", absl::StrCat(s.workers_connected(), " connected, ", s.workers_lagging(),
-                                    " lagging, ", s.workers_detached(), " detached, ",
-                                    s.workers_evicted(), " evicted")});
-  t.AddRow({"patience",
-            s.patience() > 0
-                ? absl::StrCat(HumanSeconds(s.patience()), " (detached workers train ",
-                               s.detached_local_steps(), " local steps, then pause)")
-                : "off (the slowest link sets the window; nobody is detached)"});
+  t.AddRow({"workers",
+            absl::StrCat(s.workers_connected(), " connected, ", s.workers_lagging(), " lagging, ",
+                         s.workers_detached(), " detached, ", s.workers_evicted(), " evicted")});
+  t.AddRow({"patience", s.patience() > 0
+                            ? absl::StrCat(HumanSeconds(s.patience()), " (detached workers train ",
+                                           s.detached_local_steps(), " local steps, then pause)")
+                            : "off (the slowest link sets the window; nobody is detached)"});
   if (s.patience() > 0) {
-    t.AddRow({"team pace",
-              s.detach_speedup() > 0
-                  ? absl::StrCat("detach the slowest link when the team would run ",
-                                 s.detach_speedup(), "x as fast without it")
-                  : "off (only the patience detaches)"});
+    t.AddRow({"team pace", s.detach_speedup() > 0
+                               ? absl::StrCat("detach the slowest link when the team would run ",
+                                              s.detach_speedup(), "x as fast without it")
+                               : "off (only the patience detaches)"});
   }
   t.AddRow({"iterations", absl::StrCat("min ", s.min_iteration(), ", max ", s.max_iteration())});
   if (s.last_checkpoint_unix() > 0) {
@@ -306,8 +304,8 @@ std::string WorkersTable(const pb::WorkersReply& w) {
             : (i.detached() ? absl::StrCat("detached ", HumanSeconds(i.detached_for_seconds()))
                             : "attached");
     t.AddRow({i.worker_id(), i.state(), team, absl::StrCat(i.detaches()),
-              absl::StrCat(i.iteration()), absl::StrCat(i.lag()),
-              Rate(i.uplink_goodput()), Rate(i.downlink_goodput()), Percent(i.stall_share()),
+              absl::StrCat(i.iteration()), absl::StrCat(i.lag()), Rate(i.uplink_goodput()),
+              Rate(i.downlink_goodput()), Percent(i.stall_share()),
               Fixed(i.rows_pushed_per_iteration(), 1), Fixed(i.rows_pulled_per_iteration(), 1),
               HumanBytes(i.bytes_pushed_per_iteration()),
               HumanBytes(i.bytes_pulled_per_iteration()),

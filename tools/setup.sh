@@ -12,6 +12,8 @@ PACKAGES=(
   libssl-dev openssl pkg-config g++
   # fuzzing (tools/fuzz.sh): clang with libFuzzer and its sanitizer runtimes
   clang libclang-rt-14-dev
+  # the format check of tools/test.sh (.clang-format)
+  clang-format
   # run and test (cmake, strace and systemd's systemd-analyze: the
   # deployment test)
   dataset-fashion-mnist gnuplot-nox curl cmake strace systemd

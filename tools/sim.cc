@@ -220,9 +220,10 @@ int main(int argc, char** argv) {
     std::printf("  team patience %.3g s, detached workers run up to %u local steps\n",
                 base.patience, base.detached_local_steps);
     if (base.detach_speedup > 0) {
-      std::printf("  team pace: the slowest link detaches when the team would run %.3gx as fast "
-                  "without it\n",
-                  base.detach_speedup);
+      std::printf(
+          "  team pace: the slowest link detaches when the team would run %.3gx as fast "
+          "without it\n",
+          base.detach_speedup);
     }
   }
   if (base.traces.empty())

@@ -182,9 +182,10 @@ int main(int argc, char** argv) {
   for (const Target& t : targets) {
     const std::string said = RunTc(t, QdiscCommand("replace", t.dev, rate_at(0), queue_bytes));
     if (!said.empty()) {
-      return Fail(absl::StrCat("cannot set a tbf qdisc on ", t.dev,
-                               t.netns.empty() ? "" : absl::StrCat(" in network namespace ", t.netns),
-                               ": ", said, " (tc_link needs root, or CAP_NET_ADMIN, and tc)"));
+      return Fail(
+          absl::StrCat("cannot set a tbf qdisc on ", t.dev,
+                       t.netns.empty() ? "" : absl::StrCat(" in network namespace ", t.netns), ": ",
+                       said, " (tc_link needs root, or CAP_NET_ADMIN, and tc)"));
     }
   }
   sigset_t signals;
@@ -200,14 +201,14 @@ int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> names;
   for (const Target& t : targets) names.push_back(t.netns.empty() ? t.dev : t.netns + ":" + t.dev);
-  std::fprintf(stderr,
-               "tc_link: tbf on %s, trace %s (%zu samples, period %.3f s, mean %.3f Mbit/s) x %g, "
-               "time x %s, queue %llu bytes, no added delay, trace time 0 at unix %.6f\n",
-               absl::StrJoin(names, ", ").c_str(), flags["trace"].c_str(), trace->samples(),
-               trace->period(), trace->mean_mbit(), scale, flags["time_scale"].c_str(),
-               static_cast<unsigned long long>(queue_bytes),
-               std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-                   .count());
+  std::fprintf(
+      stderr,
+      "tc_link: tbf on %s, trace %s (%zu samples, period %.3f s, mean %.3f Mbit/s) x %g, "
+      "time x %s, queue %llu bytes, no added delay, trace time 0 at unix %.6f\n",
+      absl::StrJoin(names, ", ").c_str(), flags["trace"].c_str(), trace->samples(), trace->period(),
+      trace->mean_mbit(), scale, flags["time_scale"].c_str(),
+      static_cast<unsigned long long>(queue_bytes),
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   std::fflush(stderr);
 
   double next_change = trace->NextChange(0);

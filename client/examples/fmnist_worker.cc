@@ -276,19 +276,18 @@ class CsvFiles {
   void Iteration(const rog::IterationStats& s, int kind, double real_compute) {
     if (iters_ == nullptr) return;
     const double now = UnixSeconds();
-    std::fprintf(iters_,
-                 "%.6f,%lu,%.6f,%d,%.6f,%.6f,%.6f,%lu,%lu,%lu,%lu,%lu,%lu,%d,%.6f,%d,%.6f\n",
-                 now, static_cast<unsigned long>(s.iteration), s.stall_seconds,
-                 s.stalled ? 1 : 0, s.compute_seconds, s.transmit_seconds, s.window_seconds,
-                 static_cast<unsigned long>(s.rows_up), static_cast<unsigned long>(s.bytes_up),
-                 static_cast<unsigned long>(s.payload_up), static_cast<unsigned long>(s.rows_down),
-                 static_cast<unsigned long>(s.bytes_down),
-                 static_cast<unsigned long>(s.payload_down), s.disconnected ? 1 : 0,
-                 s.detached_seconds, kind, real_compute);
+    std::fprintf(
+        iters_, "%.6f,%lu,%.6f,%d,%.6f,%.6f,%.6f,%lu,%lu,%lu,%lu,%lu,%lu,%d,%.6f,%d,%.6f\n", now,
+        static_cast<unsigned long>(s.iteration), s.stall_seconds, s.stalled ? 1 : 0,
+        s.compute_seconds, s.transmit_seconds, s.window_seconds,
+        static_cast<unsigned long>(s.rows_up), static_cast<unsigned long>(s.bytes_up),
+        static_cast<unsigned long>(s.payload_up), static_cast<unsigned long>(s.rows_down),
+        static_cast<unsigned long>(s.bytes_down), static_cast<unsigned long>(s.payload_down),
+        s.disconnected ? 1 : 0, s.detached_seconds, kind, real_compute);
     std::fflush(iters_);
     for (const rog::PushStats& p : s.pushes) {
-      std::fprintf(pushes_, "%.6f,%lu,%.6f,%lu,%lu,%.6f,%.6f,%d,%lu,%.6f,%lu\n", now - p.age_seconds,
-                   static_cast<unsigned long>(p.iteration), p.window_seconds,
+      std::fprintf(pushes_, "%.6f,%lu,%.6f,%lu,%lu,%.6f,%.6f,%d,%lu,%.6f,%lu\n",
+                   now - p.age_seconds, static_cast<unsigned long>(p.iteration), p.window_seconds,
                    static_cast<unsigned long>(p.bytes), static_cast<unsigned long>(p.payload),
                    p.busy_seconds, p.overshoot_seconds, p.disconnected ? 1 : 0,
                    static_cast<unsigned long>(p.late_bytes), p.ack_seconds,
@@ -551,8 +550,7 @@ int main(int argc, char** argv) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - compute_start).count();
     real_compute_total += real_compute;
     if (real_compute < compute_time) {
-      std::this_thread::sleep_until(compute_start +
-                                    std::chrono::duration<double>(compute_time));
+      std::this_thread::sleep_until(compute_start + std::chrono::duration<double>(compute_time));
     }
     absl::StatusOr<rog::IterationStats> st = (*rog)->EndStep();
     if (!st.ok()) {

@@ -95,8 +95,7 @@ TEST_CASE("limits are checked before the row table is built", "[layout]") {
     auto l = Layout::Create({{"a", {16}}, {"big", {50, 8192}}}, 1024, limits);
     REQUIRE_FALSE(l.ok());
     CHECK(l.status().code() == absl::StatusCode::kResourceExhausted);
-    CHECK(std::string(l.status().message()).find("'big' of shape [50, 8192]") !=
-          std::string::npos);
+    CHECK(std::string(l.status().message()).find("'big' of shape [50, 8192]") != std::string::npos);
     CHECK(std::string(l.status().message()).find("1048576") != std::string::npos);
   }
   SECTION("more rows than max_rows, in one tensor or many") {
@@ -133,8 +132,8 @@ TEST_CASE("FindTensor finds by name and explains a miss", "[layout]") {
 TEST_CASE("DescribeLayoutDifference names the first differing tensor", "[layout]") {
   auto ours = Layout::Create({{"conv.weight", {8, 1, 5, 5}}, {"fc.weight", {64, 256}}});
   auto shape = Layout::Create({{"conv.weight", {8, 1, 5, 5}}, {"fc.weight", {16, 256}}});
-  auto extra = Layout::Create(
-      {{"conv.weight", {8, 1, 5, 5}}, {"fc.weight", {64, 256}}, {"fc.bias", {64}}});
+  auto extra =
+      Layout::Create({{"conv.weight", {8, 1, 5, 5}}, {"fc.weight", {64, 256}}, {"fc.bias", {64}}});
   auto split = Layout::Create({{"conv.weight", {8, 1, 5, 5}}, {"fc.weight", {64, 256}}}, 1);
   REQUIRE((ours.ok() && shape.ok() && extra.ok() && split.ok()));
   CHECK(DescribeLayoutDifference(*ours, *ours, "a", "b").empty());

@@ -1,12 +1,13 @@
 // The composed protocol rules that rogd, the SDK and the simulator share:
 // the team window, speculation, pacing and the row candidates each side
 // offers, driven by hand without a network or a clock.
+#include "common/protocol_rules.h"
+
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "catch2/catch.hpp"
-#include "common/protocol_rules.h"
 
 namespace rog {
 namespace {
@@ -48,10 +49,10 @@ TEST_CASE("only a worker ahead of the slowest may speculate under ROG", "[protoc
 
 TEST_CASE("a worker more than the lead ahead holds its link until the window ends",
           "[protocol_rules]") {
-  CHECK(HoldForPace(1.0, 2.0, 6, 4));          // two ahead, window open
-  CHECK_FALSE(HoldForPace(1.0, 2.0, 5, 4));    // one ahead: the lead allows it
-  CHECK_FALSE(HoldForPace(2.0, 2.0, 6, 4));    // the window has ended
-  CHECK_FALSE(HoldForPace(1.0, kInf, 6, 4));   // no window: nothing to hold for
+  CHECK(HoldForPace(1.0, 2.0, 6, 4));         // two ahead, window open
+  CHECK_FALSE(HoldForPace(1.0, 2.0, 5, 4));   // one ahead: the lead allows it
+  CHECK_FALSE(HoldForPace(2.0, 2.0, 6, 4));   // the window has ended
+  CHECK_FALSE(HoldForPace(1.0, kInf, 6, 4));  // no window: nothing to hold for
   CHECK(HoldForPace(1.0, 2.0, 6, 4, 0) == true);
   CHECK_FALSE(HoldForPace(1.0, 2.0, 6, 4, 2));
   // Nobody attached is UINT64_MAX: never ahead of it (no overflow).

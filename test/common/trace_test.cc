@@ -53,8 +53,7 @@ TEST_CASE("a time-scaled trace changes k times as often, at the same rates", "[t
   CHECK(base->TimeScaled(std::nan("")).period() == Approx(3.0));
 }
 
-TEST_CASE("bytes over an interval are the integral of the rate, whatever the rounding",
-          "[trace]") {
+TEST_CASE("bytes over an interval are the integral of the rate, whatever the rounding", "[trace]") {
   // The robot traces' 0.55 s cadence on a quarter time axis: sample
   // boundaries at multiples of 0.1375, which binary floating point cannot
   // hold exactly. An interval ending past a boundary that rounding put in
@@ -89,7 +88,7 @@ TEST_CASE("bytes over an interval are the integral of the rate, whatever the rou
 TEST_CASE("the median rate is weighted by time over every trace", "[trace]") {
   // 1 s at 8, 3 s at 2 (the last value holds for the mean interval, 1 s):
   auto a = Trace::Parse("0\t8\n1\t2\n2\t2\n3\t2\n", "a");  // period 4
-  auto b = Trace::Parse("0\t100\n1\t100\n", "b");              // 2 s at 100
+  auto b = Trace::Parse("0\t100\n1\t100\n", "b");          // 2 s at 100
   REQUIRE(a.ok());
   REQUIRE(b.ok());
   CHECK(Trace::MedianMbit({*a}) == Approx(2));

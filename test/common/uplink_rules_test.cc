@@ -40,7 +40,7 @@ TEST_CASE("update counts keep every row within the worker's clock", "[uplink_rul
   VersionStore versions(4, 2);
   // Worker 1 pushed every row up to 3.
   for (RowId row = 0; row < 4; ++row) versions.Set(row, 1, 3);
-  versions.Set(2, 1, 1);     // but row 2 only up to 1
+  versions.Set(2, 1, 1);  // but row 2 only up to 1
   CHECK(CheckUpdateCounts(versions, 1, layout, {0, 2}, {2, 4}, 5).ok());
   CHECK(CheckUpdateCounts(versions, 1, layout, {0}, {0}, 3).ok());  // a residual
   const absl::Status over = CheckUpdateCounts(versions, 1, layout, {0, 2}, {2, 5}, 5);

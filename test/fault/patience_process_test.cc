@@ -74,8 +74,8 @@ TEST_CASE("a worker process behind a link near zero is detached and reattaches; 
   const ConservationReport report = CheckFaultConservation(layout, *global, incs);
   WARN("v detached " << after.detaches() << " time(s), " << after.detached_seconds()
                      << " s in all, " << after.late_rows() << " late rows; a went from "
-                     << a_at_detach << " on while v was detached; v computed "
-                     << incs[2].computed << " iterations (its clock rejoined the team's)\n"
+                     << a_at_detach << " on while v was detached; v computed " << incs[2].computed
+                     << " iterations (its clock rejoined the team's)\n"
                      << report.summary);
   INFO(report.problems);
   CHECK(report.ok);

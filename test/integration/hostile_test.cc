@@ -154,8 +154,7 @@ TEST_CASE("before the model exists: absurd layouts, clocks, bytes and order are 
     t->set_name("w");
     t->add_shape(16777216);
     t->add_shape(1073741824);
-    h.mutable_hello()->set_layout_fingerprint(
-        LayoutFromProto(h.hello().layout())->fingerprint());
+    h.mutable_hello()->set_layout_fingerprint(LayoutFromProto(h.hello().layout())->fingerprint());
     const RawResult r = Raw(address, {h});
     INFO(r.message);
     CHECK(r.code == grpc::StatusCode::RESOURCE_EXHAUSTED);
@@ -267,8 +266,8 @@ TEST_CASE("after the model exists: counts, clocks, overflow, order and size are 
   // Initial values once the model exists, from a worker that was never
   // asked for them.
   {
-    const RawResult r = Raw(address, {HelloFor("y", layout),
-                                      Update(layout, 1, 0, 1, 7, 0, 0, pb::BATCH_KIND_VALUES)});
+    const RawResult r = Raw(
+        address, {HelloFor("y", layout), Update(layout, 1, 0, 1, 7, 0, 0, pb::BATCH_KIND_VALUES)});
     CHECK(r.code == grpc::StatusCode::INVALID_ARGUMENT);
     CHECK(Rejected(address, "unexpected_values") == 1);
   }

@@ -212,7 +212,8 @@ TEST_CASE("a worker that stops reading its stream is cut off at --max_stream_bac
   }
   const RawResult r = flood.Finish();
   WARN("backlog: the flooding client saw " << r.code << ": " << r.message);
-  INFO("wrote " << written << " progress reports in " << MonotonicSeconds() - t0 << " s; " << r.message);
+  INFO("wrote " << written << " progress reports in " << MonotonicSeconds() - t0 << " s; "
+                << r.message);
   INFO((*rogd)->log());
   CHECK(cut);
   CHECK(MonotonicSeconds() - t0 < 60);

@@ -73,10 +73,10 @@ TEST_CASE("a robot behind an obstacle is detached, the team goes on, it reattach
                        Dip{"rog", 2, "1s", 3, true, 100e3}}) {
     DYNAMIC_SECTION(d.sync << " local_steps=" << d.local_steps
                            << (d.reconnect ? " reconnect" : "")) {
-      auto rogd = RogdProcess::Start({absl::StrCat("--sync=", d.sync), "--staleness=2",
-                                      "--workers=3", "--lease=60s",
-                                      absl::StrCat("--patience=", d.patience),
-                                      absl::StrCat("--detached_local_steps=", d.local_steps)});
+      auto rogd =
+          RogdProcess::Start({absl::StrCat("--sync=", d.sync), "--staleness=2", "--workers=3",
+                              "--lease=60s", absl::StrCat("--patience=", d.patience),
+                              absl::StrCat("--detached_local_steps=", d.local_steps)});
       REQUIRE(rogd.ok());
       auto o = Obstacle::Start(**rogd, d.bound, 80);
       REQUIRE(o != nullptr);
@@ -239,9 +239,8 @@ TEST_CASE(
       }
       links[1]->SetRate(kUp);
       if (pace) {
-        REQUIRE(WaitFor(40, [&] {
-          return absl::StrContains((*rogd)->log(), "reattached worker b");
-        }));
+        REQUIRE(
+            WaitFor(40, [&] { return absl::StrContains((*rogd)->log(), "reattached worker b"); }));
         CHECK(absl::StrContains((*rogd)->log(), "and with the team's pace"));
       }
       team.JoinAll();
@@ -258,8 +257,8 @@ TEST_CASE("a robot reattached and at once behind an obstacle again reattaches wh
   // came while the rows it had missed were still on their way down. It did
   // not reattach within a minute of its link recovering then; here it must
   // within 40 s. (Not reproduced so far: this passes.)
-  auto rogd = RogdProcess::Start({"--sync=ssp", "--staleness=2", "--workers=3", "--lease=60s",
-                                  "--patience=1s"});
+  auto rogd = RogdProcess::Start(
+      {"--sync=ssp", "--staleness=2", "--workers=3", "--lease=60s", "--patience=1s"});
   REQUIRE(rogd.ok());
   auto o = Obstacle::Start(**rogd, 2, 100000);
   REQUIRE(o != nullptr);
@@ -298,8 +297,8 @@ TEST_CASE("a robot reattached and at once behind an obstacle again reattaches wh
 
 TEST_CASE("without patience the same obstacle holds the whole team at the bound", "[patience]") {
   // The control for the case above: the scenario is one patience changes.
-  auto rogd = RogdProcess::Start({"--sync=rog", "--staleness=2", "--workers=3", "--lease=60s",
-                                  "--patience=0"});
+  auto rogd = RogdProcess::Start(
+      {"--sync=rog", "--staleness=2", "--workers=3", "--lease=60s", "--patience=0"});
   REQUIRE(rogd.ok());
   auto o = Obstacle::Start(**rogd, 2, 40);
   REQUIRE(o != nullptr);
@@ -314,7 +313,7 @@ TEST_CASE("without patience the same obstacle holds the whole team at the bound"
   std::this_thread::sleep_for(std::chrono::seconds(4));
   const uint64_t a_after = a.worker->clock(), b_after = b.worker->clock();
   INFO("b " << b_at_dip << " -> " << b_after << ", a " << a_after);
-  CHECK(a_after <= b_after + 3);  // the bound: a waits for b
+  CHECK(a_after <= b_after + 3);   // the bound: a waits for b
   CHECK(b_after <= b_at_dip + 2);  // b's link moves its share in tens of seconds
   link_b->SetRate(kUp);
   team.JoinAll();

@@ -382,8 +382,7 @@ TEST_CASE("a corrupt checkpoint is refused at start, naming the file and why", "
   CHECK(init.status().message().find("missing.ckpt") != absl::string_view::npos);
 }
 
-TEST_CASE("a checkpoint folder that is missing or not a folder is refused at start",
-          "[protocol]") {
+TEST_CASE("a checkpoint folder that is missing or not a folder is refused at start", "[protocol]") {
   const std::string dir = MakeTempDir("ckptdir");
   auto missing = RogdProcess::Start({"--checkpoint_dir=" + dir + "/not-there"});
   REQUIRE_FALSE(missing.ok());
@@ -620,10 +619,9 @@ TEST_CASE("on a slow link the window cuts sharply", "[protocol][slow]") {
                           << s.uplink_goodput);
       // Pushes are reported once acknowledged, usually with the next iteration.
       for (const PushStats& p : s.pushes) {
-        UNSCOPED_INFO("  push of iteration " << p.iteration << ": overshoot "
-                                             << p.overshoot_seconds << " s, late "
-                                             << p.late_bytes << " B, busy " << p.busy_seconds
-                                             << " s");
+        UNSCOPED_INFO("  push of iteration " << p.iteration << ": overshoot " << p.overshoot_seconds
+                                             << " s, late " << p.late_bytes << " B, busy "
+                                             << p.busy_seconds << " s");
         if (p.window_seconds <= 0) continue;
         if (p.late_bytes > 0) {
           ++late;

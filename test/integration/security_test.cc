@@ -21,9 +21,9 @@
 #include "absl/strings/str_cat.h"
 #include "catch2/catch.hpp"
 #include "client/worker.h"
+#include "test/testing/rogctl_runner.h"
 #include "test/testing/rogd_harness.h"
 #include "test/testing/team.h"
-#include "test/testing/rogctl_runner.h"
 
 namespace rog {
 namespace {
@@ -278,9 +278,8 @@ TEST_CASE("mutual TLS and tokens: wrong credentials are refused and change nothi
   CHECK(absl::StrContains(log, "refused a call from"));
   // Written by gRPC's TLS layer on its own threads, in no order with what
   // the clients saw.
-  CHECK(WaitFor(10, [&] {
-    return absl::StrContains((*rogd)->log(), "certificate verify failed");
-  }));
+  CHECK(
+      WaitFor(10, [&] { return absl::StrContains((*rogd)->log(), "certificate verify failed"); }));
   CHECK((*rogd)->Stop() == 0);
 }
 

@@ -27,7 +27,9 @@ EngineOptions Options(SyncPolicy policy = SyncPolicy::kSsp, size_t team = 1) {
   return o;
 }
 
-std::vector<float> Ones(const Layout& layout) { return std::vector<float>(layout.total_numel(), 1); }
+std::vector<float> Ones(const Layout& layout) {
+  return std::vector<float>(layout.total_numel(), 1);
+}
 
 // A harness whose first worker "a" brought the model (all ones) and is at
 // clock 0.
@@ -108,8 +110,7 @@ TEST_CASE("a hello whose layout is too large is refused before anything is alloc
   CHECK_FALSE(small.engine().Status().has_model());
   // SmallLayout's 9 rows are over --max_rows=4 too; the first engine, with
   // the default limits, admits it after all the refusals.
-  CHECK(small.Hello(small.MakeHello("a")).status().code() ==
-        absl::StatusCode::kResourceExhausted);
+  CHECK(small.Hello(small.MakeHello("a")).status().code() == absl::StatusCode::kResourceExhausted);
   CHECK(h.Hello(h.MakeHello("a")).ok());
 }
 
@@ -229,8 +230,8 @@ TEST_CASE("finite updates that would make the model non-finite are refused whole
     std::vector<float> values(m.h.layout().total_numel(), -1);
     for (RowId r = 0; r < 8; ++r) values[m.h.layout().row(r).offset] = -3e38f;
     for (uint32_t j = 0; j < 3; ++j) values[m.h.layout().row(8).offset + j] = 3e38f;
-    m.h.Batch(m.a, pb::BATCH_KIND_UPDATE, {0, 1, 2, 3, 4, 5, 6, 7, 8},
-              std::vector<uint32_t>(9, 1), values);
+    m.h.Batch(m.a, pb::BATCH_KIND_UPDATE, {0, 1, 2, 3, 4, 5, 6, 7, 8}, std::vector<uint32_t>(9, 1),
+              values);
     RequireRefused(m.h, m.a, absl::StatusCode::kInvalidArgument, "non_finite_fold",
                    "would make the global value non-finite");
     // Events the refused stream had queued after it are dropped.
@@ -264,8 +265,7 @@ TEST_CASE("the pending copy of another worker cannot overflow either", "[engine]
   m.h.Account(m.a);
   m.h.Progress(m.a, 2);
   m.h.UpdateAll(m.a, -3e38f, 1);
-  RequireRefused(m.h, m.a, absl::StatusCode::kInvalidArgument, "non_finite_fold",
-                 "non-finite");
+  RequireRefused(m.h, m.a, absl::StatusCode::kInvalidArgument, "non_finite_fold", "non-finite");
   CHECK_FALSE(b.outbox->ended());
 }
 

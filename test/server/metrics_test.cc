@@ -228,7 +228,8 @@ TEST_CASE("every rejection reason in service.cc and engine.cc is listed", "[metr
 }
 
 // docs/operations.md "What is refused, and how" has a row for every reason.
-TEST_CASE("the operations guide's table of refusals lists every rejection reason", "[metrics][docs]") {
+TEST_CASE("the operations guide's table of refusals lists every rejection reason",
+          "[metrics][docs]") {
   const char* srcdir = std::getenv("TEST_SRCDIR");
   const char* workspace = std::getenv("TEST_WORKSPACE");
   REQUIRE(srcdir != nullptr);

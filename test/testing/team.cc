@@ -141,8 +141,8 @@ std::vector<Violation> Team::CheckStart(Member* m, uint64_t clock,
         violations.push_back(
             Violation{started, ids[marker],
                       absl::StrCat(m->id, " started iteration ", clock + 1, " holding ", held,
-                                   " iterations of marker ", marker, " in row ",
-                                   layout_.RowName(r), "; the bound needs ", want)});
+                                   " iterations of marker ", marker, " in row ", layout_.RowName(r),
+                                   "; the bound needs ", want)});
       }
       const double lag = static_cast<double>(entry.clock_count) - held;
       if (lag > m->max_lag) m->max_lag = static_cast<uint64_t>(lag);

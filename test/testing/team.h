@@ -106,7 +106,7 @@ class Team {
   std::vector<float> initial_;
   std::mutex mu_;
   std::map<int, uint64_t> join_clock_;  // attached members by marker
-  std::map<int, std::string> ids_;       // every member's id by marker
+  std::map<int, std::string> ids_;      // every member's id by marker
   std::atomic<bool> stop_{false};
   // By marker, ascending: the clock each iteration it computed ended at.
   std::map<int, std::vector<uint64_t>> computed_;

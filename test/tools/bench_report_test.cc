@@ -336,8 +336,8 @@ TEST_CASE("rogd's stall causes add up over rogctl workers --json", "[bench]") {
   auto old = StallCausesFromWorkersJson("{\"workers\":[{\"id\":\"a\",\"late_rows\":3}]}");
   REQUIRE(old.ok());
   CHECK(old->empty());
-  CHECK_FALSE(StallCausesFromWorkersJson("{\"workers\":[{\"stall_peer_compute_seconds\":?}]}")
-                  .ok());
+  CHECK_FALSE(
+      StallCausesFromWorkersJson("{\"workers\":[{\"stall_peer_compute_seconds\":?}]}").ok());
 }
 
 TEST_CASE("patience.md compares every run with the same policy without patience", "[bench]") {
@@ -458,7 +458,8 @@ TEST_CASE("the summary over repeats takes ratios within each repeat and checks t
   CHECK(md.find("2 repeats per policy") != std::string::npos);
   CHECK(md.find("**ROG/BSP 2.00× (1.50–2.50×)**") != std::string::npos);
   CHECK(md.find("**ROG/SSP 1.50× (1.00–2.00×)**") != std::string::npos);
-  CHECK(md.find("| BSP | 1.500 (1.000–2.000) | 2.00× (1.50–2.50×) | 10.0% | 0.0% |") != std::string::npos);
+  CHECK(md.find("| BSP | 1.500 (1.000–2.000) | 2.00× (1.50–2.50×) | 10.0% | 0.0% |") !=
+        std::string::npos);
   // ROG's time to BSP's accuracy: 40 s and 90 s; its share 0.4 and 0.9.
   CHECK(md.find("| 65 s (40–90 s) | 0.65 (0.40–0.90) | 0.7150 (0.7000–0.7300) |") !=
         std::string::npos);

@@ -21,8 +21,8 @@
 #include "absl/strings/str_cat.h"
 #include "client/torch_adapter.h"
 #include "test/client/torch_testing.h"
-#include "test/testing/rogd_harness.h"
 #include "test/testing/rogctl_runner.h"
+#include "test/testing/rogd_harness.h"
 #include "tools/rogctl_lib.h"
 
 // LibTorch's glog headers define CHECK; Catch2's must win, so it comes last.

@@ -18,9 +18,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "catch2/catch.hpp"
+#include "test/testing/rogctl_runner.h"
 #include "test/testing/rogd_harness.h"
 #include "test/testing/team.h"
-#include "test/testing/rogctl_runner.h"
 
 namespace rog {
 namespace {

@@ -175,8 +175,8 @@ TEST_CASE("workers table and JSON", "[rogctl]") {
   const std::vector<std::string> lines = absl::StrSplit(table, '\n', absl::SkipEmpty());
   REQUIRE(lines.size() == 2);
   CHECK(lines[0].size() == lines[1].size());  // aligned
-  for (const char* cell : {"robot1", "connected", "detached 12.0s", "42", "2.0 KiB/s", "1.0 MiB/s", "12.5%", "4.5",
-                           "16.0", "100 B", "4.0 KiB", "0.002s", "1.5s ago"}) {
+  for (const char* cell : {"robot1", "connected", "detached 12.0s", "42", "2.0 KiB/s", "1.0 MiB/s",
+                           "12.5%", "4.5", "16.0", "100 B", "4.0 KiB", "0.002s", "1.5s ago"}) {
     INFO(cell);
     CHECK(absl::StrContains(table, cell));
   }

@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
   rog::WorkerOptions options;
   options.server = argv[1];
   options.worker_id = id;
-  absl::StatusOr<std::unique_ptr<rog::Worker>> worker = rog::Worker::Start(options, *layout, params);
+  absl::StatusOr<std::unique_ptr<rog::Worker>> worker =
+      rog::Worker::Start(options, *layout, params);
   if (!worker.ok()) return Fail(id, "start", worker.status());
 
   std::vector<float> update(params.size(), step);
