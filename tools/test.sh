@@ -3,7 +3,8 @@
 # (tools/setup.sh), then `bazel test //...`, then prints a closing line
 # `N passed, M failed` that counts Catch2 test cases across all test
 # binaries, plus one case for the documentation (tools/check_docs.sh), one
-# for the layers (tools/check_layers.sh), one for the deployment (test/deploy/install_test.sh,
+# for the layers (tools/check_layers.sh), one for the C++ formatting
+# (tools/check_format.sh), one for the deployment (test/deploy/install_test.sh,
 # skipped with ROG_SKIP_DEPLOY=1), one for the main job
 # (`tools/run.sh --quick`) and one for the benchmark
 # (`tools/bench.sh --profile=tiny`), these two skipped with ROG_SKIP_RUN=1,
@@ -112,6 +113,11 @@ fi
 # files; the product does not use the simulator or the bench harness).
 if [ "$has_pattern" -eq 0 ]; then
   script_case 60 '^check_layers: ok ' 10 tools/check_layers.sh
+fi
+
+# The C++ formatting (tools/check_format.sh: clang-format --dry-run).
+if [ "$has_pattern" -eq 0 ]; then
+  script_case 120 '^check_format: ok ' 25 tools/check_format.sh
 fi
 
 # Every libFuzzer target for a bounded time, one test case each (the
