@@ -270,11 +270,12 @@ struct Engine::Impl {
   // Refuses what worker r sent on its current stream: nothing of it is
   // applied, it is counted under `reason` and logged, and the stream ends
   // with `status`; events the stream queued after it are dropped.
-  void Refuse(WorkerRec& r, const std::string& reason, const absl::Status& status) {
-    ++rejected[reason];
-    LogRefusal(reason, absl::StrCat("worker ", r.id, " at ", r.peer), status.message());
+  void Refuse(WorkerRec& r, Rejection reason, const absl::Status& status) {
+    const std::string label = RejectionLabel(reason);
+    ++rejected[label];
+    LogRefusal(label, absl::StrCat("worker ", r.id, " at ", r.peer), status.message());
     r.refused_session = r.session;
-    if (r.outbox) r.outbox->End(status, reason);
+    if (r.outbox) r.outbox->End(status, label);
   }
 
   uint64_t MinAttachedClock(const WorkerRec* except = nullptr) const {
@@ -607,7 +608,7 @@ struct Engine::Impl {
 
   // --- events ----------------------------------------------------------------
   absl::StatusOr<Admission> OnHello(std::shared_ptr<Outbox> outbox, const pb::Hello& hello,
-                                    const std::string& peer, std::string* reason);
+                                    const std::string& peer, Rejection* reason);
   void OnBatch(uint64_t session, UplinkBatch& batch);
   void OnAck(uint64_t session, const pb::Ack& ack);
   void OnProgress(uint64_t session, const pb::Progress& p);
@@ -639,14 +640,14 @@ struct Engine::Impl {
 
 absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
                                                 const pb::Hello& hello, const std::string& peer,
-                                                std::string* reason) {
-  *reason = "bad_hello";
+                                                Rejection* reason) {
+  *reason = Rejection::kBadHello;
   // Bounded before anything is allocated for it: a hello of a few bytes can
   // describe petabytes.
   absl::StatusOr<Layout> parsed = LayoutFromProto(hello.layout(), opt.layout_limits);
   if (!parsed.ok()) {
     if (absl::IsResourceExhausted(parsed.status())) {
-      *reason = "model_too_large";
+      *reason = Rejection::kModelTooLarge;
       return absl::ResourceExhaustedError(
           absl::StrCat("hello from '", hello.worker_id(), "': ", parsed.status().message(),
                        " (rogd --max_model_bytes=", opt.layout_limits.max_model_bytes,
@@ -659,7 +660,7 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
   {
     absl::Status clock = CheckHelloClock(hello.iteration());
     if (!clock.ok()) {
-      *reason = "bad_clock";
+      *reason = Rejection::kBadClock;
       return absl::InvalidArgumentError(
           absl::StrCat("hello from '", hello.worker_id(), "': ", clock.message()));
     }
@@ -688,7 +689,7 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
     const uint64_t team = std::max<uint64_t>(opt.team_size, 1);
     const uint64_t need = StateBytes(*parsed, team);
     if (need > opt.max_state_bytes) {
-      *reason = "model_too_large";
+      *reason = Rejection::kModelTooLarge;
       return absl::ResourceExhaustedError(absl::StrCat(
           "hello from '", hello.worker_id(), "': a model of ", parsed->total_numel() * 4,
           " bytes in ", parsed->num_rows(), " rows needs ", need, " bytes of state for ", team,
@@ -698,7 +699,7 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
           "min_split_numel) or a smaller model, or raise the limit"));
     }
   }
-  if (state && parsed->fingerprint() != layout->fingerprint()) *reason = "layout_mismatch";
+  if (state && parsed->fingerprint() != layout->fingerprint()) *reason = Rejection::kLayoutMismatch;
   if (!state) {
     // No model yet: the first worker brings it.
     if (!workers.empty() && r == nullptr) {
@@ -780,7 +781,7 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
     } else {
       if (workers.size() < opt.max_workers &&
           StateBytes(*layout, workers.size() + 1) > opt.max_state_bytes) {
-        *reason = "too_many_workers";
+        *reason = Rejection::kTooManyWorkers;
         return absl::ResourceExhaustedError(absl::StrCat(
             "'", hello.worker_id(), "' would be worker record ", workers.size() + 1,
             ", and the model state would then need ", StateBytes(*layout, workers.size() + 1),
@@ -790,7 +791,7 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
             "limit"));
       }
       if (workers.size() >= opt.max_workers) {
-        *reason = "too_many_workers";
+        *reason = Rejection::kTooManyWorkers;
         return absl::ResourceExhaustedError(absl::StrCat(
             "rogd keeps ", workers.size(),
             " worker records (--max_workers), evicted ones "
@@ -882,7 +883,7 @@ void Engine::Impl::OnBatch(uint64_t session, UplinkBatch& b) {
   if (b.seq != r->last_applied + 1) {
     // The stream handler checks seqs; this is the engine's own guard, never
     // a silent drop.
-    Refuse(*r, "bad_seq",
+    Refuse(*r, Rejection::kBadSeq,
            absl::InvalidArgumentError(
                absl::StrCat("row batch seq ", b.seq, " after ", r->last_applied,
                             ": seqs rise by 1 per batch; after a reconnect continue from "
@@ -892,7 +893,7 @@ void Engine::Impl::OnBatch(uint64_t session, UplinkBatch& b) {
   // Everything is checked before anything is applied: a batch is folded
   // whole or not at all.
   if (b.kind == pb::BATCH_KIND_VALUES && state) {
-    Refuse(*r, "unexpected_values",
+    Refuse(*r, Rejection::kUnexpectedValues,
            absl::InvalidArgumentError(absl::StrCat(
                "initial values (BATCH_KIND_VALUES, seq ", b.seq,
                ") after the model was complete: every row's values had arrived; send updates "
@@ -900,7 +901,7 @@ void Engine::Impl::OnBatch(uint64_t session, UplinkBatch& b) {
     return;
   }
   if (b.kind != pb::BATCH_KIND_VALUES && !state) {
-    Refuse(*r, "update_before_model",
+    Refuse(*r, Rejection::kUpdateBeforeModel,
            absl::InvalidArgumentError(absl::StrCat(
                "an update (seq ", b.seq, ") before the initial model was complete: ", staged_rows,
                " of ", layout->num_rows(),
@@ -910,7 +911,7 @@ void Engine::Impl::OnBatch(uint64_t session, UplinkBatch& b) {
   }
   if (b.kind != pb::BATCH_KIND_VALUES) {
     if (b.iteration > r->clock) {
-      Refuse(*r, "bad_clock",
+      Refuse(*r, Rejection::kBadClock,
              absl::InvalidArgumentError(absl::StrCat(
                  "row batch formed at iteration ", b.iteration,
                  " but rogd holds this worker at iteration ", r->clock,
@@ -927,7 +928,7 @@ void Engine::Impl::OnBatch(uint64_t session, UplinkBatch& b) {
     absl::Status s =
         CheckUpdateCounts(state->versions(), r->index, *layout, b.rows, b.counts, b.iteration);
     if (!s.ok()) {
-      Refuse(*r, "bad_count", s);
+      Refuse(*r, Rejection::kBadCount, s);
       return;
     }
     size_t at = 0;
@@ -935,7 +936,7 @@ void Engine::Impl::OnBatch(uint64_t session, UplinkBatch& b) {
       const uint32_t numel = layout->row(b.rows[k]).numel;
       s = state->CheckFold(r->index, b.rows[k], absl::MakeConstSpan(b.values.data() + at, numel));
       if (!s.ok()) {
-        Refuse(*r, "non_finite_fold", s);
+        Refuse(*r, Rejection::kNonFiniteFold, s);
         return;
       }
       at += numel;
@@ -979,7 +980,7 @@ void Engine::Impl::OnAck(uint64_t session, const pb::Ack& ack) {
   WorkerRec* r = Live(session);
   if (r == nullptr) return;
   if (ack.seq() >= r->next_down_seq) {
-    Refuse(*r, "bad_ack",
+    Refuse(*r, Rejection::kBadAck,
            absl::InvalidArgumentError(absl::StrCat(
                "ack of downlink seq ", ack.seq(), " but rogd has sent up to seq ",
                r->next_down_seq - 1,
@@ -1000,7 +1001,7 @@ void Engine::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
   WorkerRec* r = Live(session);
   if (r == nullptr) return;
   if (absl::Status s = CheckReportedClock(r->clock, p.iteration()); !s.ok()) {
-    Refuse(*r, "bad_clock", s);
+    Refuse(*r, Rejection::kBadClock, s);
     return;
   }
   r->last_seen = Now();
@@ -1540,8 +1541,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Start(EngineOptions options) {
 }
 
 absl::StatusOr<Admission> Engine::Hello(std::shared_ptr<Outbox> outbox, const pb::Hello& hello,
-                                        std::string peer, std::string* reason) {
-  std::string ignored;
+                                        std::string peer, Rejection* reason) {
+  Rejection ignored = Rejection::kNone;
   if (reason == nullptr) reason = &ignored;
   return impl_->Call<absl::StatusOr<Admission>>(
       [&] { return impl_->OnHello(std::move(outbox), hello, peer, reason); });
@@ -1583,11 +1584,10 @@ void Engine::Closed(uint64_t session) {
   impl_->Post([this, session] { impl_->OnClosed(session); });
 }
 
-void Engine::CountRejection(const std::string& reason, const std::string& who,
-                            const std::string& message) {
-  impl_->Post([this, reason, who, message] {
-    ++impl_->rejected[reason];
-    impl_->LogRefusal(reason, who, message);
+void Engine::CountRejection(Rejection reason, const std::string& who, const std::string& message) {
+  impl_->Post([this, label = std::string(RejectionLabel(reason)), who, message] {
+    ++impl_->rejected[label];
+    impl_->LogRefusal(label, who, message);
   });
 }
 

@@ -30,6 +30,7 @@
 #include "common/layout.h"
 #include "common/staleness.h"
 #include "proto/convert.h"
+#include "server/rejection.h"
 
 namespace rog {
 
@@ -154,10 +155,10 @@ class Engine {
   // --- Worker streams (thread-safe) ----------------------------------------
   // Admits a stream whose first message was `hello`; sends pb::Welcome (and
   // what follows) through `outbox`. Errors carry the gRPC-style code and a
-  // message saying what to do. A refusal's label (as counted in
-  // StatusReply.rejected) goes to *reason (if not null).
+  // message saying what to do. A refusal's reason (counted in
+  // StatusReply.rejected under its label) goes to *reason (if not null).
   absl::StatusOr<Admission> Hello(std::shared_ptr<Outbox> outbox, const pb::Hello& hello,
-                                  std::string peer, std::string* reason = nullptr);
+                                  std::string peer, Rejection* reason = nullptr);
   void Batch(uint64_t session, UplinkBatch batch);
   // `hold` (may be null) is released once the engine is done with the
   // event, as UplinkBatch::hold is.
@@ -173,8 +174,7 @@ class Engine {
   // A message refused by a stream handler: counted by reason for status and
   // metrics, and logged (at most a few lines per reason and client every
   // 10 s) as coming from `who`.
-  void CountRejection(const std::string& reason, const std::string& who,
-                      const std::string& message);
+  void CountRejection(Rejection reason, const std::string& who, const std::string& message);
 
   // --- pb::Admin (thread-safe; wait for the engine thread) -------------------
   pb::StatusReply Status();

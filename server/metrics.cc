@@ -17,6 +17,7 @@
 #include "common/staleness.h"
 #include "prometheus/collectable.h"
 #include "prometheus/exposer.h"
+#include "server/rejection.h"
 #include "server/service.h"
 
 namespace rog {

@@ -299,82 +299,67 @@ bool ValidSeconds(double v) { return std::isfinite(v) && v >= 0; }
 
 }  // namespace
 
-const std::vector<std::string>& RejectionReasons() {
-  static const std::vector<std::string> reasons = {
-      // The first message of a stream.
-      "not_hello", "bad_worker_id", "bad_hello", "layout_mismatch",
-      // Row batches (ValidateUplinkBatch).
-      "bad_seq", "unexpected_values", "bad_codec", "bad_kind", "bad_row_ids", "empty_batch",
-      "bad_index", "bad_count", "payload_size", "bad_values",
-      // Anything else on a stream.
-      "bad_progress", "second_hello", "unknown_message", "unparseable", "message_too_large",
-      // What rogd knows of the worker (the engine): hello clocks, progress
-      // clocks, update counts, finite folds, the order of values and updates.
-      "bad_clock", "bad_ack", "non_finite_fold", "update_before_model",
-      // Resource limits (StreamLimits, EngineOptions::max_workers and
-      // layout_limits).
-      "too_many_rows", "batch_too_large", "too_many_streams", "worker_streams", "no_hello",
-      "downlink_backlog", "too_many_workers", "model_too_large"};
-  return reasons;
-}
-
 grpc::Status ToGrpc(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 absl::Status ValidateUplinkBatch(const pb::RowBatch& b, const Layout& layout, uint64_t expected_seq,
-                                 bool accepts_values, UplinkBatch* out, std::string* reason,
+                                 bool accepts_values, UplinkBatch* out, Rejection* reason,
                                  const BatchLimits& limits) {
-  const auto fail = [&](const char* why, std::string message) {
+  const auto fail = [&](Rejection why, std::string message) {
     *reason = why;
     return absl::InvalidArgumentError(std::move(message));
   };
   // Before anything is decoded or allocated for the batch.
   if (static_cast<uint64_t>(b.row_delta_size()) > limits.max_rows) {
-    *reason = "too_many_rows";
+    *reason = Rejection::kTooManyRows;
     return absl::ResourceExhaustedError(absl::StrCat(
         "a row batch of ", b.row_delta_size(), " rows; rogd takes at most ", limits.max_rows,
         " per batch (--max_batch_rows): send smaller batches (WorkerOptions.batch_bytes)"));
   }
   if (b.seq() > expected_seq || b.seq() == 0) {
-    return fail("bad_seq", absl::StrCat("row batch seq ", b.seq(), " where ", expected_seq,
-                                        " was expected: seqs start at 1 and rise by 1 per "
-                                        "batch; after a reconnect continue from pb::Welcome's "
-                                        "last_applied_uplink_seq + 1"));
+    return fail(Rejection::kBadSeq,
+                absl::StrCat("row batch seq ", b.seq(), " where ", expected_seq,
+                             " was expected: seqs start at 1 and rise by 1 per "
+                             "batch; after a reconnect continue from pb::Welcome's "
+                             "last_applied_uplink_seq + 1"));
   }
   out->seq = b.seq();
   out->iteration = b.iteration();
   if (b.seq() < expected_seq) return absl::OkStatus();  // a duplicate: acknowledged, not applied
   if (b.kind() == pb::BATCH_KIND_VALUES) {
     if (!accepts_values) {
-      return fail("unexpected_values",
+      return fail(Rejection::kUnexpectedValues,
                   "pb::BATCH_KIND_VALUES is only accepted from the worker asked for the initial "
                   "model (pb::Welcome.send_initial_values); send updates as pb::BATCH_KIND_UPDATE");
     }
     if (b.codec() != pb::CODEC_FP32) {
-      return fail("bad_codec", "initial values must be pb::CODEC_FP32");
+      return fail(Rejection::kBadCodec, "initial values must be pb::CODEC_FP32");
     }
   } else if (b.kind() != pb::BATCH_KIND_UPDATE) {
-    return fail("bad_kind", absl::StrCat("unknown batch kind ", b.kind(),
-                                         "; use pb::BATCH_KIND_UPDATE or pb::BATCH_KIND_VALUES"));
+    return fail(Rejection::kBadKind,
+                absl::StrCat("unknown batch kind ", b.kind(),
+                             "; use pb::BATCH_KIND_UPDATE or pb::BATCH_KIND_VALUES"));
   }
   if (!pb::Codec_IsValid(b.codec())) {
-    return fail("bad_codec", absl::StrCat("unknown codec ", b.codec()));
+    return fail(Rejection::kBadCodec, absl::StrCat("unknown codec ", b.codec()));
   }
   const pb::Codec codec = static_cast<pb::Codec>(b.codec());
   absl::StatusOr<std::vector<RowId>> rows = DecodeRowIds(
       absl::MakeConstSpan(b.row_delta().data(), b.row_delta_size()), layout.num_rows());
   if (!rows.ok()) {
-    return fail("bad_row_ids", absl::StrCat("row ids: ", rows.status().message(),
-                                            " (the model has ", layout.num_rows(), " rows)"));
+    return fail(Rejection::kBadRowIds,
+                absl::StrCat("row ids: ", rows.status().message(), " (the model has ",
+                             layout.num_rows(), " rows)"));
   }
-  if (rows->empty()) return fail("empty_batch", "a row batch must carry at least one row");
+  if (rows->empty()) return fail(Rejection::kEmptyBatch, "a row batch must carry at least one row");
   if (b.count_size() != static_cast<int>(rows->size()) ||
       b.version_lag_size() != static_cast<int>(rows->size())) {
-    return fail("bad_index", absl::StrCat("a batch of ", rows->size(), " rows carries ",
-                                          b.count_size(), " counts and ", b.version_lag_size(),
-                                          " version lags; give one of each per row"));
+    return fail(
+        Rejection::kBadIndex,
+        absl::StrCat("a batch of ", rows->size(), " rows carries ", b.count_size(), " counts and ",
+                     b.version_lag_size(), " version lags; give one of each per row"));
   }
   for (int k = 0; k < b.count_size(); ++k) {
     const uint32_t c = b.count(k);
@@ -382,7 +367,7 @@ absl::Status ValidateUplinkBatch(const pb::RowBatch& b, const Layout& layout, ui
     // counted (a lossy codec's error feedback, or updates kept across a
     // rejoin).
     if (b.kind() == pb::BATCH_KIND_VALUES && c != 0) {
-      return fail("bad_count", "initial values carry count 0");
+      return fail(Rejection::kBadCount, "initial values carry count 0");
     }
   }
   size_t expected_bytes = 0;
@@ -394,7 +379,7 @@ absl::Status ValidateUplinkBatch(const pb::RowBatch& b, const Layout& layout, ui
     values += layout.row(r).numel;
   }
   if (values > limits.max_decoded_bytes / 4) {
-    *reason = "batch_too_large";
+    *reason = Rejection::kBatchTooLarge;
     return absl::ResourceExhaustedError(
         absl::StrCat("a row batch of ", rows->size(), " rows decodes to ", values * 4,
                      " bytes; rogd takes at most ", limits.max_decoded_bytes,
@@ -403,7 +388,7 @@ absl::Status ValidateUplinkBatch(const pb::RowBatch& b, const Layout& layout, ui
   }
   if (b.payload().size() != expected_bytes) {
     return fail(
-        "payload_size",
+        Rejection::kPayloadSize,
         absl::StrCat("payload is ", b.payload().size(), " bytes; ", rows->size(), " rows in codec ",
                      CodecName(static_cast<Codec>(codec)), " need ", expected_bytes));
   }
@@ -416,7 +401,7 @@ absl::Status ValidateUplinkBatch(const pb::RowBatch& b, const Layout& layout, ui
         Decode(static_cast<Codec>(codec), absl::string_view(b.payload()).substr(offset, bytes),
                absl::MakeSpan(out->values.data() + at, numel));
     if (!s.ok()) {
-      return fail("bad_values",
+      return fail(Rejection::kBadValues,
                   absl::StrCat("row ", r, " (", layout.RowName(r), "): ", s.message()));
     }
     at += numel;
@@ -507,8 +492,7 @@ grpc::Status TrainerService::Session(
     if (!allowed.ok()) return allowed;
   }
   std::string who = peer;
-  const auto reject = [&](const std::string& reason, grpc::StatusCode code,
-                          const std::string& message) {
+  const auto reject = [&](Rejection reason, grpc::StatusCode code, const std::string& message) {
     engine_->CountRejection(reason, who, message);
     return grpc::Status(code, message);
   };
@@ -518,14 +502,14 @@ grpc::Status TrainerService::Session(
     return limits_.max_message_bytes > 0 && m.ByteSizeLong() > limits_.max_message_bytes;
   };
   const auto refuse_too_large = [&](const pb::WorkerMessage& m) {
-    return reject("message_too_large", grpc::StatusCode::RESOURCE_EXHAUSTED,
+    return reject(Rejection::kMessageTooLarge, grpc::StatusCode::RESOURCE_EXHAUSTED,
                   absl::StrCat("a message of ", m.ByteSizeLong(), " bytes; rogd takes at most ",
                                limits_.max_message_bytes,
                                " (--max_message_bytes, told in Welcome.max_message_bytes): send "
                                "smaller row batches (WorkerOptions.batch_bytes)"));
   };
   if (!streams_->Open(limits_.max_streams)) {
-    return reject("too_many_streams", grpc::StatusCode::RESOURCE_EXHAUSTED,
+    return reject(Rejection::kTooManyStreams, grpc::StatusCode::RESOURCE_EXHAUSTED,
                   absl::StrCat("rogd serves at most ", limits_.max_streams,
                                " worker streams at once (--max_streams) and all are open; retry "
                                "later, or raise --max_streams"));
@@ -541,7 +525,7 @@ grpc::Status TrainerService::Session(
     const bool read = stream->Read(&m);
     streams_->canceller().Remove(timer);
     if (timed_out.load()) {
-      return reject("no_hello", grpc::StatusCode::DEADLINE_EXCEEDED,
+      return reject(Rejection::kNoHello, grpc::StatusCode::DEADLINE_EXCEEDED,
                     absl::StrCat("no Hello within ", limits_.hello_timeout_seconds,
                                  " s of opening the stream (--hello_timeout): a worker sends "
                                  "its Hello first, at once"));
@@ -550,18 +534,18 @@ grpc::Status TrainerService::Session(
       // The client left, or sent half a stream; or gRPC could not parse
       // what it sent (the sync API says only that no message came).
       if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "no hello");
-      return reject("unparseable", grpc::StatusCode::INVALID_ARGUMENT,
+      return reject(Rejection::kUnparseable, grpc::StatusCode::INVALID_ARGUMENT,
                     "the stream ended before its first message could be read as a "
                     "rog.v1.WorkerMessage: send a Hello first, encoded from proto/rog.proto");
     }
   }
   if (too_large(m)) return refuse_too_large(m);
   if (m.kind_case() != pb::WorkerMessage::kHello) {
-    return reject("not_hello", grpc::StatusCode::INVALID_ARGUMENT,
+    return reject(Rejection::kNotHello, grpc::StatusCode::INVALID_ARGUMENT,
                   "the first message of a stream must be a Hello");
   }
   if (!ValidWorkerId(m.hello().worker_id())) {
-    return reject("bad_worker_id", grpc::StatusCode::INVALID_ARGUMENT,
+    return reject(Rejection::kBadWorkerId, grpc::StatusCode::INVALID_ARGUMENT,
                   absl::StrCat("worker id '", m.hello().worker_id().substr(0, 80),
                                "' is invalid: use 1-64 letters, digits, '.', '_' or '-'"));
   }
@@ -569,7 +553,7 @@ grpc::Status TrainerService::Session(
   who = absl::StrCat("worker ", worker_id, " at ", peer);
   if (!streams_->OpenFor(worker_id, limits_.max_streams_per_worker)) {
     return reject(
-        "worker_streams", grpc::StatusCode::RESOURCE_EXHAUSTED,
+        Rejection::kWorkerStreams, grpc::StatusCode::RESOURCE_EXHAUSTED,
         absl::StrCat("worker '", worker_id, "' already has ", limits_.max_streams_per_worker,
                      " streams open (--max_streams_per_worker): a worker needs one; close the "
                      "others (is a second process running under this id?), or retry once "
@@ -578,7 +562,7 @@ grpc::Status TrainerService::Session(
   Finally close_worker_slot([&] { streams_->CloseFor(worker_id); });
   auto outbox = std::make_shared<StreamOutbox>(context, stream, limits_.max_backlog_bytes,
                                                &streams_->canceller());
-  std::string hello_reason;
+  Rejection hello_reason = Rejection::kNone;
   absl::StatusOr<Admission> admitted = engine_->Hello(outbox, m.hello(), peer, &hello_reason);
   if (!admitted.ok()) {
     outbox->Stop(/*cancel=*/false);
@@ -616,7 +600,7 @@ grpc::Status TrainerService::Session(
     switch (m.kind_case()) {
       case pb::WorkerMessage::kBatch: {
         UplinkBatch batch;
-        std::string reason;
+        Rejection reason = Rejection::kNone;
         absl::Status s = ValidateUplinkBatch(m.batch(), layout, expected_seq, accepts_values,
                                              &batch, &reason, limits_.batch);
         if (!s.ok()) {
@@ -641,7 +625,7 @@ grpc::Status TrainerService::Session(
         if (!ValidSeconds(p.compute_seconds()) || !ValidSeconds(p.transmit_seconds()) ||
             !ValidSeconds(p.stall_seconds()) || !ValidSeconds(p.uplink_goodput()) ||
             !ValidSeconds(p.window_overshoot())) {
-          result = reject("bad_progress", grpc::StatusCode::INVALID_ARGUMENT,
+          result = reject(Rejection::kBadProgress, grpc::StatusCode::INVALID_ARGUMENT,
                           "progress carries a negative or non-finite time or goodput");
           break;
         }
@@ -655,11 +639,11 @@ grpc::Status TrainerService::Session(
         clean = true;
         break;
       case pb::WorkerMessage::kHello:
-        result = reject("second_hello", grpc::StatusCode::INVALID_ARGUMENT,
+        result = reject(Rejection::kSecondHello, grpc::StatusCode::INVALID_ARGUMENT,
                         "a stream carries one Hello; open a new stream to reconnect");
         break;
       default:
-        result = reject("unknown_message", grpc::StatusCode::INVALID_ARGUMENT,
+        result = reject(Rejection::kUnknownMessage, grpc::StatusCode::INVALID_ARGUMENT,
                         "empty or unknown pb::WorkerMessage (is the SDK newer than rogd?)");
         break;
     }
@@ -668,7 +652,7 @@ grpc::Status TrainerService::Session(
   if (result.ok() && !read && !clean && !outbox->ended() && !context->IsCancelled()) {
     // No Goodbye, not cancelled: the client half-closed, or gRPC could not
     // parse its message (the sync API does not say which).
-    result = reject("unparseable", grpc::StatusCode::INVALID_ARGUMENT,
+    result = reject(Rejection::kUnparseable, grpc::StatusCode::INVALID_ARGUMENT,
                     "the stream ended without a Goodbye, or a message could not be read as a "
                     "rog.v1.WorkerMessage: encode messages from proto/rog.proto, and send a "
                     "Goodbye before closing the stream");
@@ -676,7 +660,7 @@ grpc::Status TrainerService::Session(
   engine_->Closed(session);
   if (result.ok() && outbox->backlogged()) {
     // Counted here, once: the outbox only ends the stream.
-    result = reject("downlink_backlog", grpc::StatusCode::RESOURCE_EXHAUSTED,
+    result = reject(Rejection::kDownlinkBacklog, grpc::StatusCode::RESOURCE_EXHAUSTED,
                     std::string(outbox->end_status().message()));
     outbox->Stop(/*cancel=*/true);
     return result;

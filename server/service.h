@@ -27,6 +27,7 @@
 #include "rog.grpc.pb.h"
 #include "server/auth.h"
 #include "server/engine.h"
+#include "server/rejection.h"
 
 namespace rog {
 
@@ -42,11 +43,11 @@ struct BatchLimits {
 
 // Validates an uplink batch against the model layout and the stream's
 // expected sequence number, decoding its payload into *out. On failure
-// *reason gets a short machine-readable reason (counted per reason) and the
+// *reason says why (counted per reason, server/rejection.h) and the
 // status says what was wrong and what to do. Pure: no state changes.
 absl::Status ValidateUplinkBatch(const pb::RowBatch& batch, const Layout& layout,
                                  uint64_t expected_seq, bool accepts_values, UplinkBatch* out,
-                                 std::string* reason, const BatchLimits& limits = {});
+                                 Rejection* reason, const BatchLimits& limits = {});
 
 // What one client may hold of rogd (rogd's --max_* flags, docs/operations.md,
 // "Resource limits"). Every refusal is a gRPC status saying which limit and
@@ -77,11 +78,6 @@ struct StreamLimits {
   // larger ones itself (RESOURCE_EXHAUSTED, not counted by rogd).
   uint64_t max_message_bytes = 0;
 };
-
-// Every reason a stream handler counts a refused message under (the keys of
-// StatusReply.rejected), so that metrics can show each one from zero. Add
-// a new reason here too.
-const std::vector<std::string>& RejectionReasons();
 
 class TrainerService final : public pb::Trainer::Service {
  public:

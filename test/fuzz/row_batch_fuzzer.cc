@@ -61,11 +61,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (!m.has_batch()) return 0;
   rog::UplinkBatch batch;
-  std::string reason;
+  rog::Rejection reason = rog::Rejection::kNone;
   const absl::Status s =
       rog::ValidateUplinkBatch(m.batch(), layout, expected_seq, accepts_values, &batch, &reason);
   if (!s.ok()) {
-    if (s.code() != absl::StatusCode::kInvalidArgument || reason.empty()) std::abort();
+    if (s.code() != absl::StatusCode::kInvalidArgument || reason == rog::Rejection::kNone) {
+      std::abort();
+    }
     return 0;
   }
   if (batch.seq == 0 || batch.seq > expected_seq) std::abort();

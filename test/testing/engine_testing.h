@@ -115,11 +115,13 @@ class EngineHarness {
     return h;
   }
 
-  // Says hello; the stream (and *reason on refusal) or the error.
+  // Says hello; the stream (and *reason, the refusal's label) or the error.
   absl::StatusOr<Stream> Hello(const pb::Hello& hello, std::string* reason = nullptr) {
     Stream s;
     s.outbox = std::make_shared<FakeOutbox>();
-    absl::StatusOr<Admission> a = engine_->Hello(s.outbox, hello, "test", reason);
+    Rejection why = Rejection::kNone;
+    absl::StatusOr<Admission> a = engine_->Hello(s.outbox, hello, "test", &why);
+    if (reason != nullptr) *reason = RejectionLabel(why);
     if (!a.ok()) return a.status();
     s.session = a->session;
     s.next_seq = a->next_uplink_seq;
