@@ -35,16 +35,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::chrono::steady_clock::time_point At(double t) {
-  return std::chrono::steady_clock::time_point(
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          std::chrono::duration<double>(t)));
-}
-
 // Codes that retrying cannot fix.
 bool Permanent(grpc::StatusCode code) {
   switch (code) {
@@ -192,8 +182,22 @@ struct Worker::Impl {
   std::thread session_thread;
   std::thread sender_thread;
 
+  // Every reading of time and every timed wait of the protocol goes through
+  // the clock (WorkerOptions::clock), so that tests can move it. gRPC's own
+  // deadlines (probes, connecting) and the sender's 20 ms poll stay on real
+  // time: they are the transport's.
+  std::shared_ptr<const Clock> clock;
+  double Now() const { return clock->Now(); }
+  // Waits on cv until notified or the clock reaches `deadline`; callers loop.
+  void WaitUntil(std::unique_lock<std::mutex>& lock, double deadline) {
+    clock->WaitUntil(cv, lock, deadline);
+  }
+
   Impl(WorkerOptions o, Layout l, std::vector<float> initial)
-      : opt(std::move(o)), layout(std::move(l)), state(layout, std::move(initial)) {
+      : opt(std::move(o)),
+        layout(std::move(l)),
+        state(layout, std::move(initial)),
+        clock(opt.clock ? opt.clock : DefaultClock()) {
     is_forced.assign(layout.num_rows(), false);
     sent_phase.assign(layout.num_rows(), 0);
     values_next = static_cast<RowId>(layout.num_rows());
@@ -778,7 +782,7 @@ struct Worker::Impl {
         std::unique_lock<std::mutex> lock(mu);
         if (closing || !fatal.ok()) return;
         if (hold_until > Now()) {
-          cv.wait_until(lock, At(hold_until), [&] { return closing; });
+          while (!closing && Now() < hold_until) WaitUntil(lock, hold_until);
           continue;
         }
       }
@@ -809,7 +813,8 @@ struct Worker::Impl {
       const double wait = backoff * jitter(rng);
       backoff = std::min(opt.backoff_max, backoff * 2);
       spdlog::debug("worker {}: reconnecting in {:.2f} s ({})", opt.worker_id, wait, last_error);
-      cv.wait_for(lock, std::chrono::duration<double>(wait), [&] { return closing; });
+      const double retry_at = Now() + wait;
+      while (!closing && Now() < retry_at) WaitUntil(lock, retry_at);
     }
   }
 
@@ -1022,7 +1027,7 @@ absl::Status Worker::BeginIteration(absl::Span<float> params, double timeout_sec
   if (m.in_iteration) {
     return absl::FailedPreconditionError("BeginIteration called twice without EndIteration");
   }
-  const double t0 = Now();
+  const double t0 = m.Now();
   const double until = timeout_seconds > 0 ? t0 + timeout_seconds : kInf;
   bool waited = false;
   double detached_wait = 0;  // of the wait, the time spent detached
@@ -1037,7 +1042,7 @@ absl::Status Worker::BeginIteration(absl::Span<float> params, double timeout_sec
       m.cv.notify_all();
     }
     waited = true;
-    const double now = Now();
+    const double now = m.Now();
     if (now >= until) {
       // The wait counts all the same: in the totals now, and in the stats
       // of the iteration that starts eventually.
@@ -1051,10 +1056,10 @@ absl::Status Worker::BeginIteration(absl::Span<float> params, double timeout_sec
                        m.state.clock() + 1, " within ", timeout_seconds, " s: ", m.WaitReason()));
     }
     const bool was_detached = m.detached;
-    m.cv.wait_until(lock, At(std::min(until, now + 0.1)));
-    if (was_detached) detached_wait += Now() - now;
+    m.WaitUntil(lock, std::min(until, now + 0.1));
+    if (was_detached) detached_wait += m.Now() - now;
   }
-  const double now = Now();
+  const double now = m.Now();
   // Downlink received since the last stats (also while waiting) counts.
   IterationStats fresh;
   fresh.rows_down = m.current.rows_down;
@@ -1106,7 +1111,7 @@ absl::StatusOr<IterationStats> Worker::EndIteration(absl::Span<const float> upda
     return absl::FailedPreconditionError("EndIteration called without BeginIteration");
   }
   m.in_iteration = false;
-  const double t0 = Now();
+  const double t0 = m.Now();
   m.current.compute_seconds = t0 - m.begin_returned;
   m.total_compute += m.current.compute_seconds;
   m.state.ApplyLocalUpdate(update);
@@ -1145,7 +1150,7 @@ absl::StatusOr<IterationStats> Worker::EndIteration(absl::Span<const float> upda
       m.current.disconnected = true;
       break;
     }
-    const double now = Now();
+    const double now = m.Now();
     // Every selected row is on its way: the acknowledgements are not waited
     // for (PushStats reports them).
     if (m.PlanFinished(now)) {
@@ -1153,11 +1158,11 @@ absl::StatusOr<IterationStats> Worker::EndIteration(absl::Span<const float> upda
       if (!HoldForPace(now, m.deadline, m.state.clock(), m.window.min_iteration())) break;
     }
     // Acks and disconnects notify; the poll notices the window's end.
-    m.cv.wait_until(lock, At(std::min(now + 0.02, m.deadline > now ? m.deadline : kInf)));
+    m.WaitUntil(lock, std::min(now + 0.02, m.deadline > now ? m.deadline : kInf));
   }
   m.transmitting = false;
   m.plan = Plan();
-  const double now = Now();
+  const double now = m.Now();
   m.current.transmit_seconds = now - t0;
   m.total_transmit += m.current.transmit_seconds;
   for (OpenPush& p : m.open_pushes) {
@@ -1183,14 +1188,14 @@ absl::StatusOr<IterationStats> Worker::EndIteration(absl::Span<const float> upda
 absl::Status Worker::Flush(double timeout_seconds) {
   Impl& m = *impl_;
   std::unique_lock<std::mutex> lock(m.mu);
-  const double until = Now() + timeout_seconds;
+  const double until = m.Now() + timeout_seconds;
   // Connected first, so that what is unacknowledged is settled by a welcome.
   while (!(m.active && m.values_next >= m.layout.num_rows())) {
     if (!m.fatal.ok()) return m.fatal;
-    if (Now() >= until) {
+    if (m.Now() >= until) {
       return absl::DeadlineExceededError(absl::StrCat("Flush: ", m.WaitReason()));
     }
-    m.cv.wait_until(lock, At(std::min(until, Now() + 0.1)));
+    m.WaitUntil(lock, std::min(until, m.Now() + 0.1));
   }
   for (;;) {
     if (!m.fatal.ok()) return m.fatal;
@@ -1206,17 +1211,17 @@ absl::Status Worker::Flush(double timeout_seconds) {
     bool done = m.active && m.forced.empty() && m.inflight.empty();
     for (RowId r = 0; done && r < m.layout.num_rows(); ++r) done = !m.Pushable(r);
     if (done) return absl::OkStatus();
-    if (Now() >= until) {
+    if (m.Now() >= until) {
       return absl::DeadlineExceededError(
           absl::StrCat("Flush: rogd did not acknowledge every row within ", timeout_seconds, " s (",
                        m.WaitReason(), ")"));
     }
-    m.cv.wait_until(lock, At(std::min(until, Now() + 0.05)));
+    m.WaitUntil(lock, std::min(until, m.Now() + 0.05));
   }
 }
 
 absl::Status Worker::Sync(double timeout_seconds) {
-  const double until = Now() + timeout_seconds;
+  const double until = impl_->Now() + timeout_seconds;
   absl::Status s = Flush(timeout_seconds);
   if (!s.ok()) return s;
   Impl& m = *impl_;
@@ -1234,13 +1239,13 @@ absl::Status Worker::Sync(double timeout_seconds) {
       return absl::OkStatus();
     }
     if (!m.active) m.flush_waiting = false;  // ask again on the next stream
-    if (Now() >= until) {
+    if (m.Now() >= until) {
       m.flush_waiting = false;
       return absl::DeadlineExceededError(
           absl::StrCat("Sync: rogd did not send every pending row within ", timeout_seconds, " s (",
                        m.WaitReason(), ")"));
     }
-    m.cv.wait_until(lock, At(std::min(until, Now() + 0.05)));
+    m.WaitUntil(lock, std::min(until, m.Now() + 0.05));
   }
 }
 
@@ -1253,7 +1258,8 @@ absl::Status Worker::Close(double timeout_seconds) {
     m.goodbye_reason = "worker closed";
     m.cv.notify_all();
     // rogd ends the stream once it has the goodbye.
-    m.cv.wait_until(lock, At(Now() + timeout_seconds), [&] { return !m.active; });
+    const double until = m.Now() + timeout_seconds;
+    while (m.active && m.Now() < until) m.WaitUntil(lock, until);
   }
   m.closing = true;
   if (m.context != nullptr) m.context->TryCancel();
@@ -1322,7 +1328,7 @@ StallInfo Worker::last_stall() const {
 
 void Worker::Disconnect(double hold_seconds) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->hold_until = Now() + hold_seconds;
+  impl_->hold_until = impl_->Now() + hold_seconds;
   if (impl_->context != nullptr) impl_->context->TryCancel();
   impl_->cv.notify_all();
 }

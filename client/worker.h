@@ -54,6 +54,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/clock.h"
 #include "common/layout.h"
 
 namespace grpc {
@@ -86,6 +87,10 @@ struct WorkerOptions {
   size_t replay_buffer_bytes = 64 << 20;
   // Channel credentials; null means an insecure channel (loopback, tests).
   std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // The clock the protocol's times and timeouts are read from (windows,
+  // pacing, stalls, goodput, timeouts, reconnect backoff); null: the
+  // steady clock. Tests pass a FakeClock.
+  std::shared_ptr<const Clock> clock;
 
   // --- security (docs/operations.md, "Security") ----------------------------
   // Not together with `credentials`: these build the channel's.

@@ -9,7 +9,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 
 namespace rog {
 
@@ -18,6 +21,12 @@ class Clock {
   virtual ~Clock() = default;
   // Seconds on a monotonic axis. Thread-safe.
   virtual double Now() const = 0;
+  // Waits on `cv` (with `lock` held) until it is notified or Now() reaches
+  // `deadline` (infinity: no deadline). It may return earlier, spuriously
+  // or, on a clock that tests move, after a short real wait: callers loop
+  // on their own condition and Now().
+  virtual void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                         double deadline) const = 0;
 };
 
 // The steady clock.
@@ -27,6 +36,16 @@ class RealClock final : public Clock {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
   }
+  void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                 double deadline) const override {
+    if (std::isinf(deadline) && deadline > 0) {
+      cv.wait(lock);
+      return;
+    }
+    const double left = deadline - Now();
+    if (!(left > 0)) return;
+    cv.wait_for(lock, std::chrono::duration<double>(left));
+  }
 };
 
 // A clock that moves only when told to. Thread-safe.
@@ -34,8 +53,19 @@ class FakeClock final : public Clock {
  public:
   explicit FakeClock(double start = 1000) : now_(start) {}
   double Now() const override { return now_.load(); }
-  // REQUIRES: seconds >= 0.
-  void Advance(double seconds) { now_.store(now_.load() + seconds); }
+  // Time moves only in Advance, so a waiter gets a short real wait (or a
+  // notification) and looks at Now() again.
+  void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                 double deadline) const override {
+    if (!(deadline > Now())) return;
+    cv.wait_for(lock, std::chrono::milliseconds(1));
+  }
+  // REQUIRES: seconds >= 0. Safe against concurrent Advance calls.
+  void Advance(double seconds) {
+    double now = now_.load();
+    while (!now_.compare_exchange_weak(now, now + seconds)) {
+    }
+  }
 
  private:
   std::atomic<double> now_;

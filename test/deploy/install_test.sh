@@ -57,7 +57,7 @@ inst() { deploy/install.sh --prefix="$P" --sysconfdir="$E" --unitdir="$U" "$@"; 
 expected_files=(
   bin/rogd bin/rogctl bin/rogctl_torch
   lib/librog_client.so lib/librog_client.so.0 lib/pkgconfig/rog-client.pc
-  include/rog/client/worker.h include/rog/common/layout.h
+  include/rog/client/worker.h include/rog/common/clock.h include/rog/common/layout.h
   share/doc/rog/README.md share/doc/rog/docs/operations.md share/doc/rog/rogd.flags lib/systemd/system/rogd.service
 )
 

@@ -1,0 +1,73 @@
+// The clock seam (common/clock.h): waits that end at a deadline on the
+// steady clock and on a clock the test moves.
+#include "common/clock.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <limits>
+#include <mutex>
+#include <thread>
+
+#include "catch2/catch.hpp"
+
+namespace rog {
+namespace {
+
+TEST_CASE("a wait on the fake clock ends once the test moves it past the deadline", "[clock]") {
+  FakeClock clock(100);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::unique_lock<std::mutex> lock(mu);
+  // Nothing to wait for: the deadline has passed.
+  clock.WaitUntil(cv, lock, 99);
+  int waits = 0;
+  std::thread mover([&] {
+    for (int i = 0; i < 5; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      clock.Advance(1);
+    }
+  });
+  while (clock.Now() < 105) {
+    clock.WaitUntil(cv, lock, 105);
+    ++waits;
+  }
+  mover.join();
+  CHECK(clock.Now() == 105);
+  CHECK(waits >= 1);
+}
+
+TEST_CASE("concurrent Advance calls all count", "[clock]") {
+  FakeClock clock(0);
+  std::thread a([&] {
+    for (int i = 0; i < 10000; ++i) clock.Advance(1);
+  });
+  std::thread b([&] {
+    for (int i = 0; i < 10000; ++i) clock.Advance(1);
+  });
+  a.join();
+  b.join();
+  CHECK(clock.Now() == 20000);
+}
+
+TEST_CASE("a wait on the steady clock ends at its deadline or when notified", "[clock]") {
+  RealClock clock;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::unique_lock<std::mutex> lock(mu);
+  const double deadline = clock.Now() + 0.02;
+  while (clock.Now() < deadline) clock.WaitUntil(cv, lock, deadline);
+  CHECK(clock.Now() >= deadline);
+  // Without a deadline only a notification ends it.
+  bool woken = false;
+  std::thread notifier([&] {
+    std::lock_guard<std::mutex> l(mu);
+    woken = true;
+    cv.notify_all();
+  });
+  while (!woken) clock.WaitUntil(cv, lock, std::numeric_limits<double>::infinity());
+  notifier.join();
+  CHECK(woken);
+}
+
+}  // namespace
+}  // namespace rog
