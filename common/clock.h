@@ -7,6 +7,7 @@
 #ifndef ROG_COMMON_CLOCK_H_
 #define ROG_COMMON_CLOCK_H_
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -44,7 +45,9 @@ class RealClock final : public Clock {
     }
     const double left = deadline - Now();
     if (!(left > 0)) return;
-    cv.wait_for(lock, std::chrono::duration<double>(left));
+    // At most an hour per wait: a duration of centuries would overflow the
+    // clock's nanoseconds (callers loop, so a far deadline still holds).
+    cv.wait_for(lock, std::chrono::duration<double>(std::min(left, 3600.0)));
   }
 };
 

@@ -76,10 +76,13 @@ def doc_commands(text):
             if current:
                 out.append(current)
                 current = None
-            words = shlex.split(line[2:].split("#")[0])
+            command, _, comment = line[2:].partition("#")
+            words = shlex.split(command)
             if words and words[0] == "rogctl":
                 args = [w for w in words[1:] if not w.startswith("--server")]
-                current = (target, args, [], number)
+                # "# exit N" after a command: the exit status the doc promises.
+                m = re.search(r"\bexit (\d+)", comment)
+                current = (target, args, [], number, int(m.group(1)) if m else 0)
             continue
         if current is not None:
             current[2].append(line)
@@ -144,6 +147,10 @@ def compare(args, shown, real):
     shown = strip_blank(shown)
     real = strip_blank(real)
     kind = args[0] if args else ""
+    if not shown:
+        return "the doc shows no output for it"
+    if not real:
+        return "rogctl printed nothing"
     if kind == "status":
         # "..." in the doc leaves rows out; the rest keep their order.
         a = [columns(l)[0] for l in shown if l.strip() and l.strip() != "..."]
@@ -156,6 +163,9 @@ def compare(args, shown, real):
         a, b = columns(shown[0]), columns(real[0])
         return None if a == b else "columns %s, rogctl prints %s" % (a, b)
     if kind == "staleness":
+        if len(shown) < 2 or len(real) < 2:
+            return "output\n%s\nrogctl prints\n%s" % ("\n".join(shown), "\n".join(real))
+
         def first(lines):
             return re.sub(r"\d+", "N", lines[0])
 
@@ -249,7 +259,7 @@ def check(opts, docs, show):
         if "\n## Metrics" in text:
             reference = (doc, text)
         name = os.path.relpath(doc, ROOT)
-        for target, args, shown, number in doc_commands(text):
+        for target, args, shown, number, code in doc_commands(text):
             where = "%s:%d" % (name, number)
             if target.startswith("skip"):
                 print("check_doc_samples: skip  rogctl %s (%s): %s" % (" ".join(args), where, target[6:]))
@@ -257,14 +267,22 @@ def check(opts, docs, show):
             server = opts["empty_server" if target == "empty" else "server"]
             cmd = [opts["rogctl"], "--server=" + server] + args
             # In a scratch folder: export writes and reads files named in the doc.
-            run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 universal_newlines=True, timeout=60, cwd=opts["scratch"])
+            try:
+                run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     universal_newlines=True, timeout=60, cwd=opts["scratch"])
+            except subprocess.TimeoutExpired:
+                failed += 1
+                print("check_doc_samples: FAIL  rogctl %s (%s): no answer within 60 s"
+                      % (" ".join(args), where))
+                continue
             real = run.stdout.splitlines()
             if show:
                 print("$ rogctl %s    # %s, exit %d" % (" ".join(args), where, run.returncode))
                 print(run.stdout, end="")
                 continue
-            why = compare(args, shown, real) if real else "rogctl printed nothing (exit %d)" % run.returncode
+            why = compare(args, shown, real)
+            if why is None and run.returncode != code:
+                why = "exit %d, the doc says %d" % (run.returncode, code)
             if why is None:
                 passed += 1
                 print("check_doc_samples: ok    rogctl %s (%s) prints what the doc shows" % (" ".join(args), where))
@@ -273,9 +291,15 @@ def check(opts, docs, show):
                 print("check_doc_samples: FAIL  rogctl %s (%s): %s" % (" ".join(args), where, why))
         for args, block, number in json_blocks(text):
             where = "%s:%d" % (name, number)
-            run = subprocess.run([opts["rogctl"], "--server=" + opts["server"], "--json"] + args,
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 universal_newlines=True, timeout=60, cwd=opts["scratch"])
+            try:
+                run = subprocess.run([opts["rogctl"], "--server=" + opts["server"], "--json"] + args,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     universal_newlines=True, timeout=60, cwd=opts["scratch"])
+            except subprocess.TimeoutExpired:
+                failed += 1
+                print("check_doc_samples: FAIL  rogctl --json %s (%s): no answer within 60 s"
+                      % (" ".join(args), where))
+                continue
             if show:
                 print("$ rogctl --json %s    # %s, exit %d" % (" ".join(args), where, run.returncode))
                 print(run.stdout, end="")

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/types/span.h"
 #include "catch2/catch.hpp"
 #include "client/worker.h"
 #include "common/clock.h"
@@ -32,7 +33,8 @@ TEST_CASE("BeginIteration's timeout passes on the worker's clock", "[worker][clo
   auto clock = std::make_shared<FakeClock>();
   std::unique_ptr<Worker> w = Unconnected(clock);
   std::vector<float> params(6);
-  auto begun = std::async(std::launch::async, [&] { return w->BeginIteration(params, 5.0); });
+  auto begun = std::async(std::launch::async,
+                          [&] { return w->BeginIteration(absl::MakeSpan(params), 5.0); });
   // The clock has not moved: however long this takes, the call still waits.
   CHECK(begun.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout);
   clock->Advance(4.9);
