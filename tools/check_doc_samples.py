@@ -16,6 +16,9 @@ says why) and compares what does not depend on the moment:
   checkpoint  "checkpoint written: PATH (SIZE in SECONDSs)"
   export      exactly the same message; for a written model, the same
               lines with the numbers aside
+A `$ rogd FLAGS   # exit N` line is a rogd that refuses to start: it runs
+rogd with those flags and compares its message exactly, and the exit
+status (every sample's `# exit N`, 0 when absent, is checked).
 
 For every ```json block after a paragraph that starts with a command's
 name in backquotes (`status`, `workers`, ...) it runs that command with
@@ -24,7 +27,7 @@ name in backquotes (`status`, `workers`, ...) it runs that command with
 and the metric table under "## Metrics" must list exactly the rog_*
 metrics of a real scrape, each with its type.
 
-Usage: tools/check_doc_samples.py --rogctl=PATH --server=HOST:PORT
+Usage: tools/check_doc_samples.py --rogctl=PATH --rogd=PATH --server=HOST:PORT
            --empty_server=HOST:PORT --metrics=URL|FILE [--doc=FILE ...]
        the same with --show and without --metrics: prints the real output
            of every command the docs show, to paste when a sample changes
@@ -78,8 +81,10 @@ def doc_commands(text):
                 current = None
             command, _, comment = line[2:].partition("#")
             words = shlex.split(command)
-            if words and words[0] == "rogctl":
+            if words and words[0] in ("rogctl", "rogd"):
                 args = [w for w in words[1:] if not w.startswith("--server")]
+                if words[0] == "rogd":
+                    args = ["rogd"] + words[1:]
                 # "# exit N" after a command: the exit status the doc promises.
                 m = re.search(r"\bexit (\d+)", comment)
                 current = (target, args, [], number, int(m.group(1)) if m else 0)
@@ -183,6 +188,9 @@ def compare(args, shown, real):
         if legend and legend != real_legend:
             return "heat map legend '%s', rogctl prints '%s'" % (legend[0], real_legend)
         return None
+    if kind == "rogd":
+        return None if shown == real else "output\n%s\nrogd prints\n%s" % (
+            "\n".join(shown), "\n".join(real))
     if kind == "mta":
         return None if shown == real else "output\n%s\nrogctl prints\n%s" % (
             "\n".join(shown), "\n".join(real))
@@ -233,14 +241,15 @@ def main(argv):
         elif a.startswith("--doc="):
             docs.append(a[len("--doc="):])
         elif a.startswith("--") and "=" in a and a[2:a.index("=")] in (
-                "rogctl", "server", "empty_server", "metrics"):
+                "rogctl", "rogd", "server", "empty_server", "metrics"):
             opts[a[2:a.index("=")]] = a[a.index("=") + 1:]
         else:
             print("check_doc_samples: unknown argument '%s' (see --help in the source's first lines)"
                   % a, file=sys.stderr)
             return 2
-    docs = docs or [os.path.join(ROOT, "docs", d) for d in ("reference.md", "design.md")]
-    for need in ("rogctl", "server", "empty_server") + (() if show else ("metrics",)):
+    docs = docs or [os.path.join(ROOT, "docs", d)
+                    for d in ("reference.md", "design.md", "operations.md")]
+    for need in ("rogctl", "rogd", "server", "empty_server") + (() if show else ("metrics",)):
         if need not in opts:
             print("check_doc_samples: --%s is required" % need, file=sys.stderr)
             return 2
@@ -261,23 +270,31 @@ def check(opts, docs, show):
         name = os.path.relpath(doc, ROOT)
         for target, args, shown, number, code in doc_commands(text):
             where = "%s:%d" % (name, number)
+            label = " ".join(args) if args[0] == "rogd" else "rogctl " + " ".join(args)
             if target.startswith("skip"):
-                print("check_doc_samples: skip  rogctl %s (%s): %s" % (" ".join(args), where, target[6:]))
+                print("check_doc_samples: skip  %s (%s): %s" % (label, where, target[6:]))
                 continue
             server = opts["empty_server" if target == "empty" else "server"]
             cmd = [opts["rogctl"], "--server=" + server] + args
+            if args[0] == "rogd":
+                # A rogd that refuses to start: its message, exactly.
+                if not re.search(r"exit [1-9]", text.splitlines()[number - 1]):
+                    failed += 1
+                    print("check_doc_samples: FAIL  %s (%s): a rogd sample must end with "
+                          "'# exit N' (a refusal) or sit in a skipped block" % (label, where))
+                    continue
+                cmd = [opts["rogd"]] + args[1:]
             # In a scratch folder: export writes and reads files named in the doc.
             try:
                 run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      universal_newlines=True, timeout=60, cwd=opts["scratch"])
             except subprocess.TimeoutExpired:
                 failed += 1
-                print("check_doc_samples: FAIL  rogctl %s (%s): no answer within 60 s"
-                      % (" ".join(args), where))
+                print("check_doc_samples: FAIL  %s (%s): no answer within 60 s" % (label, where))
                 continue
             real = run.stdout.splitlines()
             if show:
-                print("$ rogctl %s    # %s, exit %d" % (" ".join(args), where, run.returncode))
+                print("$ %s    # %s, exit %d" % (label, where, run.returncode))
                 print(run.stdout, end="")
                 continue
             why = compare(args, shown, real)
@@ -285,10 +302,10 @@ def check(opts, docs, show):
                 why = "exit %d, the doc says %d" % (run.returncode, code)
             if why is None:
                 passed += 1
-                print("check_doc_samples: ok    rogctl %s (%s) prints what the doc shows" % (" ".join(args), where))
+                print("check_doc_samples: ok    %s (%s) prints what the doc shows" % (label, where))
             else:
                 failed += 1
-                print("check_doc_samples: FAIL  rogctl %s (%s): %s" % (" ".join(args), where, why))
+                print("check_doc_samples: FAIL  %s (%s): %s" % (label, where, why))
         for args, block, number in json_blocks(text):
             where = "%s:%d" % (name, number)
             try:

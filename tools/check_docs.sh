@@ -11,10 +11,12 @@
 #      or docs/operations.md.
 #   5. The README's rogd and rogctl commands, run against a real rogd on
 #      loopback, print what the README says they print.
-#   6. The rogctl output shown in docs/reference.md and docs/design.md
-#      looks as rogctl prints it for the worked example's team (rogd and
-#      two linreg_workers on loopback), and the metric table lists exactly
-#      the metrics of a real scrape (tools/check_doc_samples.py).
+#   6. The rogctl output shown in docs/reference.md, design.md and
+#      operations.md looks as rogctl prints it for the worked example's
+#      team (rogd and two linreg_workers on loopback), a rogd shown
+#      refusing to start prints exactly that, and the metric table lists
+#      exactly the metrics of a real scrape (tools/check_doc_samples.py;
+#      a block it cannot run is marked with the reason).
 # Prints a line per failed check and ends with "N passed, M failed".
 # Usage: tools/check_docs.sh [--no_build] (--no_build: use bazel-bin as is)
 set -uo pipefail
@@ -179,7 +181,7 @@ else
   elif ! timeout 20 "$rogctl" --server="$team" checkpoint > /dev/null 2>&1; then
     bad "rogctl checkpoint failed on the worked example's rogd"
   else
-    out=$(python3 tools/check_doc_samples.py --rogctl="$rogctl" --server="$team" \
+    out=$(python3 tools/check_doc_samples.py --rogctl="$rogctl" --rogd="$rogd" --server="$team" \
       --empty_server="127.0.0.1:$(cat "$tmp/port")" --metrics="http://127.0.0.1:$mport/metrics" 2>&1)
     while IFS= read -r line; do
       case "$line" in
