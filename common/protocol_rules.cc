@@ -32,6 +32,19 @@ bool HoldForPace(double now, double deadline, uint64_t clock, uint64_t min_attac
          clock > min_attached_clock && clock - min_attached_clock > lead;
 }
 
+bool ReattachLinkFits(double share_bytes, double patience, double link_rate) {
+  return link_rate > 0 && share_bytes / link_rate <= kReattachFraction * patience;
+}
+
+bool HeldFor(bool holds, double now, double* since, double hold) {
+  if (!holds) {
+    *since = -1;
+    return false;
+  }
+  if (*since < 0) *since = now;
+  return now - *since >= hold;
+}
+
 std::vector<RowCandidate> DownlinkCandidates(SyncPolicy policy, uint32_t bound,
                                              const ServerState& state, size_t worker,
                                              uint64_t clock, const AttachedSet& attached,

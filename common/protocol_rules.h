@@ -75,6 +75,16 @@ bool MaySpeculate(SyncPolicy policy, uint64_t clock, uint64_t min_attached_clock
 bool HoldForPace(double now, double deadline, uint64_t clock, uint64_t min_attached_clock,
                  uint64_t lead = kPaceLead);
 
+// Team patience: whether a detached worker's link now qualifies it to
+// reattach: at `link_rate` bytes/s (<= 0: unknown) it moves its share
+// within kReattachFraction of the patience.
+bool ReattachLinkFits(double share_bytes, double patience, double link_rate);
+
+// Hysteresis for a condition that must hold without a break: `*since` is
+// when it last became true (negative: it is false now). Updates *since
+// and says whether it has held for `hold` seconds at `now`.
+bool HeldFor(bool holds, double now, double* since, double hold = kReattachHold);
+
 // The rows rogd may send worker `worker` (at `clock`) in an iteration:
 // every row holding updates it has not received, mandatory when the bound
 // needs it (every row under SSP), ranked by importance under ROG. BSP

@@ -920,14 +920,9 @@ void Simulation::EvaluateReattach(size_t w) {
   if (attached_[w] || sw.phase == Phase::kDone || now_ >= cfg_.seconds) return;
   const double g = LinkGoodput(w);
   const bool good =
-      g > 0 && static_cast<double>(ExpectedShareBytes()) / g <= kReattachFraction * cfg_.patience &&
+      ReattachLinkFits(static_cast<double>(ExpectedShareBytes()), cfg_.patience, g) &&
       (cfg_.detach_speedup <= 0 || TeamRate(w, SIZE_MAX) >= TeamRate(SIZE_MAX, SIZE_MAX));
-  if (!good) {
-    sw.good_since = -1;
-    return;
-  }
-  if (sw.good_since < 0) sw.good_since = now_;
-  if (now_ - sw.good_since < kReattachHold) return;
+  if (!HeldFor(good, now_, &sw.good_since)) return;
   // Its own updates first: a reattach raises its versions, which may only
   // cover iterations it never ran, so it waits until everything it ran is
   // folded in (paused, uplink drained).

@@ -127,7 +127,7 @@ struct WorkerRec {
   uint64_t detached_clock = 0;  // its clock when detached (local steps count from it)
   double detached_total = 0;    // seconds, over earlier detachments
   double reattached_at = -1e9;
-  double reattach_ok_since = 0;  // 0: its link does not qualify (yet)
+  double reattach_ok_since = -1;  // negative: its link does not qualify (yet)
   uint64_t detaches = 0, reattaches = 0, late_rows = 0;
   std::string detach_reason;
   uint64_t probes = 0;        // probes sent during this detachment
@@ -1281,13 +1281,10 @@ std::string Engine::Impl::PaceDetachReason(double now) {
 
 bool Engine::Impl::MayReattach(WorkerRec& q, double now) {
   if (q.resync_next < layout->num_rows() || !q.down_goodput.has_estimate()) return false;
-  if (ShareBytes() > kReattachFraction * opt.patience * DownlinkRate(q, now) ||
-      (opt.detach_speedup > 0 && TeamRate(&q, nullptr, now) < TeamRate(nullptr, nullptr, now))) {
-    q.reattach_ok_since = 0;
-    return false;
-  }
-  if (q.reattach_ok_since == 0) q.reattach_ok_since = now;
-  if (now - q.reattach_ok_since < kReattachHold) return false;
+  const bool fits =
+      ReattachLinkFits(ShareBytes(), opt.patience, DownlinkRate(q, now)) &&
+      !(opt.detach_speedup > 0 && TeamRate(&q, nullptr, now) < TeamRate(nullptr, nullptr, now));
+  if (!HeldFor(fits, now, &q.reattach_ok_since)) return false;
   // Everything it computed is folded (the global rows hold its clock in
   // every row): raising its versions to the team's clock then claims
   // nothing that is still in its accumulator or in flight.
@@ -1333,7 +1330,7 @@ void Engine::Impl::Detach(WorkerRec& q, const std::string& reason) {
   q.detached = true;
   q.detached_at = now;
   q.detached_clock = q.clock;
-  q.reattach_ok_since = 0;
+  q.reattach_ok_since = -1;
   q.probes = 0;
   ++q.detaches;
   q.detach_reason = reason;
@@ -1359,7 +1356,7 @@ void Engine::Impl::Reattach(WorkerRec& q, const std::string& reason) {
   q.detached_total += now - q.detached_at;
   ++q.reattaches;
   q.detach_reason = reason;
-  q.reattach_ok_since = 0;
+  q.reattach_ok_since = -1;
   JudgeStall(q, -1);
   q.stalled = q.stall_announced = false;
   // Joins the bound at the slowest attached clock: nobody waits for the

@@ -59,6 +59,27 @@ TEST_CASE("a worker more than the lead ahead holds its link until the window end
   CHECK_FALSE(HoldForPace(1.0, 2.0, 6, std::numeric_limits<uint64_t>::max()));
 }
 
+TEST_CASE("a detached worker's link qualifies once it moves its share in half the patience",
+          "[protocol_rules]") {
+  // 500 bytes at 1000 B/s: 0.5 s; half of a 1 s patience.
+  CHECK(ReattachLinkFits(500, 1.0, 1000));
+  CHECK_FALSE(ReattachLinkFits(500, 0.9, 1000));
+  CHECK_FALSE(ReattachLinkFits(500, 1.0, 0));   // unknown
+  CHECK_FALSE(ReattachLinkFits(500, 1.0, -1));  // unknown
+}
+
+TEST_CASE("a condition counts once it has held without a break", "[protocol_rules]") {
+  double since = -1;
+  CHECK_FALSE(HeldFor(true, 10.0, &since));
+  CHECK(since == 10.0);
+  CHECK_FALSE(HeldFor(true, 10.5, &since));
+  CHECK(HeldFor(true, 11.0, &since));  // kReattachHold = 1 s
+  CHECK_FALSE(HeldFor(false, 11.2, &since));
+  CHECK(since < 0);
+  CHECK_FALSE(HeldFor(true, 11.3, &since));  // starts again
+  CHECK(HeldFor(true, 11.8, &since, 0.5));
+}
+
 Layout ThreeRows() {
   auto l = Layout::Create({{"w", {3, 2}}}, 1);  // three rows of 2 elements
   REQUIRE(l.ok());
