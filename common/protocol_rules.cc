@@ -32,6 +32,11 @@ bool HoldForPace(double now, double deadline, uint64_t clock, uint64_t min_attac
          clock > min_attached_clock && clock - min_attached_clock > lead;
 }
 
+double TeamRate(size_t members, double compute_seconds, double slowest_share_seconds) {
+  if (members == 0) return 0;
+  return static_cast<double>(members) / (compute_seconds + slowest_share_seconds);
+}
+
 bool ReattachLinkFits(double share_bytes, double patience, double link_rate) {
   return link_rate > 0 && share_bytes / link_rate <= kReattachFraction * patience;
 }

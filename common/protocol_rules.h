@@ -75,6 +75,13 @@ bool MaySpeculate(SyncPolicy policy, uint64_t clock, uint64_t min_attached_clock
 bool HoldForPace(double now, double deadline, uint64_t clock, uint64_t min_attached_clock,
                  uint64_t lead = kPaceLead);
 
+// Team pace: the iterations per second a team of `members` is expected to
+// run, each computing for `compute_seconds` (the members' mean) and then
+// waiting for the slowest share, `slowest_share_seconds`. 0 for no members.
+// rogd passes the compute time its workers report, the simulator the one
+// it is configured with.
+double TeamRate(size_t members, double compute_seconds, double slowest_share_seconds);
+
 // Team patience: whether a detached worker's link now qualifies it to
 // reattach: at `link_rate` bytes/s (<= 0: unknown) it moves its share
 // within kReattachFraction of the patience.

@@ -886,7 +886,7 @@ double Simulation::TeamRate(size_t extra, size_t without) const {
     ++members;
     slowest = std::max(slowest, ShareSeconds(q));
   }
-  return members / (cfg_.compute_seconds + slowest);
+  return rog::TeamRate(members, cfg_.compute_seconds, slowest);
 }
 
 void Simulation::CheckPace() {

@@ -1239,7 +1239,7 @@ double Engine::Impl::TeamRate(const WorkerRec* with, const WorkerRec* without, d
     slowest = std::max(slowest, ShareSeconds(*r, now));
   }
   if (members == 0) return 0;
-  return static_cast<double>(members) / (compute / static_cast<double>(members) + slowest);
+  return rog::TeamRate(members, compute / static_cast<double>(members), slowest);
 }
 
 // Team pace: why the worker on the slowest attached link should be detached

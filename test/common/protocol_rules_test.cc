@@ -59,6 +59,12 @@ TEST_CASE("a worker more than the lead ahead holds its link until the window end
   CHECK_FALSE(HoldForPace(1.0, 2.0, 6, std::numeric_limits<uint64_t>::max()));
 }
 
+TEST_CASE("the team's pace: members over compute plus the slowest share", "[protocol_rules]") {
+  CHECK(TeamRate(4, 1.0, 1.0) == Approx(2.0));
+  CHECK(TeamRate(3, 0.5, 0.0) == Approx(6.0));
+  CHECK(TeamRate(0, 1.0, 1.0) == 0);
+}
+
 TEST_CASE("a detached worker's link qualifies once it moves its share in half the patience",
           "[protocol_rules]") {
   // 500 bytes at 1000 B/s: 0.5 s; half of a 1 s patience.
