@@ -353,7 +353,8 @@ def check(opts, docs, show):
             problems.append("%s is a %s, the table says %s" % (name, real[name], table[name]))
     if problems:
         failed += 1
-        print("check_doc_samples: FAIL  the metric table in %s: %s" % (reference[0], "; ".join(problems)))
+        print("check_doc_samples: FAIL  the metric table in %s: %s"
+              % (os.path.relpath(reference[0], ROOT), "; ".join(problems)))
     else:
         passed += 1
         print("check_doc_samples: ok    the metric table lists the %d rog_* metrics of a real scrape"
