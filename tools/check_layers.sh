@@ -6,8 +6,8 @@
 #      spdlog, LibTorch, OpenSSL, proto/, server/, client/, security/), its
 #      BUILD depends on nothing else, and it reads no files.
 #   2. The product does not depend on the simulator or the bench harness:
-#      server/ and client/ use nothing from tools/ and not
-#      //common:simulator; server/ and client/ do not use each other.
+#      server/ and client/ use nothing from tools/ or sim/, and do not use
+#      each other.
 # Prints a line per check and ends with "N passed, M failed".
 # Usage: tools/check_layers.sh
 set -uo pipefail
@@ -44,9 +44,9 @@ else bad "common/ does file I/O (move it to its caller): $found"; fi
 # 2. Product against simulator and harness, server against client.
 for pkg in server client; do
   other=$([ "$pkg" = server ] && echo client || echo server)
-  found=$(grep -noE '"//(tools|'"$other"')[:/][^"]*"|"//common:simulator"' "$pkg/BUILD" |
+  found=$(grep -noE '"//(tools|sim|'"$other"')[:/][^"]*"' "$pkg/BUILD" |
     grep -v '^[0-9]*:"//tools:make_certs.sh"$')
-  if [ -z "$found" ]; then ok "$pkg/ uses neither $other/, tools/ nor the simulator"
+  if [ -z "$found" ]; then ok "$pkg/ uses neither $other/, tools/ nor the simulator (sim/)"
   else bad "$pkg/BUILD depends on $(echo $found)"; fi
 done
 

@@ -20,9 +20,9 @@
 #include "absl/strings/str_split.h"
 #include "common/codec.h"
 #include "common/mta.h"
-#include "common/simulator.h"
 #include "common/staleness.h"
 #include "common/trace.h"
+#include "sim/simulator.h"
 
 ABSL_FLAG(std::string, sync, "bsp,ssp,rog", "Policies to run, comma-separated: bsp, ssp, rog");
 ABSL_FLAG(uint32_t, staleness, 4, "Staleness bound S for ssp and rog (bsp uses 0)");

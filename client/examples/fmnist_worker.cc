@@ -90,7 +90,7 @@ constexpr int kSide = 28;
 constexpr int kPixels = kSide * kSide;
 
 // The two models of --model. Their layouts are also the simulator's
-// synthetic "fmnist" and "convmlp" layouts (common/simulator.cc): change
+// synthetic "fmnist" and "convmlp" layouts (sim/simulator.cc): change
 // both together.
 struct NetImpl : torch::nn::Module {
   explicit NetImpl(bool convmlp) {

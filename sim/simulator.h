@@ -34,8 +34,8 @@
 // versions are raised to it, and it catches up through the normal stall
 // handling. The counters of the bound check count those raised iterations as
 // held by a replica that holds every real iteration before them.
-#ifndef ROG_COMMON_SIMULATOR_H_
-#define ROG_COMMON_SIMULATOR_H_
+#ifndef ROG_SIM_SIMULATOR_H_
+#define ROG_SIM_SIMULATOR_H_
 
 #include <cstdint>
 #include <string>
@@ -182,4 +182,4 @@ absl::StatusOr<Layout> SyntheticLayout(const std::string& name);
 
 }  // namespace rog
 
-#endif  // ROG_COMMON_SIMULATOR_H_
+#endif  // ROG_SIM_SIMULATOR_H_

@@ -1,4 +1,4 @@
-#include "common/simulator.h"
+#include "sim/simulator.h"
 
 #include <algorithm>
 #include <cmath>

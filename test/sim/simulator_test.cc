@@ -1,6 +1,6 @@
 // Property tests of the protocol logic on the deterministic simulator: many
 // seeds, random links (including near-dead stretches), all three policies.
-#include "common/simulator.h"
+#include "sim/simulator.h"
 
 #include <cstdio>
 #include <random>
