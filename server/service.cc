@@ -20,15 +20,12 @@
 namespace rog {
 namespace {
 
-double SteadyNow() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 // Cancels streams at a time set in advance, on one thread for all streams:
 // the synchronous API has no deadline for a server's Read or Write.
 class Canceller {
  public:
-  Canceller() : thread_([this] { Loop(); }) {}
+  explicit Canceller(std::shared_ptr<const Clock> clock)
+      : clock_(std::move(clock)), thread_([this] { Loop(); }) {}
   ~Canceller() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -43,7 +40,7 @@ class Canceller {
   uint64_t Add(grpc::ServerContext* context, double seconds, std::atomic<bool>* fired) {
     std::lock_guard<std::mutex> lock(mu_);
     const uint64_t id = next_id_++;
-    timers_[id] = Timer{SteadyNow() + seconds, context, fired};
+    timers_[id] = Timer{clock_->Now() + seconds, context, fired};
     cv_.notify_all();
     return id;
   }
@@ -64,8 +61,8 @@ class Canceller {
   void Loop() {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
-      double next = SteadyNow() + 1;
-      const double now = SteadyNow();
+      const double now = clock_->Now();
+      double next = now + 1;
       for (auto it = timers_.begin(); it != timers_.end();) {
         if (it->second.at <= now) {
           // Under the lock, so that Remove cannot return meanwhile.
@@ -77,10 +74,11 @@ class Canceller {
           ++it;
         }
       }
-      cv_.wait_for(lock, std::chrono::duration<double>(std::max(0.0, next - now)));
+      clock_->WaitUntil(cv_, lock, next);
     }
   }
 
+  std::shared_ptr<const Clock> clock_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<uint64_t, Timer> timers_;
@@ -443,6 +441,7 @@ class TrainerService::Streams {
     auto it = by_id_.find(id);
     if (it != by_id_.end() && --it->second == 0) by_id_.erase(it);
   }
+  explicit Streams(std::shared_ptr<const Clock> clock) : canceller_(std::move(clock)) {}
   Canceller& canceller() { return canceller_; }
 
  private:
@@ -452,8 +451,11 @@ class TrainerService::Streams {
   Canceller canceller_;
 };
 
-TrainerService::TrainerService(Engine* engine, StreamLimits limits)
-    : engine_(engine), limits_(limits), streams_(std::make_unique<Streams>()) {}
+TrainerService::TrainerService(Engine* engine, StreamLimits limits,
+                               std::shared_ptr<const Clock> clock)
+    : engine_(engine),
+      limits_(limits),
+      streams_(std::make_unique<Streams>(clock ? std::move(clock) : DefaultClock())) {}
 
 TrainerService::~TrainerService() = default;
 

@@ -23,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "common/clock.h"
 #include "common/layout.h"
 #include "rog.grpc.pb.h"
 #include "server/auth.h"
@@ -81,7 +82,10 @@ struct StreamLimits {
 
 class TrainerService final : public pb::Trainer::Service {
  public:
-  explicit TrainerService(Engine* engine, StreamLimits limits = {});
+  // `clock` times the hello timeout and the end of streams (null: the
+  // steady clock).
+  explicit TrainerService(Engine* engine, StreamLimits limits = {},
+                          std::shared_ptr<const Clock> clock = nullptr);
   // REQUIRES: every Session has returned (the server is shut down).
   ~TrainerService() override;
   // From now on every stream presents the worker token before its first
