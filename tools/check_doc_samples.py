@@ -16,6 +16,10 @@ says why) and compares what does not depend on the moment:
   checkpoint  "checkpoint written: PATH (SIZE in SECONDSs)"
   export      exactly the same message; for a written model, the same
               lines with the numbers aside
+A `$ tools/make_certs.sh ...` or `$ [VAR=...] deploy/install.sh ...` line
+runs that script from the repository's root with its /tmp/ folders moved
+into a scratch folder, and compares its output exactly (certificate
+dates aside).
 A `$ rogd FLAGS   # exit N` line is a rogd that refuses to start: it runs
 rogd with those flags and compares its message exactly, and the exit
 status (every sample's `# exit N`, 0 when absent, is checked).
@@ -34,6 +38,7 @@ Usage: tools/check_doc_samples.py --rogctl=PATH --rogd=PATH --server=HOST:PORT
 Prints "check_doc_samples: ok ..." or "check_doc_samples: FAIL ..." per
 check; exits 1 if any failed.
 """
+import difflib
 import os
 import re
 import shlex
@@ -81,6 +86,13 @@ def doc_commands(text):
                 current = None
             command, _, comment = line[2:].partition("#")
             words = shlex.split(command)
+            env = {}
+            while words and re.match(r"^[A-Z_]+=", words[0]):
+                key, _, value = words.pop(0).partition("=")
+                env[key] = value
+            if words and words[0] in SCRIPTS:
+                current = (target, ["script", env] + words, [], number, 0)
+                continue
             if words and words[0] in ("rogctl", "rogd"):
                 args = [w for w in words[1:] if not w.startswith("--server")]
                 if words[0] == "rogd":
@@ -94,6 +106,38 @@ def doc_commands(text):
     if current:
         out.append(current)
     return out
+
+
+# Scripts of the repository whose output the docs show: run from the
+# repository's root, with every /tmp/NAME path moved into the scratch
+# folder, and compared with dates and the scratch path written back.
+SCRIPTS = ("tools/make_certs.sh", "deploy/install.sh")
+
+
+def run_script(env, words, scratch):
+    """Runs a documented script; returns (exit status, output as the doc
+    would show it)."""
+    def into(text):
+        return re.sub(r"/tmp/([A-Za-z0-9._-]+)", lambda m: os.path.join(scratch, m.group(1)), text)
+
+    full_env = dict(os.environ)
+    full_env.update({k: into(v) for k, v in env.items()})
+    run = subprocess.run([words[0]] + [into(w) for w in words[1:]], cwd=ROOT, env=full_env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         universal_newlines=True, timeout=300)
+    out = run.stdout.replace(scratch + "/", "/tmp/")
+    return run.returncode, out
+
+
+def differences(shown, real):
+    """The lines that differ, on one line: '-' the doc's, '+' the real ones."""
+    diff = [l for l in difflib.unified_diff(shown, real, lineterm="", n=0)
+            if l[:1] in "+-" and not l.startswith(("---", "+++"))]
+    return " | ".join(diff[:8]) + (" | ..." if len(diff) > 8 else "")
+
+
+def dates_aside(lines):
+    return [re.sub(r"notAfter=[^)]*", "notAfter=DATE", l) for l in lines]
 
 
 # The command whose --json output a ```json block shows, by the first
@@ -169,7 +213,7 @@ def compare(args, shown, real):
         return None if a == b else "columns %s, rogctl prints %s" % (a, b)
     if kind == "staleness":
         if len(shown) < 2 or len(real) < 2:
-            return "output\n%s\nrogctl prints\n%s" % ("\n".join(shown), "\n".join(real))
+            return differences(shown, real)
 
         def first(lines):
             return re.sub(r"\d+", "N", lines[0])
@@ -189,21 +233,17 @@ def compare(args, shown, real):
             return "heat map legend '%s', rogctl prints '%s'" % (legend[0], real_legend)
         return None
     if kind == "rogd":
-        return None if shown == real else "output\n%s\nrogd prints\n%s" % (
-            "\n".join(shown), "\n".join(real))
+        return None if shown == real else differences(shown, real)
     if kind == "mta":
-        return None if shown == real else "output\n%s\nrogctl prints\n%s" % (
-            "\n".join(shown), "\n".join(real))
+        return None if shown == real else differences(shown, real)
     if kind == "export":
         # Sizes and counts aside for a written model; messages exactly.
         def norm(lines):
             return [re.sub(r"\d+(\.\d+)?", "N", l) for l in lines]
 
         if shown and shown[0].startswith("model exported:"):
-            return None if norm(shown) == norm(real) else "output\n%s\nrogctl prints\n%s" % (
-                "\n".join(shown), "\n".join(real))
-        return None if shown == real else "output\n%s\nrogctl prints\n%s" % (
-            "\n".join(shown), "\n".join(real))
+            return None if norm(shown) == norm(real) else differences(shown, real)
+        return None if shown == real else differences(shown, real)
     if kind == "checkpoint":
         pat = r"checkpoint written: \S+ \([\d.]+ (B|KiB|MiB|GiB) in [\d.]+s\)$"
         if not re.match(pat, shown[0]):
@@ -270,9 +310,31 @@ def check(opts, docs, show):
         name = os.path.relpath(doc, ROOT)
         for target, args, shown, number, code in doc_commands(text):
             where = "%s:%d" % (name, number)
-            label = " ".join(args) if args[0] == "rogd" else "rogctl " + " ".join(args)
+            if args[0] == "script":
+                label = " ".join(["%s=%s" % kv for kv in args[1].items()] + args[2:])
+            else:
+                label = " ".join(args) if args[0] == "rogd" else "rogctl " + " ".join(args)
             if target.startswith("skip"):
                 print("check_doc_samples: skip  %s (%s): %s" % (label, where, target[6:]))
+                continue
+            if args[0] == "script":
+                try:
+                    code_run, out = run_script(args[1], args[2:], opts["scratch"])
+                except subprocess.TimeoutExpired:
+                    code_run, out = -1, "(no exit within 300 s)"
+                if show:
+                    print("$ %s    # %s, exit %d" % (label, where, code_run))
+                    print(out, end="")
+                    continue
+                shown_lines = dates_aside(strip_blank(shown))
+                real_lines = dates_aside(strip_blank(out.splitlines()))
+                if shown_lines == real_lines and code_run == code:
+                    passed += 1
+                    print("check_doc_samples: ok    %s (%s) prints what the doc shows" % (label, where))
+                else:
+                    failed += 1
+                    print("check_doc_samples: FAIL  %s (%s): exit %d (the doc says %d); %s"
+                          % (label, where, code_run, code, differences(shown_lines, real_lines)))
                 continue
             server = opts["empty_server" if target == "empty" else "server"]
             cmd = [opts["rogctl"], "--server=" + server] + args

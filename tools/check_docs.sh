@@ -14,9 +14,10 @@
 #   6. The rogctl output shown in docs/reference.md, design.md and
 #      operations.md looks as rogctl prints it for the worked example's
 #      team (rogd and two linreg_workers on loopback), a rogd shown
-#      refusing to start prints exactly that, and the metric table lists
-#      exactly the metrics of a real scrape (tools/check_doc_samples.py;
-#      a block it cannot run is marked with the reason).
+#      refusing to start and the make_certs.sh and install.sh samples print
+#      exactly that, and the metric table lists exactly the metrics of a
+#      real scrape (tools/check_doc_samples.py; a block it cannot run is
+#      marked with the reason).
 # Prints a line per failed check and ends with "N passed, M failed".
 # Usage: tools/check_docs.sh [--no_build] (--no_build: use bazel-bin as is)
 set -uo pipefail
@@ -100,6 +101,13 @@ else bad "flags not explained in docs/reference.md or docs/operations.md: ${undo
 
 # 5 and 6 need rogd, rogctl (with its export helper) and a worker.
 targets=(//server:rogd //tools:rogctl //tools:rogctl_torch //client/examples:linreg_worker)
+# The install sample (docs/operations.md) installs what -c opt built.
+opt_targets=(//server:rogd //tools:rogctl //tools:rogctl_torch //deploy:librog_client.so)
+if [ "$build" -eq 1 ] &&
+    ! bazel build -c opt --color=no --curses=no "${opt_targets[@]}" > /dev/null 2>&1; then
+  bad "bazel build -c opt ${opt_targets[*]} failed; run it to see why"
+  echo "$passed passed, $failed failed"; exit 1
+fi
 if [ "$build" -eq 1 ] && ! bazel build --color=no --curses=no "${targets[@]}" > /dev/null 2>&1; then
   bad "bazel build ${targets[*]} failed; run it to see why"
   echo "$passed passed, $failed failed"; exit 1
