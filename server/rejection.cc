@@ -68,6 +68,8 @@ const char* RejectionLabel(Rejection reason) {
       return "too_many_workers";
     case Rejection::kModelTooLarge:
       return "model_too_large";
+    case Rejection::kEnd:
+      return "";
   }
   return "";
 }
@@ -75,8 +77,8 @@ const char* RejectionLabel(Rejection reason) {
 const std::vector<std::string>& RejectionReasons() {
   static const std::vector<std::string> reasons = [] {
     std::vector<std::string> all;
-    for (int r = static_cast<int>(Rejection::kNone) + 1;
-         r <= static_cast<int>(Rejection::kModelTooLarge); ++r) {
+    for (int r = static_cast<int>(Rejection::kNone) + 1; r < static_cast<int>(Rejection::kEnd);
+         ++r) {
       all.push_back(RejectionLabel(static_cast<Rejection>(r)));
     }
     return all;

@@ -51,9 +51,11 @@ enum class Rejection {
   kDownlinkBacklog,
   kTooManyWorkers,
   kModelTooLarge,
+  kEnd,  // not a reason: one past the last; new reasons go before it
 };
 
-// The label a reason is counted under, e.g. "bad_seq"; "" for kNone.
+// The label a reason is counted under, e.g. "bad_seq"; "" for kNone and
+// kEnd.
 const char* RejectionLabel(Rejection reason);
 
 // Every reason's label but kNone's, in the order above: the keys of
