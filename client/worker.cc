@@ -19,6 +19,7 @@
 #include "common/codec.h"
 #include "common/goodput.h"
 #include "common/protocol_rules.h"
+#include "common/row_digest.h"
 #include "common/row_index.h"
 #include "common/selection.h"
 #include "common/staleness.h"
@@ -301,7 +302,17 @@ struct Worker::Impl {
   }
 
   // --- incoming messages (mu held) ----------------------------------------------
-  void OnWelcome(const pb::Welcome& w) {
+  absl::Status OnWelcome(const pb::Welcome& w) {
+    // The rows rogd leaves out of the resync: checked before anything
+    // changes.
+    absl::StatusOr<std::vector<RowId>> held =
+        DecodeRowIds(absl::MakeConstSpan(w.in_sync_row_delta().data(), w.in_sync_row_delta_size()),
+                     layout.num_rows());
+    if (!held.ok() || held->size() != static_cast<size_t>(w.in_sync_version_lag_size())) {
+      return absl::InternalError(absl::StrCat(
+          "the welcome's in-sync rows do not decode (",
+          held.ok() ? "their version lags differ in number" : held.status().message(), ")"));
+    }
     // Resumed: rogd kept this worker's state (the token it sent back is the
     // one we presented). Otherwise rogd set its versions to the welcome's
     // clock (a first connect, a rejoin, a first worker bringing the model).
@@ -372,7 +383,15 @@ struct Worker::Impl {
     // clock, and a stale report could be ahead of a clock rogd moved back.
     progress_out.clear();
     values_next = w.send_initial_values() ? 0 : static_cast<RowId>(layout.num_rows());
-    resync_rows = w.full_resync() ? layout.num_rows() : 0;
+    resync_rows = 0;
+    if (w.full_resync()) {
+      // What rogd did not send, the replica holds already (RowDigests).
+      for (size_t k = 0; k < held->size(); ++k) {
+        const int64_t v = static_cast<int64_t>(w.iteration()) - w.in_sync_version_lag(k);
+        state.SetKnownVersion((*held)[k], v < 0 ? 0 : static_cast<uint64_t>(v));
+      }
+      resync_rows = layout.num_rows() - held->size();
+    }
     next_down_seq = 1;
     down_ack_seq = 0;
     down_ack_bytes = 0;
@@ -386,6 +405,25 @@ struct Worker::Impl {
     // rogd repeats a detachment that still holds right after the welcome.
     detached = false;
     active = true;
+    return absl::OkStatus();
+  }
+
+  // Hello.row_digests: a digest of every replica row that holds nothing of
+  // this worker's own that rogd might lack (no accumulated update, in no
+  // batch unacknowledged or not yet durable), 0 for the others; rogd leaves
+  // the rows it holds equally out of the resync.
+  std::string RowDigests() const {
+    std::vector<bool> own(layout.num_rows(), false);
+    for (const std::deque<SentBatch>* list : {&acked_in_resync, &inflight, &not_durable}) {
+      for (const SentBatch& b : *list) {
+        for (RowId row : b.rows) own[row] = true;
+      }
+    }
+    std::vector<uint64_t> digests(layout.num_rows(), 0);
+    for (RowId row = 0; row < layout.num_rows(); ++row) {
+      if (!own[row] && !state.HasResidual(row)) digests[row] = RowDigest(state.replica_row(row));
+    }
+    return PackRowDigests(digests);
   }
 
   absl::Status OnBatch(const pb::RowBatch& b) {
@@ -872,6 +910,7 @@ struct Worker::Impl {
       h->set_last_applied_downlink_seq(next_down_seq - 1);
       h->set_iteration(state.clock());
       h->set_sdk_version(kRogVersion);
+      h->set_row_digests(RowDigests());
       context = &ctx;
     }
     std::unique_ptr<Stream> stream = stub->Session(&ctx);
@@ -886,7 +925,12 @@ struct Worker::Impl {
       ++session;
       if (session > 1) ++reconnects;
       current_stream = stream.get();
-      OnWelcome(m.welcome());
+      const absl::Status welcomed = OnWelcome(m.welcome());
+      if (!welcomed.ok()) {
+        spdlog::error("worker {}: bad welcome ({}); reconnecting", opt.worker_id,
+                      std::string(welcomed.message()));
+        ctx.TryCancel();
+      }
       spdlog::info("worker {}: connected to {} at iteration {}{}", opt.worker_id, opt.server,
                    state.clock(),
                    m.welcome().send_initial_values() ? " (uploading the model)" : "");

@@ -132,8 +132,12 @@ void ServerState::SetActive(size_t w, bool active) {
 }
 
 void ServerState::TakeValues(size_t w, RowId row, std::string* payload) {
-  const RowInfo& r = layout_.row(row);
   Encode(Codec::kFp32, global_row(row), payload);
+  MarkInSync(w, row);
+}
+
+void ServerState::MarkInSync(size_t w, RowId row) {
+  const RowInfo& r = layout_.row(row);
   if (!pending_[w].empty()) {
     std::fill_n(pending_[w].data() + r.offset, r.numel, 0.0f);
     unversioned_[w][row] = false;

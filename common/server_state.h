@@ -90,6 +90,9 @@ class ServerState {
   // Full resync of one row: appends the global row as fp32 to *payload; w's
   // copy of the row then holds the row's current versions, nothing pending.
   void TakeValues(size_t w, RowId row, std::string* payload);
+  // A row w's replica already holds bit for bit (common/row_digest.h): as
+  // TakeValues, without sending the values.
+  void MarkInSync(size_t w, RowId row);
 
   // --- Checkpoints --------------------------------------------------------
   // Everything needed to rebuild the state. pending[w] is empty for a worker

@@ -14,6 +14,7 @@
 #include "common/log_limiter.h"
 #include "common/mta.h"
 #include "common/protocol_rules.h"
+#include "common/row_digest.h"
 #include "common/row_index.h"
 #include "common/selection.h"
 #include "common/server_state.h"
@@ -107,6 +108,9 @@ struct WorkerRec {
   uint64_t inflight_bytes = 0;
   GoodputEstimator down_goodput;
   RowId resync_next = 0;  // rows below are resynced; == rows when done
+  // Rows the resync leaves out: the worker's hello showed it holds them
+  // (common/row_digest.h). Empty when none are.
+  std::vector<bool> in_sync;
   Plan down;
   bool plan_stale = false;
   bool transmitting = false;
@@ -504,6 +508,7 @@ struct Engine::Impl {
       BatchFill fill(*layout, Codec::kFp32, opt.batch_bytes);
       while (r.resync_next < layout->num_rows() && fill.Fits(r.resync_next)) {
         fill.Add(r.resync_next++);
+        SkipInSync(r);
       }
       rows = fill.Take();
       b->set_kind(pb::BATCH_KIND_VALUES);
@@ -602,6 +607,37 @@ struct Engine::Impl {
     }
   }
 
+  // Moves r's resync past the rows it holds already.
+  void SkipInSync(WorkerRec& r) {
+    while (r.resync_next < r.in_sync.size() && r.in_sync[r.resync_next]) ++r.resync_next;
+    if (r.resync_next >= layout->num_rows()) std::vector<bool>().swap(r.in_sync);
+  }
+
+  // Starts r's full resync, leaving out the rows its hello showed it holds
+  // (in_sync, from RowsInSync): their copies are marked current and the
+  // welcome lists them with their versions.
+  void StartResync(WorkerRec& r, std::vector<bool> in_sync, pb::Welcome* welcome) {
+    welcome->set_full_resync(true);
+    r.resync_next = 0;
+    r.in_sync = std::move(in_sync);
+    std::vector<RowId> rows;
+    for (RowId row = 0; row < r.in_sync.size(); ++row) {
+      if (r.in_sync[row]) rows.push_back(row);
+    }
+    const AttachedSet attached = AttachedWorkers();
+    for (RowId row : rows) {
+      state->MarkInSync(r.index, row);
+      welcome->add_in_sync_version_lag(static_cast<int64_t>(r.clock) -
+                                       static_cast<int64_t>(ReportedVersion(r, row, attached)));
+    }
+    for (uint32_t d : EncodeRowIds(rows)) welcome->add_in_sync_row_delta(d);
+    SkipInSync(r);
+    if (!rows.empty()) {
+      spdlog::info("worker {}: {} of {} rows already in sync (its row digests), resyncing {}", r.id,
+                   rows.size(), layout->num_rows(), layout->num_rows() - rows.size());
+    }
+  }
+
   void PumpAll() {
     for (auto& r : workers) Pump(*r);
   }
@@ -670,6 +706,16 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
         "hello from '%s': layout_fingerprint %016x does not match its layout (%016x); "
         "compute it with pb::Layout::fingerprint()",
         hello.worker_id(), hello.layout_fingerprint(), parsed->fingerprint()));
+  }
+  // Rows the worker holds already: checked before anything changes, so a
+  // bad hello leaves no trace.
+  absl::StatusOr<std::vector<bool>> in_sync = std::vector<bool>();
+  if (state && parsed->fingerprint() == layout->fingerprint()) {
+    in_sync = RowsInSync(*layout, state->global(), hello.row_digests());
+    if (!in_sync.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("hello from '", hello.worker_id(), "': ", in_sync.status().message()));
+    }
   }
   const double now = Now();
   const uint64_t session = next_session++;
@@ -815,8 +861,7 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
       spdlog::info("worker {} joined from {} at iteration {} (team of {})", r->id, peer, r->clock,
                    workers.size());
     }
-    r->resync_next = 0;
-    welcome.set_full_resync(true);
+    StartResync(*r, *std::move(in_sync), &welcome);
   }
   r->state = WState::kConnected;
   r->session = session;

@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "catch2/catch.hpp"
+#include "common/row_digest.h"
 #include "common/uplink_rules.h"
 #include "test/testing/engine_testing.h"
 
@@ -395,6 +396,111 @@ TEST_CASE("updates a rejoining worker kept reach the others (count 0)", "[engine
     }
   }
   CHECK(got_bias);
+}
+
+// Row digests (common/row_digest.h): the packed digests of `values` in
+// every row, 0 for the rows in `withheld`.
+std::string DigestsOf(const Layout& layout, const std::vector<float>& values,
+                      const std::vector<RowId>& withheld = {}) {
+  std::vector<uint64_t> d(layout.num_rows());
+  for (RowId row = 0; row < layout.num_rows(); ++row) {
+    const RowInfo& info = layout.row(row);
+    d[row] = RowDigest(absl::MakeConstSpan(values).subspan(info.offset, info.numel));
+  }
+  for (RowId row : withheld) d[row] = 0;
+  return PackRowDigests(d);
+}
+
+// The rows of the VALUES batches a stream received, in order.
+std::vector<RowId> ResyncedRows(const EngineHarness::Stream& s) {
+  std::vector<RowId> rows;
+  for (const pb::ServerMessage& m : s.outbox->messages()) {
+    if (!m.has_batch() || m.batch().kind() != pb::BATCH_KIND_VALUES) continue;
+    RowId row = 0;
+    for (uint32_t d : m.batch().row_delta()) rows.push_back(row += d);
+  }
+  return rows;
+}
+
+const pb::Welcome& WelcomeOf(const std::vector<pb::ServerMessage>& sent) {
+  REQUIRE(!sent.empty());
+  REQUIRE(sent[0].has_welcome());
+  return sent[0].welcome();
+}
+
+TEST_CASE("a joining worker that holds rows already is not sent them again", "[engine][resync]") {
+  WithModel m(Options(SyncPolicy::kSsp, 1));
+  const Layout& layout = m.h.layout();
+  const RowId rows = static_cast<RowId>(layout.num_rows());
+
+  // Without digests: every row comes as values.
+  EngineHarness::Stream b = *m.h.Hello(m.h.MakeHello("b"));
+  m.h.Settle();
+  CHECK(ResyncedRows(b).size() == rows);
+  CHECK(WelcomeOf(b.outbox->messages()).in_sync_row_delta_size() == 0);
+
+  // Holding the whole model: nothing comes, and the welcome gives every row
+  // the version a values batch would have carried.
+  pb::Hello hello = m.h.MakeHello("c");
+  hello.set_row_digests(DigestsOf(layout, Ones(layout)));
+  EngineHarness::Stream c = *m.h.Hello(hello);
+  m.h.Settle();
+  CHECK(ResyncedRows(c).empty());
+  const std::vector<pb::ServerMessage> to_c = c.outbox->messages();
+  const pb::Welcome& wc = WelcomeOf(to_c);
+  CHECK(wc.full_resync());
+  CHECK(wc.in_sync_row_delta_size() == static_cast<int>(rows));
+  REQUIRE(wc.in_sync_version_lag_size() == static_cast<int>(rows));
+  for (const pb::ServerMessage& msg : b.outbox->messages()) {
+    if (!msg.has_batch() || msg.batch().kind() != pb::BATCH_KIND_VALUES) continue;
+    for (int k = 0; k < msg.batch().version_lag_size(); ++k) {
+      CHECK(msg.batch().version_lag(k) == wc.in_sync_version_lag(0));
+    }
+  }
+
+  // One row changed, one not offered: exactly those two come.
+  std::vector<float> mine = Ones(layout);
+  mine[layout.row(3).offset] = 2;
+  hello = m.h.MakeHello("d");
+  hello.set_row_digests(DigestsOf(layout, mine, {5}));
+  EngineHarness::Stream d = *m.h.Hello(hello);
+  m.h.Settle();
+  CHECK(ResyncedRows(d) == std::vector<RowId>{3, 5});
+  CHECK(WelcomeOf(d.outbox->messages()).in_sync_row_delta_size() == static_cast<int>(rows) - 2);
+
+  // Once the model moved on, the old values are in sync nowhere.
+  m.h.UpdateAll(m.a, 0.5f, 1);
+  m.h.Settle();
+  m.h.Account(m.a);
+  m.h.engine().Goodbye(c.session, "test");
+  m.h.Settle();
+  hello = m.h.MakeHello("c");
+  hello.set_row_digests(DigestsOf(layout, Ones(layout)));
+  c = *m.h.Hello(hello);
+  m.h.Settle();
+  CHECK(ResyncedRows(c).size() == rows);
+  CHECK(m.h.CheckLedger() == "");
+  CHECK(m.h.engine().CheckInvariants().ToString() == "OK");
+}
+
+TEST_CASE("row digests of the wrong size are refused before the worker is admitted",
+          "[engine][hostile]") {
+  WithModel m;
+  const uint32_t workers = m.h.engine().Status().workers_connected();
+  for (const std::string& digests : {std::string(7, '\1'), std::string(8, '\1'),
+                                     std::string(8 * m.h.layout().num_rows() + 8, '\1')}) {
+    pb::Hello hello = m.h.MakeHello("b");
+    hello.set_row_digests(digests);
+    std::string reason;
+    absl::StatusOr<EngineHarness::Stream> b = m.h.Hello(hello, &reason);
+    REQUIRE_FALSE(b.ok());
+    CHECK(b.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(absl::StrContains(b.status().message(), "8 per row"));
+    CHECK(reason == "bad_hello");
+  }
+  m.h.Settle();
+  CHECK(m.h.engine().Status().workers_connected() == workers);
+  CHECK(m.h.engine().CheckInvariants().ToString() == "OK");
 }
 
 // Team patience on the fake clock: a worker that keeps another waiting at
