@@ -385,7 +385,7 @@ struct Worker::Impl {
     values_next = w.send_initial_values() ? 0 : static_cast<RowId>(layout.num_rows());
     resync_rows = 0;
     if (w.full_resync()) {
-      // What rogd did not send, the replica holds already (RowDigests).
+      // What rogd did not send, the replica holds already (row digests).
       for (size_t k = 0; k < held->size(); ++k) {
         const int64_t v = static_cast<int64_t>(w.iteration()) - w.in_sync_version_lag(k);
         state.SetKnownVersion((*held)[k], v < 0 ? 0 : static_cast<uint64_t>(v));
@@ -408,22 +408,21 @@ struct Worker::Impl {
     return absl::OkStatus();
   }
 
-  // Hello.row_digests: a digest of every replica row that holds nothing of
-  // this worker's own that rogd might lack (no accumulated update, in no
-  // batch unacknowledged or not yet durable), 0 for the others; rogd leaves
-  // the rows it holds equally out of the resync.
-  std::string RowDigests() const {
-    std::vector<bool> own(layout.num_rows(), false);
+  // Hello.row_digests: digests of the replica's rows, withholding every
+  // row that holds something of this worker's own rogd might lack (an
+  // accumulated update, a batch unacknowledged or not yet durable); rogd
+  // leaves the rows it holds equally out of the resync.
+  std::string HelloRowDigests() const {
+    std::vector<bool> withheld(layout.num_rows(), false);
     for (const std::deque<SentBatch>* list : {&acked_in_resync, &inflight, &not_durable}) {
       for (const SentBatch& b : *list) {
-        for (RowId row : b.rows) own[row] = true;
+        for (RowId row : b.rows) withheld[row] = true;
       }
     }
-    std::vector<uint64_t> digests(layout.num_rows(), 0);
     for (RowId row = 0; row < layout.num_rows(); ++row) {
-      if (!own[row] && !state.HasResidual(row)) digests[row] = RowDigest(state.replica_row(row));
+      withheld[row] = withheld[row] || state.HasResidual(row);
     }
-    return PackRowDigests(digests);
+    return RowDigests(layout, state.replica(), withheld);
   }
 
   absl::Status OnBatch(const pb::RowBatch& b) {
@@ -910,7 +909,7 @@ struct Worker::Impl {
       h->set_last_applied_downlink_seq(next_down_seq - 1);
       h->set_iteration(state.clock());
       h->set_sdk_version(kRogVersion);
-      h->set_row_digests(RowDigests());
+      h->set_row_digests(HelloRowDigests());
       context = &ctx;
     }
     std::unique_ptr<Stream> stream = stub->Session(&ctx);
@@ -1005,6 +1004,11 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(WorkerOptions options, Lay
   if (options.batch_bytes < 1024) {
     return absl::InvalidArgumentError("batch_bytes must be at least 1024");
   }
+  if (!(options.keepalive_timeout >= 1 && options.keepalive_timeout <= 3600)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("keepalive_timeout is ", options.keepalive_timeout,
+                     " s: give 1 to 3600 seconds (30 by default; docs/sdk.md, \"Faults\")"));
+  }
   ClientSecurity sec{options.tls_ca_file,     options.tls_cert_file, options.tls_key_file,
                      options.tls_server_name, options.token,         options.token_file};
   absl::StatusOr<ClientCredentials> security =
@@ -1024,7 +1028,7 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(WorkerOptions options, Lay
   impl->security = *std::move(security);
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 1000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, static_cast<int>(impl->opt.keepalive_timeout * 1000));
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);

@@ -79,6 +79,12 @@ struct WorkerOptions {
   // `backoff_max`, with jitter.
   double backoff_initial = 0.1;
   double backoff_max = 2.0;
+  // Dead links: the worker pings rogd every second and drops a connection
+  // whose ping goes unanswered this long, seconds (then reconnects). A ping
+  // waits behind the bytes queued on the link, up to a batch or two: seconds
+  // on a live link of a few KB/s, which a shorter timeout would break again
+  // and again, resyncing the model each time.
+  double keepalive_timeout = 30.0;
   // Memory for acknowledged updates rogd has not checkpointed yet, replayed
   // if rogd is killed and restarts from its last checkpoint. About the
   // bytes pushed per rogd --checkpoint_interval; past this the oldest are

@@ -1,5 +1,6 @@
 #include "common/row_digest.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -24,9 +25,28 @@ uint32_t Bits(float f) {
   return b;
 }
 
+// The values of group g's rows: consecutive in the flattened model.
+absl::Span<const float> GroupValues(const Layout& layout, absl::Span<const float> model, size_t g) {
+  const size_t per = RowDigestGroupRows(layout.num_rows());
+  const RowId first = static_cast<RowId>(g * per);
+  const RowId last = static_cast<RowId>(std::min(layout.num_rows(), (g + 1) * per) - 1);
+  const uint64_t begin = layout.row(first).offset;
+  const uint64_t end = layout.row(last).offset + layout.row(last).numel;
+  return model.subspan(begin, end - begin);
+}
+
 }  // namespace
 
-uint64_t RowDigest(absl::Span<const float> values) {
+size_t RowDigestGroupRows(size_t num_rows) {
+  return num_rows <= kMaxRowDigests ? 1 : (num_rows + kMaxRowDigests - 1) / kMaxRowDigests;
+}
+
+size_t RowDigestGroups(size_t num_rows) {
+  const size_t per = RowDigestGroupRows(num_rows);
+  return (num_rows + per - 1) / per;
+}
+
+uint64_t ValuesDigest(absl::Span<const float> values) {
   uint64_t h = Mix(0x524f4700ULL ^ values.size());  // "ROG", then the length
   size_t j = 0;
   for (; j + 1 < values.size(); j += 2) {
@@ -38,10 +58,19 @@ uint64_t RowDigest(absl::Span<const float> values) {
   return h == 0 ? 1 : h;
 }
 
-std::string PackRowDigests(absl::Span<const uint64_t> digests) {
-  std::string out(digests.size() * 8, '\0');
-  for (size_t k = 0; k < digests.size(); ++k) {
-    for (int b = 0; b < 8; ++b) out[k * 8 + b] = static_cast<char>(digests[k] >> (8 * b));
+std::string RowDigests(const Layout& layout, absl::Span<const float> model,
+                       const std::vector<bool>& withheld) {
+  const size_t groups = RowDigestGroups(layout.num_rows());
+  const size_t per = RowDigestGroupRows(layout.num_rows());
+  std::string out(groups * 8, '\0');
+  for (size_t g = 0; g < groups; ++g) {
+    bool offered = true;
+    for (size_t row = g * per; row < std::min(layout.num_rows(), (g + 1) * per); ++row) {
+      offered = offered && !withheld[row];
+    }
+    if (!offered) continue;
+    const uint64_t d = ValuesDigest(GroupValues(layout, model, g));
+    for (int b = 0; b < 8; ++b) out[g * 8 + b] = static_cast<char>(d >> (8 * b));
   }
   return out;
 }
@@ -51,19 +80,21 @@ absl::StatusOr<std::vector<bool>> RowsInSync(const Layout& layout, absl::Span<co
   const size_t rows = layout.num_rows();
   std::vector<bool> in_sync(rows, false);
   if (packed.empty()) return in_sync;
-  if (packed.size() != rows * 8) {
+  const size_t groups = RowDigestGroups(rows);
+  if (packed.size() != groups * 8) {
     return absl::InvalidArgumentError(
         absl::StrCat("row_digests holds ", packed.size(), " bytes; a model of ", rows,
-                     " rows needs ", rows * 8, " (8 per row, little-endian) or none"));
+                     " rows needs ", groups * 8, " (8 per group of ", RowDigestGroupRows(rows),
+                     " rows, little-endian) or none"));
   }
-  for (RowId row = 0; row < rows; ++row) {
+  const size_t per = RowDigestGroupRows(rows);
+  for (size_t g = 0; g < groups; ++g) {
     uint64_t d = 0;
     for (int b = 0; b < 8; ++b) {
-      d |= uint64_t{static_cast<unsigned char>(packed[row * 8 + b])} << (8 * b);
+      d |= uint64_t{static_cast<unsigned char>(packed[g * 8 + b])} << (8 * b);
     }
-    if (d == 0) continue;
-    const RowInfo& info = layout.row(row);
-    in_sync[row] = d == RowDigest(model.subspan(info.offset, info.numel));
+    if (d == 0 || d != ValuesDigest(GroupValues(layout, model, g))) continue;
+    for (size_t row = g * per; row < std::min(rows, (g + 1) * per); ++row) in_sync[row] = true;
   }
   return in_sync;
 }

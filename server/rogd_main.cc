@@ -84,6 +84,11 @@ ABSL_FLAG(uint32_t, max_streams_per_worker, 4,
           "needs 2)");
 ABSL_FLAG(absl::Duration, hello_timeout, absl::Seconds(10),
           "time a new worker stream has to send its Hello before it is closed");
+ABSL_FLAG(absl::Duration, keepalive_timeout, absl::Seconds(30),
+          "rogd pings every worker connection every 2 s and drops one whose ping goes unanswered "
+          "this long, so that a worker whose link died without closing its connection is "
+          "disconnected and its --lease starts. A ping waits behind the bytes queued on the link: "
+          "on a live link of a few KB/s that takes seconds, so keep it well above them");
 ABSL_FLAG(uint32_t, max_workers, 256,
           "worker records kept, evicted ones included (each holds a copy of the model): a hello "
           "with a new worker id beyond it is refused");
@@ -386,6 +391,10 @@ int main(int argc, char** argv) {
     return Fail("--hello_timeout must be at least 100ms, e.g. 10s");
   }
   limits.hello_timeout_seconds = absl::ToDoubleSeconds(hello_timeout);
+  const absl::Duration keepalive_timeout = absl::GetFlag(FLAGS_keepalive_timeout);
+  if (keepalive_timeout < absl::Seconds(1) || keepalive_timeout > absl::Hours(1)) {
+    return Fail("--keepalive_timeout must be between 1s and 1h, e.g. 30s");
+  }
   limits.max_message_bytes = options.max_message_bytes;
   options.max_workers = absl::GetFlag(FLAGS_max_workers);
   if (options.max_workers < options.team_size) {
@@ -463,12 +472,13 @@ int main(int argc, char** argv) {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   // A worker whose radio died leaves its TCP connection open and sends no
-  // FIN: rogd pings too, and drops a stream silent for 2 + 5 s, so that its
-  // lease starts. The timeout is generous because pings queue behind the
-  // downlink backlog of a slow but live link (docs/building.md, "Dead links and
-  // keepalive": 2.75 s seen).
+  // FIN: rogd pings too, and drops a connection whose ping goes unanswered
+  // for --keepalive_timeout, so that its lease starts. The timeout is
+  // generous because pings queue behind the backlog of a slow but live link
+  // (docs/building.md, "Dead links and keepalive").
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 2000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                             static_cast<int>(absl::ToInt64Milliseconds(keepalive_timeout)));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     return Fail(absl::StrCat("cannot listen on ", listen,

@@ -8,55 +8,78 @@
 namespace rog {
 namespace {
 
-Layout TwoRows() { return *Layout::Create({{"w", {2, 3}}}, /*min_split_numel=*/3); }
+// `n` rows of 2 values, row r holding r and -r.
+Layout Rows(uint32_t n) { return *Layout::Create({{"w", {n, 2}}}, /*min_split_numel=*/2); }
+std::vector<float> Values(const Layout& layout) {
+  std::vector<float> v(layout.total_numel());
+  for (size_t j = 0; j < v.size(); ++j) v[j] = (j % 2 ? -1.0f : 1.0f) * static_cast<float>(j / 2);
+  return v;
+}
 
-TEST_CASE("row digests are of the bits, the same on every machine", "[row_digest]") {
+TEST_CASE("digests are of the bits, the same on every machine", "[row_digest]") {
   const std::vector<float> a = {1.0f, -2.5f, 3.0f};
   // Pinned (and computed apart, from the description in row_digest.cc): a
   // digest that changed between SDK and rogd versions would make every
   // robot download the whole model again.
-  CHECK(RowDigest(a) == 0xd5ff9ef271a8d744ULL);
-  CHECK(RowDigest(a) == RowDigest(std::vector<float>(a)));
+  CHECK(ValuesDigest(a) == 0xd5ff9ef271a8d744ULL);
   std::vector<float> b = a;
   b[2] = std::nextafter(b[2], 4.0f);  // one bit
-  CHECK(RowDigest(b) != RowDigest(a));
-  CHECK(RowDigest(std::vector<float>{0.0f}) != RowDigest(std::vector<float>{-0.0f}));
-  // The length counts: a row of zeros is not a shorter row of zeros.
-  CHECK(RowDigest(std::vector<float>(4, 0.0f)) != RowDigest(std::vector<float>(3, 0.0f)));
-  CHECK(RowDigest({}) != 0);
+  CHECK(ValuesDigest(b) != ValuesDigest(a));
+  CHECK(ValuesDigest(std::vector<float>{0.0f}) != ValuesDigest(std::vector<float>{-0.0f}));
+  // The length counts: zeros are not fewer zeros.
+  CHECK(ValuesDigest(std::vector<float>(4, 0.0f)) != ValuesDigest(std::vector<float>(3, 0.0f)));
+  CHECK(ValuesDigest({}) != 0);
 }
 
-TEST_CASE("rows in sync are those whose digest matches; 0 offers none", "[row_digest]") {
-  const Layout layout = TwoRows();
-  const std::vector<float> model = {1, 2, 3, 4, 5, 6};
-  const uint64_t row0 = RowDigest(absl::MakeConstSpan(model).subspan(0, 3));
-  const uint64_t row1 = RowDigest(absl::MakeConstSpan(model).subspan(3, 3));
+TEST_CASE("a hello's digests stay at most 64 whatever the model", "[row_digest]") {
+  CHECK(RowDigestGroupRows(1) == 1);
+  CHECK(RowDigestGroups(1) == 1);
+  CHECK(RowDigestGroupRows(64) == 1);
+  CHECK(RowDigestGroups(64) == 64);
+  CHECK(RowDigestGroupRows(65) == 2);
+  CHECK(RowDigestGroups(65) == 33);
+  CHECK(RowDigestGroupRows(1568) == 25);  // the ConvMLP: 63 groups, 504 bytes
+  CHECK(RowDigestGroups(1568) == 63);
+  CHECK(RowDigestGroups(size_t{1} << 20) == 64);
+  const Layout layout = Rows(1568);
+  CHECK(RowDigests(layout, Values(layout), std::vector<bool>(1568, false)).size() == 63 * 8);
+}
 
-  auto none = RowsInSync(layout, model, "");
-  REQUIRE(none.ok());
-  CHECK(*none == std::vector<bool>{false, false});
+TEST_CASE("rows are in sync by group: a changed or withheld row's group is sent whole",
+          "[row_digest]") {
+  const Layout layout = Rows(130);  // groups of 3 rows: 44 groups, the last of 1
+  REQUIRE(RowDigestGroupRows(130) == 3);
+  const std::vector<float> model = Values(layout);
+  const std::vector<bool> none(130, false);
 
-  auto both = RowsInSync(layout, model, PackRowDigests({row0, row1}));
-  REQUIRE(both.ok());
-  CHECK(*both == std::vector<bool>{true, true});
+  auto empty = RowsInSync(layout, model, "");
+  REQUIRE(empty.ok());
+  CHECK(*empty == std::vector<bool>(130, false));
 
-  auto first = RowsInSync(layout, model, PackRowDigests({row0, 0}));
-  REQUIRE(first.ok());
-  CHECK(*first == std::vector<bool>{true, false});
+  auto all = RowsInSync(layout, model, RowDigests(layout, model, none));
+  REQUIRE(all.ok());
+  CHECK(*all == std::vector<bool>(130, true));
 
-  // Swapped rows hold other values: neither matches.
-  auto swapped = RowsInSync(layout, model, PackRowDigests({row1, row0}));
-  REQUIRE(swapped.ok());
-  CHECK(*swapped == std::vector<bool>{false, false});
+  // Row 4 changed (group 1: rows 3-5), row 129 withheld (group 43, alone).
+  std::vector<float> mine = model;
+  mine[layout.row(4).offset] += 1;
+  std::vector<bool> withheld = none;
+  withheld[129] = true;
+  auto some = RowsInSync(layout, model, RowDigests(layout, mine, withheld));
+  REQUIRE(some.ok());
+  std::vector<bool> want(130, true);
+  want[3] = want[4] = want[5] = want[129] = false;
+  CHECK(*some == want);
 }
 
 TEST_CASE("row digests of the wrong size are refused, saying what fits", "[row_digest][hostile]") {
-  const Layout layout = TwoRows();
-  const std::vector<float> model(6, 0.0f);
+  const Layout layout = Rows(2);
+  const std::vector<float> model(4, 0.0f);
   for (size_t bytes : {1, 8, 15, 17, 24}) {
     auto r = RowsInSync(layout, model, std::string(bytes, '\x01'));
     REQUIRE_FALSE(r.ok());
-    CHECK(std::string(r.status().message()).find("needs 16 (8 per row") != std::string::npos);
+    CHECK(std::string(r.status().message()).find("needs 16 (8 per group of 1 rows") !=
+          std::string::npos);
   }
 }
 

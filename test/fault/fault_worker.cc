@@ -25,6 +25,7 @@ ABSL_FLAG(std::string, id, "", "worker id");
 ABSL_FLAG(int, marker, -1, "this process's marker, 0-95, unique over the run's processes");
 ABSL_FLAG(uint64_t, iterations, 0, "train until the clock reaches this; 0: until SIGTERM");
 ABSL_FLAG(double, compute_ms, 5, "compute time per iteration, ms");
+ABSL_FLAG(double, keepalive_timeout, 30, "WorkerOptions::keepalive_timeout, seconds");
 
 namespace {
 std::atomic<bool> stop{false};
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
   rog::WorkerOptions options;
   options.server = absl::GetFlag(FLAGS_server);
   options.worker_id = absl::GetFlag(FLAGS_id);
+  options.keepalive_timeout = absl::GetFlag(FLAGS_keepalive_timeout);
   auto worker = rog::Worker::Start(options, layout, std::vector<float>(layout.total_numel(), 0));
   if (!worker.ok()) {
     std::printf("error %s\n", std::string(worker.status().message()).c_str());

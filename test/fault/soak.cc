@@ -2,12 +2,11 @@
 // fault_worker processes, each behind its own relay, for --minutes, with
 // random kill -9s of workers (restarted under the same id after 0.5-6 s,
 // i.e. before or after the lease) and link drops (a relay at 0 bytes/s for
-// 1-15 s: the long ones outlast rogd's keepalive (2 + 5 s) and the lease,
-// so the worker is evicted and rejoins by itself). rogd's resident memory is sampled from /proc
-// into rss.csv. At the end every worker is stopped with SIGTERM (Sync, Close) and the model is
-// checked for conservation (test/fault/fault_model.h), with what the kills
-// lost. Writes summary.txt; exit status 0 when everything held, 1 if not,
-// 2 for bad flags.
+// 1-15 s: the long ones outlast rogd's keepalive (2 + 5 s, --keepalive_timeout=5s here) and the
+// lease, so the worker is evicted and rejoins by itself). rogd's resident memory is sampled from
+// /proc into rss.csv. At the end every worker is stopped with SIGTERM (Sync, Close) and the model
+// is checked for conservation (test/fault/fault_model.h), with what the kills lost. Writes
+// summary.txt; exit status 0 when everything held, 1 if not, 2 for bad flags.
 #include <signal.h>
 
 #include <algorithm>
@@ -96,7 +95,7 @@ int Run() {
   };
 
   auto rogd = RogdProcess::Start({"--sync=rog", "--staleness=3", absl::StrCat("--workers=", n),
-                                  absl::StrFormat("--lease=%.3fs", lease),
+                                  absl::StrFormat("--lease=%.3fs", lease), "--keepalive_timeout=5s",
                                   "--patience=" + absl::GetFlag(FLAGS_patience)});
   if (!rogd.ok()) {
     std::fprintf(stderr, "soak: %s\n", std::string(rogd.status().message()).c_str());
@@ -113,9 +112,12 @@ int Run() {
   int kills = 0, drops = 0, restarts = 0;
   const auto start_worker = [&](Slot& s) -> bool {
     s.marker = next_marker++;
-    auto p = ChildProcess::Start({worker_binary, "--server=" + s.link->address(), "--id=" + s.id,
-                                  absl::StrCat("--marker=", s.marker), "--compute_ms=20"},
-                                 absl::StrCat(out, "/", s.id, "-", s.marker, ".log"));
+    // Keepalive as short as it was when the soak was written (1 + 2 s), so
+    // that long drops still break connections from both ends.
+    auto p = ChildProcess::Start(
+        {worker_binary, "--server=" + s.link->address(), "--id=" + s.id, "--keepalive_timeout=2",
+         absl::StrCat("--marker=", s.marker), "--compute_ms=20"},
+        absl::StrCat(out, "/", s.id, "-", s.marker, ".log"));
     if (!p.ok()) return false;
     s.process = *std::move(p);
     s.restart_at = 0;

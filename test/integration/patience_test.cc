@@ -32,10 +32,9 @@ struct Dip {
   // Break b's connection once it has taken its local steps: reconnecting
   // while detached must not give it a fresh allowance.
   bool reconnect = false;
-  // The link's rate in the dip. At kDip keepalive pings wait behind the
-  // worker's backlog and time out every few seconds, so a reconnecting
-  // worker never gets its model resynced; the reconnect case needs a dip
-  // that keeps the connection.
+  // The link's rate in the dip. At kDip keepalive pings wait seconds behind
+  // the worker's backlog, and a reconnecting worker's resync of the big
+  // layout would take over a minute; the reconnect case needs a faster dip.
   double dip = kDip;
 };
 

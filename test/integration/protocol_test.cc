@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "catch2/catch.hpp"
+#include "common/row_digest.h"
 #include "grpcpp/grpcpp.h"
 #include "rog.grpc.pb.h"
 #include "test/testing/raw_stream.h"
@@ -134,7 +135,13 @@ TEST_CASE("workers that start from rogd's model are sent only the rows they lack
     const pb::WorkerInfo* info = FindWorker(*workers, id);
     return info == nullptr ? -1 : static_cast<int64_t>(info->rows_pulled());
   };
-  REQUIRE(WaitFor(30, [&] { return pulled("c") == 1; }));
+  // Digests go by group of rows (common/row_digest.h): the changed row's
+  // group comes whole.
+  const size_t per = RowDigestGroupRows(team.layout().num_rows());
+  const size_t first = changed / per * per;
+  const int64_t group =
+      static_cast<int64_t>(std::min(team.layout().num_rows(), first + per) - first);
+  REQUIRE(WaitFor(30, [&] { return pulled("c") == group; }));
   CHECK(pulled("b") == 0);
   REQUIRE((*c)->Sync(30).ok());
   CHECK((*c)->Replica() == team.initial());
@@ -252,8 +259,10 @@ TEST_CASE("a link at zero for longer than the lease: evicted, the team goes on, 
           "[protocol]") {
   // Unlike a broken stream, a dead radio link keeps the TCP connection open:
   // only keepalive finds it. b trains behind its own link, which drops to
-  // 0 bytes/s for 4 s (the lease is 1 s) and then comes back.
-  auto rogd = RogdProcess::Start({"--sync=rog", "--staleness=2", "--workers=2", "--lease=1s"});
+  // 0 bytes/s for 4 s (the lease is 1 s) and then comes back. Keepalive at
+  // its shortest, so that the drop outlasts it.
+  auto rogd = RogdProcess::Start(
+      {"--sync=rog", "--staleness=2", "--workers=2", "--lease=1s", "--keepalive_timeout=5s"});
   REQUIRE(rogd.ok());
   RateProxy::Options link;
   link.rate_bytes_per_sec = 2e6;
@@ -263,6 +272,7 @@ TEST_CASE("a link at zero for longer than the lease: evicted, the team goes on, 
   Member& a = team.Add("a", 0);
   WorkerOptions options;
   options.server = (*link_b)->address();
+  options.keepalive_timeout = 2;
   Member& b = team.Add("b", 1, options);
   team.Train(a, 150, 5);
   team.Train(b, 150, 5);
@@ -481,7 +491,7 @@ TEST_CASE("every kind of malformed message is refused with its reason and change
   {
     pb::WorkerMessage h = hello;
     h.mutable_hello()->set_row_digests(std::string(7, '\1'));
-    cases.push_back({"bad_hello", {h}, grpc::StatusCode::INVALID_ARGUMENT, "8 per row"});
+    cases.push_back({"bad_hello", {h}, grpc::StatusCode::INVALID_ARGUMENT, "8 per group"});
   }
   {
     const Layout other = *Layout::Create({{"other", {3, 3}}});

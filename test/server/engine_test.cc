@@ -398,17 +398,12 @@ TEST_CASE("updates a rejoining worker kept reach the others (count 0)", "[engine
   CHECK(got_bias);
 }
 
-// Row digests (common/row_digest.h): the packed digests of `values` in
-// every row, 0 for the rows in `withheld`.
+// Row digests (common/row_digest.h) of `values`, withholding `withheld`.
 std::string DigestsOf(const Layout& layout, const std::vector<float>& values,
                       const std::vector<RowId>& withheld = {}) {
-  std::vector<uint64_t> d(layout.num_rows());
-  for (RowId row = 0; row < layout.num_rows(); ++row) {
-    const RowInfo& info = layout.row(row);
-    d[row] = RowDigest(absl::MakeConstSpan(values).subspan(info.offset, info.numel));
-  }
-  for (RowId row : withheld) d[row] = 0;
-  return PackRowDigests(d);
+  std::vector<bool> w(layout.num_rows(), false);
+  for (RowId row : withheld) w[row] = true;
+  return RowDigests(layout, values, w);
 }
 
 // The rows of the VALUES batches a stream received, in order.
@@ -495,7 +490,7 @@ TEST_CASE("row digests of the wrong size are refused before the worker is admitt
     absl::StatusOr<EngineHarness::Stream> b = m.h.Hello(hello, &reason);
     REQUIRE_FALSE(b.ok());
     CHECK(b.status().code() == absl::StatusCode::kInvalidArgument);
-    CHECK(absl::StrContains(b.status().message(), "8 per row"));
+    CHECK(absl::StrContains(b.status().message(), "8 per group"));
     CHECK(reason == "bad_hello");
   }
   m.h.Settle();
