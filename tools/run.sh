@@ -237,8 +237,17 @@ for w in 1 2 3 4; do
   fi
   pids+=($!)
 done
+# Which robot brings the model to rogd: the one whose link is fastest at
+# the trace's start, launched first (the others wait for its upload and
+# join with row digests, downloading nothing). Left to a race, a robot on a
+# slow replayed link could spend minutes uploading 3 MB while the team waits.
+first=$(for w in 1 2 3 4; do
+  awk -v w="$w" '!/^#/ && NF >= 2 { print $2, w; exit }' "$traces/outdoors-$timeline-w$w.tsv"
+done | sort -g -r | head -1 | cut -d' ' -f2)
+order=("$first")
+for w in 1 2 3 4; do [ "$w" = "$first" ] || order+=("$w"); done
 workers=()
-for w in 1 2 3 4; do
+for w in "${order[@]}"; do
   robot_ns="" server=""
   if [ "$links" = tc ]; then
     robot_ns="${ns}r$w"
@@ -255,7 +264,16 @@ for w in 1 2 3 4; do
     --cache_dir="$cache" --csv_dir="$work" --model="$model" --compute_time="$compute_time" \
     "${non_iid[@]}" > "$work/robot$w.log" 2>&1 &
   pids+=($!)
-  workers+=($!)
+  workers[w]=$!  # by robot number
+  if [ "$w" = "$first" ]; then
+    for _ in $(seq 1 1200); do
+      grep -q "worker robot$w connected from .*it brings the model" "$work/rogd.log" && break
+      sleep 0.05
+    done
+    grep -q "worker robot$w connected from .*it brings the model" "$work/rogd.log" &&
+      echo "run: robot$w (the fastest link at the trace's start) brings the model to rogd" ||
+      echo "run: robot$w did not say hello within 60 s; starting the others anyway" >&2
+  fi
 done
 
 shards=IID; [ ${#non_iid[@]} -gt 0 ] && shards=label-skewed
@@ -282,8 +300,8 @@ while [ "$running" -gt 0 ]; do
 done
 
 failed=0
-for i in 0 1 2 3; do
-  wait "${workers[$i]}" || { failed=1; echo "run: robot$((i + 1)) failed; see $work/robot$((i + 1)).log" >&2; tail -3 "$work/robot$((i + 1)).log" >&2; }
+for w in 1 2 3 4; do
+  wait "${workers[w]}" || { failed=1; echo "run: robot$w failed; see $work/robot$w.log" >&2; tail -3 "$work/robot$w.log" >&2; }
 done
 # What rogd knew of every robot (detachments, late rows), for the benchmark.
 in_ns "$srv_ns" "$bin/tools/rogctl" --server="127.0.0.1:$rogd_port" workers --json > "$work/workers.json" 2>/dev/null ||
