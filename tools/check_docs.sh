@@ -18,6 +18,15 @@
 #      exactly that, and the metric table lists exactly the metrics of a
 #      real scrape (tools/check_doc_samples.py; a block it cannot run is
 #      marked with the reason).
+#   7. The worked example in docs/design.md, run as it says (two
+#      linreg_workers of 200 iterations, then SIGTERM to rogd): its two
+#      output blocks have the shape of what the robots and rogd printed
+#      (tools/check_doc_output.py). The other output blocks are checked
+#      where they are produced: tools/test.sh checks docs/testing.md's
+#      install_test and kill -9 blocks and docs/benchmarking.md's run.sh
+#      block against the runs it makes; and every output block in
+#      README.md and docs/ is one of those, a rogctl/rogd sample (6), or
+#      says why no check compares it (tools/check_doc_output.py --inventory).
 # Prints a line per failed check and ends with "N passed, M failed".
 # Usage: tools/check_docs.sh [--no_build] (--no_build: use bazel-bin as is)
 set -uo pipefail
@@ -200,7 +209,59 @@ else
         *) bad "check_doc_samples: $line" ;;
       esac
     done <<<"$out"
+    if ! python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' \
+        "http://127.0.0.1:$mport/metrics" > "$tmp/team/scrape.txt" 2>&1; then
+      bad "the worked example's metrics scrape failed: $(head -2 "$tmp/team/scrape.txt")"
+    elif line=$(python3 tools/check_doc_output.py docs/reference.md metrics-scrape "$tmp/team/scrape.txt"); then
+      ok "${line#check_doc_output: ok    }"
+    else
+      bad "$(tr '\n' ' ' <<<"${line#check_doc_output: FAIL  }")"
+    fi
   fi
+fi
+
+# 7. The worked example as docs/design.md runs it (rogd --workers=2
+# --checkpoint_dir=rog-demo, two linreg_workers of 200 iterations, then
+# SIGTERM), and its two output blocks against what they printed
+# (tools/check_doc_output.py: numbers and paths aside).
+demo="$tmp/demo"
+mkdir -p "$demo/rog-demo"
+(cd "$demo" && exec "$rogd" --workers=2 --checkpoint_dir=rog-demo --listen=127.0.0.1:0 \
+  --port_file=port) > "$demo/rogd.log" 2>&1 &
+dpid=$!
+pids+=($dpid)
+for _ in $(seq 100); do [ -s "$demo/port" ] && break; sleep 0.1; done
+if [ ! -s "$demo/port" ]; then
+  bad "the worked example's rogd did not start within 10 s: $(tail -3 "$demo/rogd.log")"
+else
+  at="127.0.0.1:$(cat "$demo/port")"
+  timeout 60 "$bin/client/examples/linreg_worker" --server="$at" --id=robot1 \
+    > "$demo/robot1.out" 2> "$demo/robot1.err" &
+  r1=$!
+  timeout 60 "$bin/client/examples/linreg_worker" --server="$at" --id=robot2 --shard=1 \
+    --compute_ms=5 > "$demo/robot2.out" 2> "$demo/robot2.err"
+  r2=$?
+  wait "$r1"; r1=$?
+  kill -TERM "$dpid"; wait "$dpid"
+  if [ "$r1" -ne 0 ] || [ "$r2" -ne 0 ]; then
+    bad "the worked example's linreg_workers failed (exit $r1, $r2): $(tail -2 "$demo/robot1.err" "$demo/robot2.err")"
+  else
+    cat "$demo/robot1.out" "$demo/robot2.out" > "$demo/robots.out"
+    for pair in "worked-example-robots $demo/robots.out" "worked-example-rogd $demo/rogd.log"; do
+      set -- $pair
+      if line=$(python3 tools/check_doc_output.py docs/design.md "$1" "$2"); then
+        ok "${line#check_doc_output: ok    }"
+      else
+        bad "$(tr '\n' ' ' <<<"${line#check_doc_output: FAIL  }")"
+      fi
+    done
+  fi
+fi
+
+if line=$(python3 tools/check_doc_output.py --inventory README.md docs/*.md); then
+  ok "${line#check_doc_output: ok    }"
+else
+  bad "${line#check_doc_output: FAIL  }"
 fi
 
 echo "$passed passed, $failed failed"

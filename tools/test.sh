@@ -82,16 +82,28 @@ while read -r target status; do
 done < <(sed -nE 's#^(//[^ ]+) +(\(cached\) +)?(PASSED|FAILED|TIMEOUT|NO STATUS|FLAKY|FAILED TO BUILD|INCOMPLETE).*#\1 \3#p' "$out" |
          sed -E 's/ NO STATUS$/ NO_STATUS/; s/ FAILED TO BUILD$/ FAILED_TO_BUILD/')
 
+# Whether the docs' output block NAME in DOC still has the shape of the
+# output in LOG (tools/check_doc_output.py; SELECT: the lines that count).
+# Usage: doc_output_matches DOC NAME LOG [SELECT]
+doc_output_matches() {
+  python3 tools/check_doc_output.py "$@" >&2
+}
+
 # A script that is one test case: it passes when it exits 0 (its last line
-# is printed); when it fails, its output without the lines matching
-# OK_PATTERN (its passed checks), last TAIL lines.
-# Usage: script_case TIMEOUT_SECONDS OK_PATTERN TAIL COMMAND...
+# is printed) and, with --doc=DOC,NAME,SELECT, the docs' output block NAME
+# in DOC still has the shape of the script's lines SELECT matches; when it
+# fails, its output without the lines matching OK_PATTERN (its passed
+# checks), last TAIL lines.
+# Usage: script_case [--doc=DOC,NAME,SELECT] TIMEOUT_SECONDS OK_PATTERN TAIL COMMAND...
 script_case() {
+  local doc=()
+  case $1 in --doc=*) IFS=, read -r -a doc <<<"${1#--doc=}"; shift ;; esac
   local limit=$1 ok_pattern=$2 keep=$3 log
   shift 3
   echo "test: $*"
   log="$(mktemp)"
-  if timeout "$limit" "$@" >"$log" 2>&1; then
+  if timeout "$limit" "$@" >"$log" 2>&1 &&
+      { [ "${#doc[@]}" -eq 0 ] || doc_output_matches "${doc[0]}" "${doc[1]}" "$log" "${doc[2]}"; }; then
     passed=$((passed + 1))
     tail -1 "$log"
   else
@@ -101,6 +113,17 @@ script_case() {
   fi
   rm -f "$log"
 }
+
+# What worker_kill_test printed against the run docs/testing.md shows, one
+# more case when the test ran and passed in this run.
+if grep -qE '^//test/fault:worker_kill_test +(\(cached\) +)?PASSED' "$out"; then
+  echo "test: docs/testing.md's kill -9 output against //test/fault:worker_kill_test's"
+  if doc_output_matches docs/testing.md worker-kill "$testlogs/test/fault/worker_kill_test/test.log"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+  fi
+fi
 
 # The documentation against the code, counted as one test case
 # (tools/check_docs.sh: links, paths outside the repository, the generated
@@ -140,7 +163,8 @@ fi
 # temporary prefix, the installed unit through systemd-analyze, consumers
 # built outside Bazel against the installed SDK and a live installed rogd.
 if [ "$has_pattern" -eq 0 ] && [ "${ROG_SKIP_DEPLOY:-0}" != 1 ]; then
-  script_case 3600 '^install_test: ok ' 40 test/deploy/install_test.sh
+  script_case --doc='docs/testing.md,install-test,^install_test: ' \
+    3600 '^install_test: ok ' 40 test/deploy/install_test.sh
 fi
 
 # The main job end to end, counted as one test case: its summary table must
@@ -150,7 +174,8 @@ if [ "$has_pattern" -eq 0 ] && [ "${ROG_SKIP_RUN:-0}" != 1 ]; then
   echo "test: tools/run.sh --quick"
   runlog="$(mktemp)"
   if tools/run.sh --quick >"$runlog" 2>&1 && grep -q '^Summary:' "$runlog" &&
-      [ "$(grep -cE '^robot[1-4] +[0-9]+ ' "$runlog")" -eq 4 ]; then
+      [ "$(grep -cE '^robot[1-4] +[0-9]+ ' "$runlog")" -eq 4 ] &&
+      doc_output_matches docs/benchmarking.md run-quick "$runlog"; then
     passed=$((passed + 1))
     sed -n '/^Summary:/,$p' "$runlog"
   else

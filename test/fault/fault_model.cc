@@ -106,7 +106,7 @@ ConservationReport CheckFaultConservation(const Layout& layout, absl::Span<const
   }
   for (const Incarnation& inc : incarnations) {
     const int m = inc.marker;
-    if (lost[m] == 0) continue;
+    if (inc.finished) continue;  // lost nothing, or `problems` says what
     absl::StrAppend(&report.summary, inc.id, " (marker ", m, ", killed): computed at most ",
                     inc.computed, " iterations; rogd holds iterations 1..", min_j[m], " to 1..",
                     max_j[m], " of its rows; lost ", lost[m], " row updates (",

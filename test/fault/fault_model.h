@@ -53,7 +53,7 @@ struct ConservationReport {
   // design: computed by a killed process and never applied).
   uint64_t row_updates_computed = 0;
   uint64_t row_updates_lost = 0;
-  std::string summary;  // a line per incarnation that lost something
+  std::string summary;  // a line per killed incarnation: what it lost
 };
 
 // Checks global − initial (initial = zeros) against the incarnations.
