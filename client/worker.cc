@@ -129,6 +129,7 @@ struct Worker::Impl {
   uint64_t detaches = 0;
   // Downlink.
   uint64_t next_down_seq = 1;
+  uint64_t downlink_stream = 0;  // Welcome.stream of the stream next_down_seq counts on
   uint64_t down_ack_seq = 0;
   uint64_t down_ack_bytes = 0;
   bool ack_due = false;
@@ -393,6 +394,7 @@ struct Worker::Impl {
       resync_rows = layout.num_rows() - held->size();
     }
     next_down_seq = 1;
+    downlink_stream = w.stream();
     down_ack_seq = 0;
     down_ack_bytes = 0;
     ack_due = false;
@@ -907,6 +909,7 @@ struct Worker::Impl {
       h->set_resume_token(token);
       h->set_last_acked_uplink_seq(last_acked_up);
       h->set_last_applied_downlink_seq(next_down_seq - 1);
+      h->set_downlink_stream(downlink_stream);
       h->set_iteration(state.clock());
       h->set_sdk_version(kRogVersion);
       h->set_row_digests(HelloRowDigests());

@@ -79,14 +79,41 @@ bool ServerState::HasPending(size_t w, RowId row) const {
 
 double ServerState::PendingMagnitude(size_t w, RowId row) const { return MeanAbs(pending(w, row)); }
 
+namespace {
+
+void RecordTaken(RowId row, const VersionStore& copy, bool unversioned,
+                 absl::Span<const float> delta, TakenRow* taken) {
+  taken->row = row;
+  taken->delta.assign(delta.begin(), delta.end());
+  taken->versions.resize(copy.num_workers());
+  for (size_t q = 0; q < copy.num_workers(); ++q) taken->versions[q] = copy.Get(row, q);
+  taken->unversioned = unversioned;
+}
+
+}  // namespace
+
+void ServerState::Untake(size_t w, const TakenRow& taken) {
+  const RowInfo& r = layout_.row(taken.row);
+  float* pending = pending_[w].data() + r.offset;
+  for (uint32_t j = 0; j < r.numel; ++j) pending[j] += taken.delta[j];
+  VersionStore& copy = copy_versions_[w];
+  const size_t n = std::min(copy.num_workers(), taken.versions.size());
+  for (size_t q = 0; q < n; ++q) {
+    copy.Set(taken.row, q, std::min(copy.Get(taken.row, q), taken.versions[q]));
+  }
+  if (taken.unversioned) unversioned_[w][taken.row] = true;
+}
+
 uint64_t ServerState::TakeDownlink(size_t w, RowId row, Codec codec, std::string* payload,
-                                   absl::Span<float> decoded) {
+                                   absl::Span<float> decoded, TakenRow* taken) {
   const RowInfo& r = layout_.row(row);
+  const bool was_unversioned = !unversioned_[w].empty() && unversioned_[w][row];
   if (!unversioned_[w].empty()) unversioned_[w][row] = false;
   EncodeWithFeedback(codec, absl::MakeSpan(pending_[w].data() + r.offset, r.numel), payload,
                      decoded);
   uint64_t included = 0;
   VersionStore& copy = copy_versions_[w];
+  if (taken != nullptr) RecordTaken(row, copy, was_unversioned, decoded, taken);
   for (size_t q = 0; q < versions_.num_workers(); ++q) {
     if (q == w) continue;
     included += versions_.Get(row, q) - copy.Get(row, q);

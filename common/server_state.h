@@ -21,6 +21,18 @@
 
 namespace rog {
 
+// What sending a row to a worker changed in its copy, so that it can be
+// undone if the batch never reached the worker (ServerState::Untake).
+struct TakenRow {
+  RowId row = 0;
+  // What the worker would have applied: added back to its pending copy.
+  std::vector<float> delta;
+  // The copy's versions of the row before, one per worker.
+  std::vector<uint64_t> versions;
+  // Whether the copy held a count-0 fold not yet sent (HasPending).
+  bool unversioned = false;
+};
+
 class ServerState {
  public:
   // REQUIRES: initial.size() == layout.total_numel().
@@ -65,8 +77,9 @@ class ServerState {
   // records that w's copy now holds the row's current versions. `decoded`
   // (the row's size) receives what w will apply. Returns the iterations of
   // other workers newly included.
+  // With `taken`, records how to undo it (Untake).
   uint64_t TakeDownlink(size_t w, RowId row, Codec codec, std::string* payload,
-                        absl::Span<float> decoded);
+                        absl::Span<float> decoded, TakenRow* taken = nullptr);
 
   // Bytes of per-worker copies (pending updates) held.
   uint64_t copy_bytes() const;
@@ -90,6 +103,12 @@ class ServerState {
   // Full resync of one row: appends the global row as fp32 to *payload; w's
   // copy of the row then holds the row's current versions, nothing pending.
   void TakeValues(size_t w, RowId row, std::string* payload);
+  // Undoes a TakeDownlink whose batch never reached w (its
+  // stream broke before w applied it): w's copy lacks the row's delta
+  // again and holds the versions it held, or lower ones (a version
+  // column added since starts where it was). Undo the batches of a stream
+  // newest first. REQUIRES: active(w); taken.delta the row's size.
+  void Untake(size_t w, const TakenRow& taken);
   // A row w's replica already holds bit for bit (common/row_digest.h): as
   // TakeValues, without sending the values.
   void MarkInSync(size_t w, RowId row);

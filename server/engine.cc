@@ -76,6 +76,11 @@ struct InFlight {
   uint64_t bytes;
   double sent_at;
   uint64_t ahead;  // unacknowledged bytes sent before it, when it was sent
+  // A resync's values (a resume cannot undo them: it resyncs again).
+  bool values = false;
+  // How to undo the update rows it took from the worker's copy, if it
+  // never reached the worker (ServerState::Untake).
+  std::vector<TakenRow> taken;
 };
 
 struct WorkerRec {
@@ -106,6 +111,12 @@ struct WorkerRec {
   uint64_t next_down_seq = 1;
   std::deque<InFlight> inflight;
   uint64_t inflight_bytes = 0;
+  // The unacknowledged batches of its last stream once it ended, that
+  // stream's id (its session) and its next downlink seq: a resume that
+  // says how far it applied them undoes the rest instead of resyncing.
+  std::deque<InFlight> unapplied;
+  uint64_t unapplied_stream = 0;
+  uint64_t unapplied_next_seq = 0;
   GoodputEstimator down_goodput;
   RowId resync_next = 0;  // rows below are resynced; == rows when done
   // Rows the resync leaves out: the worker's hello showed it holds them
@@ -395,6 +406,8 @@ struct Engine::Impl {
     r.stalled = false;
     r.inflight.clear();
     r.inflight_bytes = 0;
+    r.unapplied.clear();  // its copy is gone; a rejoin resyncs
+    r.unapplied_stream = 0;
     ReplanStalls();
     PumpAll();
   }
@@ -498,8 +511,9 @@ struct Engine::Impl {
     r.plan_stale = false;
   }
 
-  // Forms r's next downlink batch into *m; false when there is nothing to send.
-  bool FormBatch(WorkerRec& r, pb::ServerMessage* m) {
+  // Forms r's next downlink batch into *m, and into *sent what undoes it;
+  // false when there is nothing to send.
+  bool FormBatch(WorkerRec& r, pb::ServerMessage* m, InFlight* sent) {
     const AttachedSet attached = AttachedWorkers();
     pb::RowBatch* b = m->mutable_batch();
     std::vector<RowId> rows;
@@ -513,6 +527,7 @@ struct Engine::Impl {
       rows = fill.Take();
       b->set_kind(pb::BATCH_KIND_VALUES);
       b->set_codec(pb::CODEC_FP32);
+      sent->values = true;
       b->set_applied_uplink_seq(r.last_applied);
       for (RowId row : rows) state->TakeValues(r.index, row, payload);
     } else {
@@ -551,7 +566,8 @@ struct Engine::Impl {
       for (RowId row : rows) {
         const uint32_t numel = layout->row(row).numel;
         decoded.resize(numel);
-        state->TakeDownlink(r.index, row, opt.codec, payload, absl::MakeSpan(decoded));
+        state->TakeDownlink(r.index, row, opt.codec, payload, absl::MakeSpan(decoded),
+                            &sent->taken.emplace_back());
       }
     }
     if (rows.empty()) return false;
@@ -579,12 +595,17 @@ struct Engine::Impl {
     bool sent_any = false;
     while (r.inflight_bytes < limit && r.outbox->queued_bytes() < kMaxQueued) {
       pb::ServerMessage m;
-      if (!FormBatch(r, &m)) {
+      InFlight sent{};
+      if (!FormBatch(r, &m, &sent)) {
         exhausted = true;
         break;
       }
       const uint64_t bytes = m.batch().ByteSizeLong();
-      r.inflight.push_back(InFlight{m.batch().seq(), bytes, Now(), r.inflight_bytes});
+      sent.seq = m.batch().seq();
+      sent.bytes = bytes;
+      sent.sent_at = Now();
+      sent.ahead = r.inflight_bytes;
+      r.inflight.push_back(std::move(sent));
       r.inflight_bytes += bytes;
       r.bytes_down += bytes;
       r.down_goodput.OnSend(Now(), bytes);
@@ -605,6 +626,45 @@ struct Engine::Impl {
         d->mutable_release()->set_flushed(true);
       });
     }
+  }
+
+  // Keeps what r's ending stream has not had acknowledged, for a resume
+  // (ResumeDownlink).
+  void KeepUnapplied(WorkerRec& r) {
+    r.unapplied = std::move(r.inflight);
+    r.unapplied_stream = r.session;
+    r.unapplied_next_seq = r.next_down_seq;
+    r.inflight.clear();
+    r.inflight_bytes = 0;
+  }
+
+  // A resuming worker's downlink: when its hello says how far it applied
+  // its last stream's batches (Hello.downlink_stream and
+  // last_applied_downlink_seq), the batches after that never reached it
+  // and are undone from its copy, newest first, and nothing needs
+  // resyncing. False (a full resync follows) when that stream's resync had
+  // not reached it whole, or the hello's account does not fit what rogd
+  // sent.
+  bool ResumeDownlink(WorkerRec& r, const pb::Hello& hello) {
+    const uint64_t applied = hello.last_applied_downlink_seq();
+    const bool fits = state && state->active(r.index) && r.resync_next >= layout->num_rows() &&
+                      hello.downlink_stream() != 0 &&
+                      hello.downlink_stream() == r.unapplied_stream &&
+                      applied < r.unapplied_next_seq &&
+                      (r.unapplied.empty() ? applied + 1 == r.unapplied_next_seq
+                                           : r.unapplied.front().seq <= applied + 1);
+    bool values = false;
+    for (const InFlight& b : r.unapplied) values |= b.seq > applied && b.values;
+    if (!fits || values) return false;
+    uint64_t rows = 0;
+    for (auto it = r.unapplied.rbegin(); it != r.unapplied.rend() && it->seq > applied; ++it) {
+      for (const TakenRow& t : it->taken) state->Untake(r.index, t);
+      rows += it->taken.size();
+    }
+    r.plan_stale = true;
+    spdlog::info("worker {}: resumes its downlink after seq {}; {} rows it never received go again",
+                 r.id, applied, rows);
+    return true;
   }
 
   // Moves r's resync past the rows it holds already.
@@ -791,13 +851,16 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
     }
     const uint64_t team_min = MinAttachedClock(r);
     const bool alone = team_min == std::numeric_limits<uint64_t>::max();
+    bool resumed = false;
     if (r != nullptr && r->state != WState::kEvicted && hello.resume_token() != 0 &&
         hello.resume_token() == r->token) {
       // Resume: same incarnation, its state kept within the lease.
       if (r->outbox) {
+        KeepUnapplied(*r);
         r->outbox->End(absl::AbortedError(kReplaced));
         by_session.erase(r->session);
       }
+      resumed = true;
       r->clock = std::max(r->clock, hello.iteration());
       spdlog::info("worker {} reconnected from {} at iteration {} (resumes after uplink seq {})",
                    r->id, peer, r->clock, r->last_applied);
@@ -861,7 +924,9 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
       spdlog::info("worker {} joined from {} at iteration {} (team of {})", r->id, peer, r->clock,
                    workers.size());
     }
-    StartResync(*r, *std::move(in_sync), &welcome);
+    if (!resumed || !ResumeDownlink(*r, hello)) StartResync(*r, *std::move(in_sync), &welcome);
+    r->unapplied.clear();
+    r->unapplied_stream = 0;
   }
   r->state = WState::kConnected;
   r->session = session;
@@ -882,6 +947,7 @@ absl::StatusOr<Admission> Engine::Impl::OnHello(std::shared_ptr<Outbox> outbox,
   admission.next_uplink_seq = r->last_applied + 1;
 
   welcome.set_resume_token(r->token);
+  welcome.set_stream(session);
   welcome.set_iteration(r->clock);
   welcome.set_last_applied_uplink_seq(r->last_applied);
   welcome.set_team_ready(team_ready);
@@ -1112,10 +1178,9 @@ void Engine::Impl::OnClosed(uint64_t session) {
   WorkerRec* r = BySession(session);
   by_session.erase(session);
   if (r == nullptr || r->session != session) return;
+  KeepUnapplied(*r);
   r->session = 0;
   r->outbox.reset();
-  r->inflight.clear();
-  r->inflight_bytes = 0;
   if (!state) {
     spdlog::info(
         "worker {} disconnected before its model arrived; waiting for a worker to bring it", r->id);
@@ -1232,7 +1297,7 @@ void Engine::Impl::MaybeProbe(WorkerRec& q, double now) {
   b->mutable_padding()->assign(static_cast<size_t>(std::min<double>(ShareBytes(), kMaxProbeBytes)),
                                '\0');
   const uint64_t bytes = b->ByteSizeLong();
-  q.inflight.push_back(InFlight{b->seq(), bytes, now, q.inflight_bytes});
+  q.inflight.push_back(InFlight{b->seq(), bytes, now, q.inflight_bytes, false, {}});
   q.inflight_bytes += bytes;
   q.bytes_down += bytes;
   q.down_goodput.OnSend(now, bytes);

@@ -43,6 +43,41 @@ TEST_CASE("a fold reaches the global rows and every other worker's copy", "[serv
   CHECK(s.copy_bytes() == 3 * 6 * 4);
 }
 
+TEST_CASE("a take whose batch never arrived is undone exactly, later folds kept",
+          "[server_state]") {
+  const Layout layout = TwoRowLayout();
+  ServerState s(layout, std::vector<float>(6, 10.0f), 3);
+  s.Fold(0, 1, std::vector<float>{1, 2, 3}, 2);
+  std::string payload;
+  std::vector<float> decoded(3);
+  TakenRow taken;
+  CHECK(s.TakeDownlink(1, 1, Codec::kFp32, &payload, absl::MakeSpan(decoded), &taken) == 2);
+  CHECK(taken.row == 1);
+  CHECK(taken.delta == std::vector<float>{1, 2, 3});
+  CHECK(taken.versions == std::vector<uint64_t>{0, 0, 0});
+  CHECK_FALSE(s.HasPending(1, 1));
+  // Another fold while the batch is on its way, then it is lost.
+  s.Fold(2, 1, std::vector<float>{4, 4, 4}, 1);
+  s.Untake(1, taken);
+  CHECK(s.pending(1, 1)[0] == 5.0f);
+  CHECK(s.pending(1, 1)[2] == 7.0f);
+  CHECK(s.copy_versions(1).Get(1, 0) == 0);
+  CHECK(s.copy_versions(1).Get(1, 2) == 0);
+  CHECK(s.HasPending(1, 1));
+
+  // A count-0 fold's row (no version rises) stays pending after the undo.
+  ServerState z(layout, std::vector<float>(6, 0.0f), 2);
+  z.Fold(0, 0, std::vector<float>{1, 1, 1}, 0);
+  REQUIRE(z.HasPending(1, 0));
+  TakenRow zero;
+  payload.clear();
+  z.TakeDownlink(1, 0, Codec::kFp32, &payload, absl::MakeSpan(decoded), &zero);
+  CHECK_FALSE(z.HasPending(1, 0));
+  z.Untake(1, zero);
+  CHECK(z.HasPending(1, 0));
+  CHECK(z.pending(1, 0)[1] == 1.0f);
+}
+
 TEST_CASE("a worker's replica takes its own update at once and pushes the accumulation",
           "[worker_state]") {
   const Layout layout = TwoRowLayout();

@@ -190,6 +190,16 @@ TEST_CASE("streams broken mid-batch resume exactly once in both directions", "[p
                        << "; a at iteration " << clock_at_last_break << " at the last break");
   CHECK(a.worker->reconnects() + b.worker->reconnects() == 10);
   if (clock_at_last_break >= 200) WARN("a finished training before the last break");
+  // A resume resends only the downlink the worker never applied: no full
+  // resync after any of the breaks.
+  const std::string log = (*rogd)->log();
+  size_t resumed = 0;
+  for (size_t at = log.find("resumes its downlink"); at != std::string::npos;
+       at = log.find("resumes its downlink", at + 1)) {
+    ++resumed;
+  }
+  INFO(log);
+  CHECK(resumed == 10);
   RequireConserved(team, **rogd);
 }
 

@@ -478,6 +478,91 @@ TEST_CASE("a joining worker that holds rows already is not sent them again", "[e
   CHECK(m.h.engine().CheckInvariants().ToString() == "OK");
 }
 
+// The UPDATE batches a stream received: their row ids, payloads and seqs.
+struct Downlink {
+  std::vector<RowId> rows;
+  std::string payload;
+  std::vector<uint64_t> seqs;
+};
+Downlink UpdatesTo(const EngineHarness::Stream& s) {
+  Downlink d;
+  const std::vector<pb::ServerMessage> sent = s.outbox->messages();
+  for (size_t k = 0; k < sent.size(); ++k) {
+    if (!sent[k].has_batch() || sent[k].batch().kind() != pb::BATCH_KIND_UPDATE) continue;
+    RowId row = 0;
+    for (uint32_t delta : sent[k].batch().row_delta()) d.rows.push_back(row += delta);
+    d.payload += sent[k].batch().payload();
+    d.seqs.push_back(sent[k].batch().seq());
+  }
+  return d;
+}
+
+TEST_CASE("a resumed worker gets again only the downlink it never applied", "[engine][resume]") {
+  WithModel m(Options(SyncPolicy::kSsp, 1));
+  EngineHarness::Stream b = *m.h.Hello(m.h.MakeHello("b"));
+  m.h.Settle();
+  const uint64_t stream = WelcomeOf(b.outbox->messages()).stream();
+  REQUIRE(stream != 0);
+  // b acknowledges its resync, as the SDK does.
+  uint64_t resync_seq = 0;
+  for (const pb::ServerMessage& msg : b.outbox->messages()) {
+    if (msg.has_batch()) resync_seq = msg.batch().seq();
+  }
+  REQUIRE(resync_seq > 0);
+  pb::Ack ack;
+  ack.set_seq(resync_seq);
+  m.h.engine().Ack(b.session, ack);
+  m.h.Settle();
+  // a updates every row; b's next iteration pulls them.
+  m.h.UpdateAll(m.a, 0.5f, 1);
+  m.h.Settle();
+  m.h.Account(m.a);
+  m.h.Progress(b, 1);
+  m.h.Settle();
+  const Downlink first = UpdatesTo(b);
+  REQUIRE(first.rows.size() == m.h.layout().num_rows());
+  // b's stream breaks before it acknowledged anything.
+  m.h.engine().Closed(b.session);
+  m.h.Settle();
+
+  struct Case {
+    const char* what;
+    uint64_t stream, applied;
+    bool resync;        // a full resync follows
+    size_t rows_again;  // update rows sent again (no resync)
+  };
+  const uint64_t last = first.seqs.back();
+  for (const Case& c :
+       {Case{"it applied none of them", stream, resync_seq, false, first.rows.size()},
+        Case{"it says it applied less than it acknowledged", stream, resync_seq - 1, true, 0},
+        Case{"it applied them all (the ack was lost)", stream, last, false, 0},
+        Case{"another stream's account", stream + 1, 0, true, 0},
+        Case{"more than was sent", stream, last + 1, true, 0}, Case{"no account", 0, 0, true, 0}}) {
+    SECTION(c.what) {
+      pb::Hello hello = m.h.MakeHello("b", b.clock, b.token);
+      hello.set_downlink_stream(c.stream);
+      hello.set_last_applied_downlink_seq(c.applied);
+      EngineHarness::Stream again = *m.h.Hello(hello);
+      m.h.Settle();
+      const std::vector<pb::ServerMessage> sent = again.outbox->messages();
+      CHECK(WelcomeOf(sent).full_resync() == c.resync);
+      if (!c.resync) {
+        m.h.Progress(again, 2);
+        m.h.Settle();
+        const Downlink all = UpdatesTo(again);
+        CHECK(all.rows.size() == c.rows_again);
+        if (c.rows_again == first.rows.size()) {
+          // The same rows with the same values: what b lacks, exactly.
+          CHECK(all.rows == first.rows);
+          CHECK(all.payload == first.payload);
+        }
+      }
+      CHECK(m.h.CheckLedger() == "");
+      CHECK(m.h.engine().CheckInvariants().ToString() == "OK");
+    }
+  }
+}
+
 TEST_CASE("row digests of the wrong size are refused before the worker is admitted",
           "[engine][hostile]") {
   WithModel m;
