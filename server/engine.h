@@ -1,7 +1,7 @@
-// rogd's engine: the parameter server's state and protocol logic, free of
-// gRPC. Stream handlers (server/service.cc) validate and decode what workers
-// send, then hand it to the engine; the engine answers through each stream's
-// Outbox.
+// rogd's engine: the engine core (server/engine_core.h, the state and
+// every protocol rule, free of gRPC) on one thread of its own. Stream handlers (server/service.cc)
+// validate and decode what workers send, then hand it to the engine; the engine answers through
+// each stream's Outbox.
 //
 // Threading: a single writer. One engine thread owns all model state
 // (ServerState, per-worker records) and runs every event in arrival order;
@@ -13,136 +13,14 @@
 #ifndef ROG_SERVER_ENGINE_H_
 #define ROG_SERVER_ENGINE_H_
 
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/clock.h"
-#include "common/codec.h"
-#include "common/layout.h"
-#include "common/staleness.h"
-#include "proto/convert.h"
-#include "server/rejection.h"
+#include "server/engine_core.h"
 
 namespace rog {
-
-struct EngineOptions {
-  SyncPolicy policy = SyncPolicy::kRog;
-  uint32_t staleness = 4;
-  Codec codec = Codec::kFp32;
-  // Workers to wait for before the first iteration.
-  size_t team_size = 1;
-  // How long a disconnected worker's state is kept before it is evicted.
-  double lease_seconds = 30;
-  uint64_t max_message_bytes = 4 << 20;
-  // Worker records kept (connected, disconnected and evicted): each holds a
-  // copy of the model and a column of versions. A hello with a new worker id
-  // beyond it is refused with RESOURCE_EXHAUSTED.
-  size_t max_workers = 256;
-  // Payload budget of one downlink row batch.
-  size_t batch_bytes = 16 * 1024;
-  // Unacknowledged downlink bytes: this many seconds of measured goodput.
-  double inflight_lead = 0.05;
-  // Checkpoint file ("" = none) and interval in seconds (0 = only on
-  // shutdown and on request).
-  std::string checkpoint_path;
-  double checkpoint_interval = 0;
-  // A checkpoint to start from ("" = wait for the first worker's model).
-  std::string init_path;
-  // Team patience, seconds (0 = off, the paper's behaviour). ROG's window
-  // never exceeds it and leaves out links too slow to move their MTA share
-  // within it; a worker that keeps another waiting at the bound longer is
-  // detached until its link recovers (docs/design.md, "Team patience").
-  double patience = 0;
-  // Iterations a detached worker may train on its own before it pauses.
-  uint32_t detached_local_steps = 0;
-  // Team pace (with patience; 0 = off): the worker on the slowest link is
-  // detached too once the team without it would run at least this many
-  // times the iterations per second it runs with it, estimated as
-  // attached workers / (compute time per iteration + the slowest attached
-  // link's time for its share). A detached worker then reattaches only
-  // while the team with it would run at least as fast as without it.
-  double detach_speedup = 0;
-  // What a first worker's layout may describe (--max_model_bytes,
-  // --max_rows), checked before anything is allocated for it.
-  LayoutLimits layout_limits{uint64_t{1} << 30, uint64_t{1} << 20};
-  // Memory the model state may take (--max_state_bytes): a copy of the
-  // model per worker plus versions per row, worker and copy, which grow
-  // with rows x workers^2. Checked before a first worker's model (for
-  // team_size workers) and before every new worker record.
-  uint64_t max_state_bytes = uint64_t{8} << 30;
-  // Every reading of time (null: the steady clock). Tests pass a FakeClock.
-  std::shared_ptr<const Clock> clock;
-};
-
-// What the engine needs of a worker stream.
-class Outbox {
- public:
-  virtual ~Outbox() = default;
-  // Queues a message for the stream; never blocks.
-  virtual void Send(pb::ServerMessage message) = 0;
-  // Serialized bytes queued and not yet handed to the transport.
-  virtual uint64_t queued_bytes() const = 0;
-  // Ends the stream once the queued messages are written, with `status`:
-  // ABORTED when superseded by a newer stream of the same worker, evicted
-  // or at shutdown; a refusal's code when rogd refused what the worker sent
-  // (`reason` is then its label, as counted in StatusReply.rejected). The
-  // stream's last message is a pb::StreamEnd saying the same. The first
-  // call wins.
-  virtual void End(absl::Status status, std::string reason = "") = 0;
-};
-
-// A validated, decoded uplink row batch.
-struct UplinkBatch {
-  uint64_t seq = 0;
-  uint64_t iteration = 0;
-  pb::BatchKind kind = pb::BATCH_KIND_UPDATE;
-  std::vector<RowId> rows;
-  std::vector<uint32_t> counts;
-  std::vector<float> values;  // the rows' decoded values, concatenated
-  uint64_t wire_bytes = 0;
-  uint64_t payload_bytes = 0;
-  // Released with the batch once the engine is done with it: the stream
-  // handler's bound on the uplink memory of one stream.
-  std::shared_ptr<const void> hold;
-};
-
-// The engine's answer to a hello.
-struct Admission {
-  uint64_t session = 0;
-  // The model's layout; fixed for the engine's life once set.
-  std::shared_ptr<const Layout> layout;
-  // The first uplink seq the stream must carry.
-  uint64_t next_uplink_seq = 1;
-  // Whether the stream may carry pb::BATCH_KIND_VALUES (the initial model).
-  bool accepts_values = false;
-};
-
-// Global rows as fp32, for Export.
-struct ModelSnapshot {
-  std::shared_ptr<const Layout> layout;
-  std::vector<float> values;
-};
-
-// What rogd's metrics endpoint shows, taken in one visit to the engine
-// thread so that the numbers fit together: the admin answers `rogctl status`
-// and `rogctl workers` get, plus the staleness `rogctl staleness` shows, as
-// counts: how many (row, attached worker) pairs have a copy that many
-// iterations behind the freshest contribution.
-struct MetricsSnapshot {
-  pb::StatusReply status;
-  pb::WorkersReply workers;
-  uint32_t staleness_bound = 0;
-  std::map<uint64_t, uint64_t> staleness;
-};
 
 class Engine {
  public:

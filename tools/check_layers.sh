@@ -45,7 +45,8 @@ else bad "common/ does file I/O (move it to its caller): $found"; fi
 for pkg in server client; do
   other=$([ "$pkg" = server ] && echo client || echo server)
   found=$(grep -noE '"//(tools|sim|'"$other"')[:/][^"]*"' "$pkg/BUILD" |
-    grep -v '^[0-9]*:"//tools:make_certs.sh"$')
+    grep -v '^[0-9]*:"//tools:make_certs.sh"$' |
+    grep -vE ':__(pkg|subpackages)__"$')  # visibility: who may use it, not a dependency
   if [ -z "$found" ]; then ok "$pkg/ uses neither $other/, tools/ nor the simulator (sim/)"
   else bad "$pkg/BUILD depends on $(echo $found)"; fi
 done

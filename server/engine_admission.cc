@@ -1,0 +1,389 @@
+// The engine core's worker registry: hellos (a first worker bringing the
+// model, a new worker, a resume within the lease, a rejoin), the team
+// forming, streams that end, leases and eviction.
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/row_digest.h"
+#include "common/uplink_rules.h"
+#include "server/engine_impl.h"
+#include "spdlog/spdlog.h"
+
+namespace rog {
+
+using engine_internal::kInf;
+using engine_internal::kReplaced;
+using engine_internal::StateBytes;
+using engine_internal::WorkerRec;
+using engine_internal::WState;
+
+// Everything about a hello that can be checked before anything changes, so
+// that a bad hello leaves no trace: its layout (bounded before anything is
+// allocated for it: a hello of a few bytes can describe petabytes), its
+// clock, its fingerprint, its row digests, and for a first worker whether
+// the model's state fits --max_state_bytes.
+absl::StatusOr<EngineCore::Impl::CheckedHello> EngineCore::Impl::CheckHello(
+    const pb::Hello& hello, Rejection* reason) const {
+  *reason = Rejection::kBadHello;
+  absl::StatusOr<Layout> parsed = LayoutFromProto(hello.layout(), opt.layout_limits);
+  if (!parsed.ok()) {
+    if (absl::IsResourceExhausted(parsed.status())) {
+      *reason = Rejection::kModelTooLarge;
+      return absl::ResourceExhaustedError(
+          absl::StrCat("hello from '", hello.worker_id(), "': ", parsed.status().message(),
+                       " (rogd --max_model_bytes=", opt.layout_limits.max_model_bytes,
+                       ", --max_rows=", opt.layout_limits.max_rows,
+                       "): register the model's parameters only, or raise the limit"));
+    }
+    return absl::InvalidArgumentError(absl::StrCat("hello from '", hello.worker_id(),
+                                                   "': bad layout: ", parsed.status().message()));
+  }
+  if (absl::Status clock = CheckHelloClock(hello.iteration()); !clock.ok()) {
+    *reason = Rejection::kBadClock;
+    return absl::InvalidArgumentError(
+        absl::StrCat("hello from '", hello.worker_id(), "': ", clock.message()));
+  }
+  if (parsed->fingerprint() != hello.layout_fingerprint()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "hello from '%s': layout_fingerprint %016x does not match its layout (%016x); "
+        "compute it with pb::Layout::fingerprint()",
+        hello.worker_id(), hello.layout_fingerprint(), parsed->fingerprint()));
+  }
+  CheckedHello checked{*std::move(parsed), {}};
+  if (state && checked.layout.fingerprint() == layout->fingerprint()) {
+    absl::StatusOr<std::vector<bool>> in_sync =
+        RowsInSync(*layout, state->global(), hello.row_digests());
+    if (!in_sync.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("hello from '", hello.worker_id(), "': ", in_sync.status().message()));
+    }
+    checked.in_sync = *std::move(in_sync);
+  }
+  if (!state && workers.empty()) {
+    const uint64_t team = std::max<uint64_t>(opt.team_size, 1);
+    const uint64_t need = StateBytes(checked.layout, team);
+    if (need > opt.max_state_bytes) {
+      *reason = Rejection::kModelTooLarge;
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "hello from '", hello.worker_id(), "': a model of ", checked.layout.total_numel() * 4,
+          " bytes in ", checked.layout.num_rows(), " rows needs ", need, " bytes of state for ",
+          team, " workers (a copy per worker, versions per row and worker); rogd may use ",
+          opt.max_state_bytes,
+          " (--max_state_bytes): use fewer rows (a larger "
+          "min_split_numel) or a smaller model, or raise the limit"));
+    }
+  }
+  return checked;
+}
+
+absl::StatusOr<Admission> EngineCore::Impl::OnHello(std::shared_ptr<Outbox> outbox,
+                                                    const pb::Hello& hello, const std::string& peer,
+                                                    Rejection* reason) {
+  absl::StatusOr<CheckedHello> checked = CheckHello(hello, reason);
+  if (!checked.ok()) return checked.status();
+  const uint64_t session = next_session++;
+  pb::Welcome welcome;
+  welcome.set_sync(static_cast<pb::SyncPolicy>(opt.policy));
+  welcome.set_staleness(opt.staleness);
+  welcome.set_mta(mta);
+  welcome.set_codec(static_cast<pb::Codec>(opt.codec));
+  welcome.set_max_message_bytes(opt.max_message_bytes);
+  Admission admission;
+  admission.session = session;
+  auto it = by_id.find(hello.worker_id());
+  WorkerRec* known = it == by_id.end() ? nullptr : workers[it->second].get();
+  absl::StatusOr<WorkerRec*> r =
+      state ? AdmitMember(hello, *std::move(checked), known, peer, &welcome, reason)
+            : AdmitFirst(hello, std::move(checked->layout), known, peer, &welcome, &admission);
+  if (!r.ok()) return r.status();
+  Connect(**r, session, std::move(outbox), hello, peer, std::move(welcome));
+  admission.layout = layout;
+  admission.next_uplink_seq = (*r)->last_applied + 1;
+  return admission;
+}
+
+// No model yet: the first worker brings it (a worker that said hello before
+// and comes again starts over).
+absl::StatusOr<WorkerRec*> EngineCore::Impl::AdmitFirst(const pb::Hello& hello, Layout parsed,
+                                                        WorkerRec* known, const std::string& peer,
+                                                        pb::Welcome* welcome,
+                                                        Admission* admission) {
+  if (!workers.empty() && known == nullptr) {
+    return absl::UnavailableError(absl::StrCat(
+        "the model is still arriving from worker '", workers[0]->id,
+        "'; this worker will be admitted once it is complete (retrying is automatic)"));
+  }
+  if (known != nullptr && known->outbox) {
+    known->outbox->End(absl::AbortedError(kReplaced));
+    by_session.erase(known->session);
+  }
+  workers.clear();
+  by_id.clear();
+  layout = std::make_shared<const Layout>(std::move(parsed));
+  staging.assign(layout->total_numel(), 0.0f);
+  staged.assign(layout->num_rows(), false);
+  staged_rows = 0;
+  auto rec = std::make_unique<WorkerRec>();
+  rec->id = hello.worker_id();
+  rec->index = 0;
+  rec->token = rng() | 1;
+  rec->clock = rec->join_clock = hello.iteration();
+  rec->resync_next = static_cast<RowId>(layout->num_rows());
+  rec->requested.assign(layout->num_rows(), 0);
+  WorkerRec* r = rec.get();
+  workers.push_back(std::move(rec));
+  by_id[r->id] = 0;
+  welcome->set_send_initial_values(true);
+  admission->accepts_values = true;
+  spdlog::info("worker {} connected from {}: it brings the model ({} tensors, {} rows, {} bytes)",
+               r->id, peer, layout->tensors().size(), layout->num_rows(),
+               layout->total_numel() * 4);
+  return r;
+}
+
+// A worker of a team whose model rogd holds: a resume within the lease (its
+// downlink goes on where it stopped, when it can), a rejoin, or a new
+// worker; all but a resume get the model again, less the rows they hold.
+absl::StatusOr<WorkerRec*> EngineCore::Impl::AdmitMember(const pb::Hello& hello,
+                                                         CheckedHello checked, WorkerRec* known,
+                                                         const std::string& peer,
+                                                         pb::Welcome* welcome, Rejection* reason) {
+  if (checked.layout.fingerprint() != layout->fingerprint()) {
+    *reason = Rejection::kLayoutMismatch;
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "worker '%s' registers a model layout (fingerprint %016x, %d tensors, %d rows) that "
+        "differs from the model rogd holds (fingerprint %016x, %d tensors, %d rows): %s. Every "
+        "worker must register the same tensors with the same shapes in the same order "
+        "(see `rogctl status` for the server's layout)",
+        hello.worker_id(), checked.layout.fingerprint(), checked.layout.tensors().size(),
+        checked.layout.num_rows(), layout->fingerprint(), layout->tensors().size(),
+        layout->num_rows(),
+        DescribeLayoutDifference(checked.layout, *layout, "the worker's model", "rogd's")));
+  }
+  WorkerRec* r = known;
+  bool resumed = false;
+  if (r != nullptr && r->state != WState::kEvicted && hello.resume_token() != 0 &&
+      hello.resume_token() == r->token) {
+    Resume(*r, hello, peer);
+    resumed = true;
+  } else if (r != nullptr) {
+    Rejoin(*r, hello, peer);
+  } else {
+    absl::StatusOr<WorkerRec*> added = AddWorker(hello, peer, reason);
+    if (!added.ok()) return added.status();
+    r = *added;
+  }
+  if (!resumed || !ResumeDownlink(*r, hello)) StartResync(*r, std::move(checked.in_sync), welcome);
+  r->unapplied.clear();
+  r->unapplied_stream = 0;
+  return r;
+}
+
+// Resume: same incarnation, its state kept within the lease.
+void EngineCore::Impl::Resume(WorkerRec& r, const pb::Hello& hello, const std::string& peer) {
+  if (r.outbox) {
+    KeepUnapplied(r);
+    r.outbox->End(absl::AbortedError(kReplaced));
+    by_session.erase(r.session);
+  }
+  r.clock = std::max(r.clock, hello.iteration());
+  spdlog::info("worker {} reconnected from {} at iteration {} (resumes after uplink seq {})", r.id,
+               peer, r.clock, r.last_applied);
+}
+
+// Rejoin: evicted, or a new incarnation (its process restarted).
+void EngineCore::Impl::Rejoin(WorkerRec& r, const pb::Hello& hello, const std::string& peer) {
+  const uint64_t team_min = MinAttachedClock(&r);
+  const bool alone = team_min == std::numeric_limits<uint64_t>::max();
+  if (r.outbox) {
+    r.outbox->End(absl::AbortedError(
+        "replaced by a new incarnation of the same worker (its process restarted, or a second "
+        "process runs under this worker id)"));
+    by_session.erase(r.session);
+  }
+  const bool was_evicted = r.state == WState::kEvicted;
+  if (was_evicted) state->SetActive(r.index, true);
+  r.token = rng() | 1;
+  // The uplink seqs go on: a worker that comes back after eviction drops
+  // what was applied before it and resends the rest, exactly once.
+  // Never below its own clock: its folded updates count iterations up
+  // to there, and its new ones must count after them (a new
+  // incarnation starting at the team's clock below that would push
+  // iterations rogd already holds).
+  r.clock = alone ? std::max(r.clock, hello.iteration()) : std::max(team_min, r.clock);
+  r.join_clock = r.clock;
+  state->RaiseVersion(r.index, r.clock);
+  r.raised_to = r.clock;
+  spdlog::info("worker {} rejoined from {} ({}) at iteration {}", r.id, peer,
+               was_evicted ? "was evicted" : "new incarnation", r.clock);
+}
+
+// A new worker record, within --max_workers and --max_state_bytes; it
+// starts at the slowest attached clock (its own, alone).
+absl::StatusOr<WorkerRec*> EngineCore::Impl::AddWorker(const pb::Hello& hello,
+                                                       const std::string& peer, Rejection* reason) {
+  if (workers.size() < opt.max_workers &&
+      StateBytes(*layout, workers.size() + 1) > opt.max_state_bytes) {
+    *reason = Rejection::kTooManyWorkers;
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "'", hello.worker_id(), "' would be worker record ", workers.size() + 1,
+        ", and the model state would then need ", StateBytes(*layout, workers.size() + 1),
+        " bytes (a copy of the model per worker, versions per row and worker); rogd may use ",
+        opt.max_state_bytes,
+        " (--max_state_bytes): restart robots under their old worker ids, or raise the "
+        "limit"));
+  }
+  if (workers.size() >= opt.max_workers) {
+    *reason = Rejection::kTooManyWorkers;
+    return absl::ResourceExhaustedError(
+        absl::StrCat("rogd keeps ", workers.size(),
+                     " worker records (--max_workers), evicted ones "
+                     "included, and '",
+                     hello.worker_id(),
+                     "' would be a new one: restart robots under "
+                     "their old worker ids (a stable id, e.g. the host name, rejoins), or raise "
+                     "--max_workers"));
+  }
+  const uint64_t team_min = MinAttachedClock();
+  const bool alone = team_min == std::numeric_limits<uint64_t>::max();
+  auto rec = std::make_unique<WorkerRec>();
+  rec->id = hello.worker_id();
+  rec->clock = alone ? hello.iteration() : team_min;
+  rec->join_clock = rec->clock;
+  rec->index = state->AddWorker(rec->clock);
+  rec->raised_to = rec->clock;
+  rec->token = rng() | 1;
+  rec->joined_at = Now();
+  WorkerRec* r = rec.get();
+  by_id[r->id] = r->index;
+  workers.push_back(std::move(rec));
+  spdlog::info("worker {} joined from {} at iteration {} (team of {})", r->id, peer, r->clock,
+               workers.size());
+  return r;
+}
+
+// The admitted worker's stream from now on: its welcome, then whatever is
+// due (detachment, the team's release, a stall plan, rows).
+void EngineCore::Impl::Connect(WorkerRec& r, uint64_t session, std::shared_ptr<Outbox> outbox,
+                               const pb::Hello& hello, const std::string& peer,
+                               pb::Welcome welcome) {
+  r.state = WState::kConnected;
+  r.session = session;
+  r.outbox = std::move(outbox);
+  r.peer = peer;
+  r.sdk_version = hello.sdk_version();
+  r.last_seen = Now();
+  r.next_down_seq = 1;
+  r.inflight.clear();
+  r.inflight_bytes = 0;
+  JudgeStall(r, -1);
+  r.stalled = r.stall_announced = r.flush = r.transmitting = false;
+  r.deadline = kInf;
+  r.requested.assign(layout->num_rows(), 0);
+  r.down = Plan();
+  by_session[session] = r.index;
+  welcome.set_resume_token(r.token);
+  welcome.set_stream(session);
+  welcome.set_iteration(r.clock);
+  welcome.set_last_applied_uplink_seq(r.last_applied);
+  welcome.set_team_ready(team_ready);
+  if (state) *welcome.mutable_window() = CurrentWindow(r.clock + 1);
+  pb::ServerMessage m;
+  *m.mutable_welcome() = std::move(welcome);
+  r.outbox->Send(std::move(m));
+  // Detachment outlives a reconnect: the link that caused it is the same.
+  if (r.detached) SendDetached(r);
+  // After the welcome: the team's Release must follow it on this stream.
+  CheckTeamReady();
+  ReplanStalls();
+  Pump(r);
+}
+
+void EngineCore::Impl::ModelComplete() {
+  state = std::make_unique<ServerState>(*layout, std::move(staging), 1);
+  staging.clear();
+  staged.clear();
+  model_wire_bytes = 0;
+  for (RowId row = 0; row < layout->num_rows(); ++row) model_wire_bytes += RowWireBytes(row);
+  WorkerRec& r = *workers[0];
+  r.joined_at = Now();
+  state->RaiseVersion(0, r.clock);
+  r.raised_to = r.clock;
+  spdlog::info("model received from worker {}: {} rows, {} bytes", r.id, layout->num_rows(),
+               layout->total_numel() * 4);
+  CheckTeamReady();
+}
+
+void EngineCore::Impl::CheckTeamReady() {
+  if (team_ready || !state) return;
+  size_t members = 0;
+  for (const auto& r : workers) members += Member(*r) ? 1 : 0;
+  if (members < opt.team_size) return;
+  team_ready = true;
+  team_ready_at = Now();
+  spdlog::info("team ready: {} workers joined, training starts", members);
+  for (auto& r : workers) {
+    if (r->state != WState::kConnected) continue;
+    r->stall_announced = false;
+    SendDirective(*r, [&](pb::Directive* d) { d->mutable_release()->set_iteration(r->clock); });
+  }
+}
+
+void EngineCore::Impl::Evict(WorkerRec& r, const std::string& reason, bool left) {
+  if (r.state == WState::kEvicted) return;
+  if (left) {
+    spdlog::info("worker {} left at iteration {}: {}", r.id, r.clock, reason);
+  } else {
+    spdlog::info("evicted worker {} at iteration {}: {}", r.id, r.clock, reason);
+  }
+  r.state = WState::kEvicted;
+  if (r.detached) {
+    r.detached = false;
+    r.detached_total += Now() - r.detached_at;
+  }
+  if (state) state->SetActive(r.index, false);
+  if (r.outbox) {
+    SendDirective(r, [&](pb::Directive* d) { d->mutable_evicted()->set_reason(reason); });
+    r.outbox->End(left ? absl::OkStatus()
+                       : absl::AbortedError(absl::StrCat("rogd evicted this worker: ", reason)));
+    r.outbox.reset();
+  }
+  by_session.erase(r.session);
+  r.session = 0;
+  JudgeStall(r, -1);
+  r.stalled = false;
+  r.inflight.clear();
+  r.inflight_bytes = 0;
+  r.unapplied.clear();  // its copy is gone; a rejoin resyncs
+  r.unapplied_stream = 0;
+  ReplanStalls();
+  PumpAll();
+}
+
+void EngineCore::Impl::OnClosed(uint64_t session) {
+  WorkerRec* r = BySession(session);
+  by_session.erase(session);
+  if (r == nullptr || r->session != session) return;
+  KeepUnapplied(*r);
+  r->session = 0;
+  r->outbox.reset();
+  if (!state) {
+    spdlog::info(
+        "worker {} disconnected before its model arrived; waiting for a worker to bring it", r->id);
+    workers.clear();
+    by_id.clear();
+    layout.reset();
+    staging.clear();
+    return;
+  }
+  if (r->state == WState::kConnected) {
+    r->state = WState::kDisconnected;
+    r->disconnected_at = Now();
+    spdlog::info("worker {} disconnected at iteration {}; state kept for {} s", r->id, r->clock,
+                 opt.lease_seconds);
+  }
+}
+
+}  // namespace rog

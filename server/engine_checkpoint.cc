@@ -1,0 +1,167 @@
+// The engine core's state to and from a checkpoint file (the file format
+// and its atomic write are server/checkpoint.h's).
+#include "absl/strings/str_cat.h"
+#include "common/uplink_rules.h"
+#include "server/checkpoint.h"
+#include "server/engine_impl.h"
+#include "spdlog/spdlog.h"
+
+namespace rog {
+
+using engine_internal::UnixNow;
+using engine_internal::WorkerRec;
+using engine_internal::WState;
+
+namespace {
+
+// A checkpoint's model state (global rows, versions, each worker's pending
+// copy and copy versions) into *parts; "" or why the file does not fit
+// together. Every size is checked against what the file holds before
+// anything is allocated for it: rows × workers in 64 bits (rows < 2^24,
+// workers < 2^32), never cast to int, so a small file cannot ask for
+// gigabytes.
+std::string ReadParts(const pb::Checkpoint& c, size_t rows, ServerState::Parts* parts) {
+  const size_t n = c.workers();
+  if (!BytesToFloats(c.global(), &parts->global)) return "global rows are not fp32";
+  const uint64_t cells = static_cast<uint64_t>(rows) * n;
+  if (static_cast<uint64_t>(c.versions_size()) != cells) {
+    return absl::StrCat("version storage holds ", c.versions_size(), " entries, ", rows, " rows × ",
+                        n, " workers need ", cells);
+  }
+  if (static_cast<uint64_t>(c.worker_size()) != n) return "worker records and team size differ";
+  for (const pb::CheckpointWorker& cw : c.worker()) {
+    if (static_cast<uint64_t>(cw.copy_versions_size()) != cells) {
+      return absl::StrCat("worker '", cw.worker_id(), "' copy versions");
+    }
+    if (cw.index() >= n) return absl::StrCat("worker '", cw.worker_id(), "' index");
+  }
+  parts->versions = VersionStore(rows, n);
+  for (RowId row = 0; row < rows; ++row) {
+    for (size_t w = 0; w < n; ++w) parts->versions.Set(row, w, c.versions(row * n + w));
+  }
+  parts->pending.resize(n);
+  parts->copies.assign(n, VersionStore(rows, n));
+  std::vector<bool> seen(n, false);
+  for (const pb::CheckpointWorker& cw : c.worker()) {
+    const size_t w = cw.index();
+    if (seen[w]) return absl::StrCat("worker '", cw.worker_id(), "' index");
+    seen[w] = true;
+    if (!BytesToFloats(cw.pending(), &parts->pending[w])) return "pending copy";
+    for (RowId row = 0; row < rows; ++row) {
+      for (size_t q = 0; q < n; ++q) parts->copies[w].Set(row, q, cw.copy_versions(row * n + q));
+    }
+  }
+  return "";
+}
+
+// A checkpoint's worker records, each disconnected (or evicted) as of
+// `now`, with its lease running; "" or why they do not fit together.
+std::string ReadWorkerRecords(const pb::Checkpoint& c, size_t rows, double now,
+                              std::vector<std::unique_ptr<WorkerRec>>* recs) {
+  for (const pb::CheckpointWorker& cw : c.worker()) {
+    auto rec = std::make_unique<WorkerRec>();
+    rec->id = cw.worker_id();
+    rec->index = cw.index();
+    rec->token = cw.resume_token();
+    rec->clock = rec->join_clock = cw.clock();
+    rec->last_applied = rec->durable = cw.last_applied_uplink_seq();
+    rec->state = cw.evicted() ? WState::kEvicted : WState::kDisconnected;
+    if (rec->clock > kMaxClock) return absl::StrCat("worker '", rec->id, "' clock");
+    rec->disconnected_at = now;
+    rec->sdk_version = cw.sdk_version();
+    rec->requested.assign(rows, 0);
+    (*recs)[cw.index()] = std::move(rec);
+  }
+  return "";
+}
+
+}  // namespace
+
+absl::StatusOr<pb::CheckpointReply> EngineCore::Impl::WriteCheckpointNow() {
+  last_checkpoint_time = Now();
+  if (opt.checkpoint_path.empty()) {
+    return absl::FailedPreconditionError(
+        "rogd runs without --checkpoint_dir; restart it with one to write checkpoints");
+  }
+  if (!state) return absl::FailedPreconditionError("no model yet: nothing to checkpoint");
+  const double t0 = Now();
+  pb::Checkpoint c;
+  c.set_unix_time(UnixNow());
+  *c.mutable_layout() = LayoutToProto(*layout);
+  c.set_sync(static_cast<pb::SyncPolicy>(opt.policy));
+  c.set_staleness(opt.staleness);
+  c.set_codec(static_cast<pb::Codec>(opt.codec));
+  c.set_team_ready(team_ready);
+  const ServerState::Parts parts = state->Export();
+  c.set_global(FloatsToBytes(parts.global));
+  c.set_workers(static_cast<uint32_t>(parts.versions.num_workers()));
+  for (uint64_t v : parts.versions.raw()) c.add_versions(v);
+  for (const auto& r : workers) {
+    pb::CheckpointWorker* w = c.add_worker();
+    w->set_worker_id(r->id);
+    w->set_resume_token(r->token);
+    w->set_index(static_cast<uint32_t>(r->index));
+    w->set_clock(r->clock);
+    w->set_last_applied_uplink_seq(r->last_applied);
+    w->set_evicted(r->state == WState::kEvicted);
+    w->set_pending(FloatsToBytes(parts.pending[r->index]));
+    for (uint64_t v : parts.copies[r->index].raw()) w->add_copy_versions(v);
+    w->set_sdk_version(r->sdk_version);
+  }
+  absl::StatusOr<uint64_t> bytes = WriteCheckpoint(opt.checkpoint_path, c);
+  if (!bytes.ok()) return bytes.status();
+  for (auto& r : workers) r->durable = r->last_applied;
+  last_checkpoint_unix = c.unix_time();
+  last_checkpoint_path = opt.checkpoint_path;
+  pb::CheckpointReply reply;
+  reply.set_path(opt.checkpoint_path);
+  reply.set_bytes(*bytes);
+  reply.set_seconds(Now() - t0);
+  spdlog::info("checkpoint written: {} ({} bytes, {:.3f} s)", reply.path(), reply.bytes(),
+               reply.seconds());
+  return reply;
+}
+
+absl::Status EngineCore::Impl::Restore(const std::string& path) {
+  absl::StatusOr<pb::Checkpoint> read = ReadCheckpoint(path);
+  if (!read.ok()) return read.status();
+  const pb::Checkpoint& c = *read;
+  const auto bad = [&](const std::string& why) {
+    return absl::DataLossError(absl::StrCat("checkpoint ", path, " does not fit together: ", why,
+                                            ". Restore a good copy, or move it away."));
+  };
+  absl::StatusOr<Layout> parsed = LayoutFromProto(c.layout());
+  if (!parsed.ok()) return bad(absl::StrCat("bad layout: ", parsed.status().message()));
+  auto restored_layout = std::make_shared<const Layout>(*std::move(parsed));
+  const size_t rows = restored_layout->num_rows();
+  const size_t n = c.workers();
+  ServerState::Parts parts;
+  std::vector<std::unique_ptr<WorkerRec>> recs(n);
+  if (std::string why = ReadParts(c, rows, &parts); !why.empty()) return bad(why);
+  if (std::string why = ReadWorkerRecords(c, rows, Now(), &recs); !why.empty()) return bad(why);
+  absl::StatusOr<std::unique_ptr<ServerState>> s =
+      ServerState::Restore(*restored_layout, std::move(parts));
+  if (!s.ok()) return bad(std::string(s.status().message()));
+  layout = restored_layout;
+  state = *std::move(s);
+  model_wire_bytes = 0;
+  for (RowId row = 0; row < rows; ++row) model_wire_bytes += RowWireBytes(row);
+  workers = std::move(recs);
+  for (const auto& r : workers) by_id[r->id] = r->index;
+  team_ready = c.team_ready();
+  last_checkpoint_unix = c.unix_time();
+  last_checkpoint_path = path;
+  spdlog::info("restored checkpoint {}: {} rows, {} workers (they have {} s to reconnect)", path,
+               rows, n, opt.lease_seconds);
+  if (c.sync() != static_cast<pb::SyncPolicy>(opt.policy) || c.staleness() != opt.staleness ||
+      c.codec() != static_cast<pb::Codec>(opt.codec)) {
+    spdlog::warn(
+        "checkpoint {} was written under sync={} S={} codec={}; continuing under this "
+        "rogd's flags (sync={} S={} codec={})",
+        path, pb::SyncPolicy_Name(c.sync()), c.staleness(), pb::Codec_Name(c.codec()),
+        std::string(SyncPolicyName(opt.policy)), opt.staleness, std::string(CodecName(opt.codec)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace rog

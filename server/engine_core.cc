@@ -1,0 +1,432 @@
+// The engine core's events (row batches, acks, progress, ticks), the team's
+// window and refusals, and the core's public face (server/engine_core.h).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/mta.h"
+#include "common/protocol_rules.h"
+#include "common/staleness.h"
+#include "common/uplink_rules.h"
+#include "server/engine_impl.h"
+#include "spdlog/spdlog.h"
+
+namespace rog {
+
+namespace engine_internal {
+
+uint64_t StateBytes(const Layout& layout, uint64_t workers) {
+  return layout.total_numel() * 4 * (workers + 1) +
+         static_cast<uint64_t>(layout.num_rows()) * workers * (workers + 1) * 8;
+}
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+const char* StateName(WState s) {
+  switch (s) {
+    case WState::kConnected:
+      return "connected";
+    case WState::kDisconnected:
+      return "disconnected";
+    case WState::kEvicted:
+      return "evicted";
+  }
+  return "?";
+}
+
+}  // namespace engine_internal
+
+using engine_internal::kInf;
+using engine_internal::WorkerRec;
+using engine_internal::WState;
+
+// One line per refusal, at most a few per reason and client every 10 s
+// (a client can cause them as fast as it can send).
+void EngineCore::Impl::LogRefusal(const std::string& reason, const std::string& who,
+                                  absl::string_view message) {
+  // Per client host, not per connection: a client that reconnects for
+  // each bad message gets a new port every time.
+  absl::string_view client = who;
+  const size_t colon = client.rfind(':');
+  if (colon != absl::string_view::npos &&
+      client.find_first_not_of("0123456789", colon + 1) == absl::string_view::npos) {
+    client = client.substr(0, colon);
+  }
+  uint64_t suppressed = 0;
+  if (!refusal_log.Allow(absl::StrCat(reason, "|", client), Now(), &suppressed)) return;
+  if (suppressed > 0) {
+    spdlog::warn("refused a message from {} ({}): {} [{} more refusals of this kind not logged]",
+                 who, reason, std::string(message), suppressed);
+  } else {
+    spdlog::warn("refused a message from {} ({}): {}", who, reason, std::string(message));
+  }
+}
+
+// Refuses what worker r sent on its current stream: nothing of it is
+// applied, it is counted under `reason` and logged, and the stream ends
+// with `status`; events the stream queued after it are dropped.
+void EngineCore::Impl::Refuse(WorkerRec& r, Rejection reason, const absl::Status& status) {
+  const std::string label = RejectionLabel(reason);
+  ++rejected[label];
+  LogRefusal(label, absl::StrCat("worker ", r.id, " at ", r.peer), status.message());
+  r.refused_session = r.session;
+  if (r.outbox) r.outbox->End(status, label);
+}
+
+// The team's window (TeamWindow) over the connected attached workers'
+// links: the uplink as the worker measured it, the downlink as rogd did.
+double EngineCore::Impl::ComputeWindow() const {
+  if (opt.policy != SyncPolicy::kRog) return 0;
+  std::vector<double> goodputs;
+  for (const auto& r : workers) {
+    if (r->state != WState::kConnected || !Attached(*r)) continue;
+    const double up = r->progress.uplink_goodput();
+    const bool known = up > 0 && r->down_goodput.has_estimate();
+    goodputs.push_back(known ? std::min(up, r->down_goodput.rate()) : 0.0);
+  }
+  return TeamWindow(opt.policy, goodputs, ShareBytes(), opt.patience);
+}
+
+pb::Window EngineCore::Impl::CurrentWindow(uint64_t iteration) const {
+  pb::Window w;
+  w.set_iteration(iteration);
+  w.set_seconds(ComputeWindow());
+  const uint64_t min = MinAttachedClock();
+  w.set_min_iteration(min == std::numeric_limits<uint64_t>::max() ? 0 : min);
+  return w;
+}
+
+void EngineCore::Impl::OnBatch(uint64_t session, UplinkBatch& b) {
+  WorkerRec* r = Live(session);
+  if (r == nullptr) return;  // a stream already replaced, closed or refused
+  r->last_seen = Now();
+  if (b.seq <= r->last_applied) {
+    // Resent after a reconnect: applied already.
+    pb::ServerMessage ack;
+    ack.mutable_ack()->set_seq(r->last_applied);
+    ack.mutable_ack()->set_durable_seq(r->durable);
+    r->outbox->Send(std::move(ack));
+    return;
+  }
+  if (b.seq != r->last_applied + 1) {
+    // The stream handler checks seqs; this is the engine's own guard, never
+    // a silent drop.
+    Refuse(*r, Rejection::kBadSeq,
+           absl::InvalidArgumentError(
+               absl::StrCat("row batch seq ", b.seq, " after ", r->last_applied,
+                            ": seqs rise by 1 per batch; after a reconnect continue from "
+                            "Welcome.last_applied_uplink_seq + 1")));
+    return;
+  }
+  if (!CheckBatch(*r, b)) return;
+  ApplyBatch(*r, b);
+}
+
+// Everything is checked before anything is applied: a batch is folded whole
+// or not at all. False when it was refused.
+bool EngineCore::Impl::CheckBatch(WorkerRec& r, UplinkBatch& b) {
+  if (b.kind == pb::BATCH_KIND_VALUES && state) {
+    Refuse(r, Rejection::kUnexpectedValues,
+           absl::InvalidArgumentError(absl::StrCat(
+               "initial values (BATCH_KIND_VALUES, seq ", b.seq,
+               ") after the model was complete: every row's values had arrived; send updates "
+               "as BATCH_KIND_UPDATE")));
+    return false;
+  }
+  if (b.kind != pb::BATCH_KIND_VALUES && !state) {
+    Refuse(r, Rejection::kUpdateBeforeModel,
+           absl::InvalidArgumentError(absl::StrCat(
+               "an update (seq ", b.seq, ") before the initial model was complete: ", staged_rows,
+               " of ", layout->num_rows(),
+               " rows have arrived. Send every row's values as BATCH_KIND_VALUES first "
+               "(Welcome.send_initial_values), then updates")));
+    return false;
+  }
+  if (b.kind != pb::BATCH_KIND_VALUES) {
+    if (b.iteration > r.clock) {
+      Refuse(r, Rejection::kBadClock,
+             absl::InvalidArgumentError(absl::StrCat(
+                 "row batch formed at iteration ", b.iteration,
+                 " but rogd holds this worker at iteration ", r.clock,
+                 ": send the Progress of an iteration before the batches that carry it")));
+      return false;
+    }
+    if (b.iteration <= r.raised_to) {
+      // Formed before the worker heard that rogd moved its clock (a
+      // reattach or rejoin while the batch was on its way): rogd credits
+      // every iteration up to the move already, so the batch counts none.
+      // Its values are folded like any other.
+      std::fill(b.counts.begin(), b.counts.end(), 0);
+    }
+    absl::Status s =
+        CheckUpdateCounts(state->versions(), r.index, *layout, b.rows, b.counts, b.iteration);
+    if (!s.ok()) {
+      Refuse(r, Rejection::kBadCount, s);
+      return false;
+    }
+    size_t at = 0;
+    for (size_t k = 0; k < b.rows.size(); ++k) {
+      const uint32_t numel = layout->row(b.rows[k]).numel;
+      s = state->CheckFold(r.index, b.rows[k], absl::MakeConstSpan(b.values.data() + at, numel));
+      if (!s.ok()) {
+        Refuse(r, Rejection::kNonFiniteFold, s);
+        return false;
+      }
+      at += numel;
+    }
+  }
+  return true;
+}
+
+// Folds a checked batch (or stages the first worker's initial values) and
+// acknowledges it.
+void EngineCore::Impl::ApplyBatch(WorkerRec& r, const UplinkBatch& b) {
+  size_t at = 0;
+  if (b.kind == pb::BATCH_KIND_VALUES) {
+    for (RowId row : b.rows) {
+      const RowInfo& info = layout->row(row);
+      std::copy_n(b.values.data() + at, info.numel, staging.data() + info.offset);
+      at += info.numel;
+      if (!staged[row]) {
+        staged[row] = true;
+        ++staged_rows;
+      }
+    }
+  } else {
+    for (size_t k = 0; k < b.rows.size(); ++k) {
+      const uint32_t numel = layout->row(b.rows[k]).numel;
+      state->Fold(r.index, b.rows[k], absl::MakeConstSpan(b.values.data() + at, numel),
+                  b.counts[k]);
+      at += numel;
+    }
+    // Folded as usual; counted apart because nobody waited for them.
+    if (r.detached) r.late_rows += b.rows.size();
+    for (auto& q : workers) q->plan_stale = true;
+  }
+  r.rows_up += b.rows.size();
+  r.bytes_up += b.wire_bytes;
+  r.last_applied = b.seq;
+  pb::ServerMessage ack;
+  ack.mutable_ack()->set_seq(b.seq);
+  ack.mutable_ack()->set_bytes(b.wire_bytes);
+  ack.mutable_ack()->set_durable_seq(r.durable);
+  r.outbox->Send(std::move(ack));
+  if (!state && staged_rows == layout->num_rows()) ModelComplete();
+  ReplanStalls();
+  PumpAll();
+}
+
+void EngineCore::Impl::OnAck(uint64_t session, const pb::Ack& ack) {
+  WorkerRec* r = Live(session);
+  if (r == nullptr) return;
+  if (ack.seq() >= r->next_down_seq) {
+    Refuse(*r, Rejection::kBadAck,
+           absl::InvalidArgumentError(absl::StrCat(
+               "ack of downlink seq ", ack.seq(), " but rogd has sent up to seq ",
+               r->next_down_seq - 1,
+               " on this stream: acknowledge only batches received (seqs restart at 1 on every "
+               "stream)")));
+    return;
+  }
+  r->last_seen = Now();
+  while (!r->inflight.empty() && r->inflight.front().seq <= ack.seq()) {
+    r->inflight_bytes -= r->inflight.front().bytes;
+    r->inflight.pop_front();
+  }
+  r->down_goodput.OnAck(Now(), ack.bytes());
+  Pump(*r);
+}
+
+void EngineCore::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
+  WorkerRec* r = Live(session);
+  if (r == nullptr) return;
+  if (absl::Status s = CheckReportedClock(r->clock, p.iteration()); !s.ok()) {
+    Refuse(*r, Rejection::kBadClock, s);
+    return;
+  }
+  r->last_seen = Now();
+  r->progress = p;
+  if (p.iteration() > r->compute_iteration_seen && p.compute_seconds() >= r->compute_total_seen) {
+    if (r->compute_iteration_seen > 0) {
+      const double sample = (p.compute_seconds() - r->compute_total_seen) /
+                            static_cast<double>(p.iteration() - r->compute_iteration_seen);
+      r->compute_per_iteration =
+          r->compute_per_iteration > 0 ? 0.9 * r->compute_per_iteration + 0.1 * sample : sample;
+    }
+    r->compute_iteration_seen = p.iteration();
+    r->compute_total_seen = p.compute_seconds();
+  }
+  const uint64_t before = r->clock;
+  const uint64_t min_before = MinAttachedClock();
+  r->clock = std::max(r->clock, p.iteration());
+  if (p.flush()) r->flush = true;
+  if (r->detached) {
+    // Outside the bound and the window: no stall handling, no window; its
+    // rows stream as fast as its link allows (FormBatch).
+  } else if (state && p.stalled()) {
+    if (!r->stalled) r->stalled_since = Now();
+    r->stalled = true;
+    CheckStalled(*r);
+  } else if (state && !p.flush()) {
+    // The worker finished computing an iteration: its transmission window.
+    JudgeStall(*r, -1);
+    r->stalled = false;
+    r->stall_announced = false;
+    const pb::Window window = CurrentWindow(r->clock + 1);
+    r->transmitting = true;
+    r->deadline = window.seconds() > 0 ? Now() + window.seconds() : kInf;
+    BuildDownlinkPlan(*r);
+    SendDirective(*r, [&](pb::Directive* d) { *d->mutable_window() = window; });
+    spdlog::debug("worker {} iteration {}: window {:.3f} s", r->id, r->clock, window.seconds());
+  }
+  if (r->clock != before) {
+    SendPace(min_before, r);
+    ReplanStalls();
+  }
+  PumpAll();
+}
+
+// The slowest attached clock moved past `min_before`: every other attached
+// worker gets a fresh window now, not at its next iteration, so that one
+// holding its link for pacing (ahead of the slowest by more than its pace
+// lead) stops holding as soon as the slowest catches up, as the simulator's
+// workers do. Without it a worker held for the whole window, on the clock
+// it heard of when its own iteration began.
+void EngineCore::Impl::SendPace(uint64_t min_before, const WorkerRec* except) {
+  if (opt.policy != SyncPolicy::kRog || !state) return;
+  const uint64_t min = MinAttachedClock();
+  if (min == std::numeric_limits<uint64_t>::max() || min <= min_before) return;
+  for (auto& w : workers) {
+    if (w.get() == except || w->state != WState::kConnected || !Attached(*w)) continue;
+    const pb::Window window = CurrentWindow(w->clock + 1);
+    SendDirective(*w, [&](pb::Directive* d) { *d->mutable_window() = window; });
+  }
+}
+
+void EngineCore::Impl::OnTick() {
+  if (!state) return;
+  const double now = Now();
+  for (auto& r : workers) {
+    if (r->state == WState::kDisconnected && now - r->disconnected_at >= opt.lease_seconds) {
+      Evict(*r, absl::StrCat("no connection for ", opt.lease_seconds, " s (--lease)"));
+    }
+  }
+  if (opt.checkpoint_interval > 0 && !opt.checkpoint_path.empty() &&
+      now - last_checkpoint_time >= opt.checkpoint_interval) {
+    absl::StatusOr<pb::CheckpointReply> c = WriteCheckpointNow();
+    if (!c.ok()) spdlog::error("checkpoint failed: {}", std::string(c.status().message()));
+  }
+  CheckPatience(now);
+  // Windows end and open with time alone: let the senders form batches.
+  PumpAll();
+}
+
+// --- EngineCore ------------------------------------------------------------------
+
+EngineCore::EngineCore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+EngineCore::~EngineCore() = default;
+
+absl::StatusOr<std::unique_ptr<EngineCore>> EngineCore::Create(EngineOptions options) {
+  auto impl = std::make_unique<Impl>();
+  impl->opt = std::move(options);
+  if (impl->opt.clock == nullptr) impl->opt.clock = DefaultClock();
+  impl->start_time = impl->last_checkpoint_time = impl->Now();
+  impl->bound = EffectiveBound(impl->opt.policy, impl->opt.staleness);
+  impl->mta =
+      impl->opt.policy == SyncPolicy::kRog ? MinimumTransmissionAmount(impl->opt.staleness) : 1.0;
+  if (!impl->opt.init_path.empty()) {
+    absl::Status s = impl->Restore(impl->opt.init_path);
+    if (!s.ok()) return s;
+  } else if (!impl->opt.checkpoint_path.empty()) {
+    absl::Status s = impl->Restore(impl->opt.checkpoint_path);
+    if (!s.ok() && !absl::IsNotFound(s)) return s;
+  }
+  return std::unique_ptr<EngineCore>(new EngineCore(std::move(impl)));
+}
+
+absl::StatusOr<Admission> EngineCore::Hello(std::shared_ptr<Outbox> outbox, const pb::Hello& hello,
+                                            const std::string& peer, Rejection* reason) {
+  Rejection ignored = Rejection::kNone;
+  return impl_->OnHello(std::move(outbox), hello, peer, reason != nullptr ? reason : &ignored);
+}
+
+void EngineCore::Batch(uint64_t session, UplinkBatch& batch) { impl_->OnBatch(session, batch); }
+
+void EngineCore::Ack(uint64_t session, const pb::Ack& ack) { impl_->OnAck(session, ack); }
+
+void EngineCore::Progress(uint64_t session, const pb::Progress& progress) {
+  impl_->OnProgress(session, progress);
+}
+
+void EngineCore::Goodbye(uint64_t session, const std::string& reason) {
+  WorkerRec* r = impl_->Live(session);
+  if (r == nullptr || !impl_->state) return;
+  impl_->Evict(*r, absl::StrCat("said goodbye (", reason, ")"), /*left=*/true);
+}
+
+void EngineCore::Closed(uint64_t session) { impl_->OnClosed(session); }
+
+void EngineCore::CountRejection(Rejection reason, const std::string& who,
+                                const std::string& message) {
+  const std::string label = RejectionLabel(reason);
+  ++impl_->rejected[label];
+  impl_->LogRefusal(label, who, message);
+}
+
+void EngineCore::Tick() { impl_->OnTick(); }
+
+void EngineCore::EndStreams(const std::string& why) {
+  for (auto& r : impl_->workers) {
+    if (r->outbox) r->outbox->End(absl::AbortedError(why));
+  }
+}
+
+absl::Status EngineCore::Shutdown() {
+  Impl& m = *impl_;
+  for (auto& r : m.workers) {
+    if (r->outbox) r->outbox->End(absl::AbortedError("rogd is shutting down"));
+    r->outbox.reset();
+    if (r->state == WState::kConnected) r->state = WState::kDisconnected;
+  }
+  if (m.opt.checkpoint_path.empty() || !m.state) return absl::OkStatus();
+  return m.WriteCheckpointNow().status();
+}
+
+pb::StatusReply EngineCore::Status() const { return impl_->StatusReport(); }
+
+pb::WorkersReply EngineCore::Workers() const { return impl_->WorkersReport(); }
+
+absl::StatusOr<pb::StalenessReply> EngineCore::Staleness(
+    const pb::StalenessRequest& request) const {
+  return impl_->StalenessReport(request);
+}
+
+absl::StatusOr<pb::CheckpointReply> EngineCore::CheckpointNow() {
+  return impl_->WriteCheckpointNow();
+}
+
+absl::StatusOr<ModelSnapshot> EngineCore::Export() const {
+  if (!impl_->state) {
+    return absl::FailedPreconditionError("no model yet: it arrives with the first worker's hello");
+  }
+  return ModelSnapshot{impl_->layout, impl_->state->global()};
+}
+
+MetricsSnapshot EngineCore::Metrics() const {
+  MetricsSnapshot s;
+  s.status = impl_->StatusReport();
+  s.workers = impl_->WorkersReport();
+  s.staleness_bound = impl_->bound;
+  s.staleness = impl_->StalenessCounts();
+  return s;
+}
+
+absl::Status EngineCore::CheckInvariants() const { return impl_->Invariants(); }
+
+}  // namespace rog

@@ -1,0 +1,219 @@
+// The engine core's downlink: which rows go to a worker in what order
+// (plans, resyncs, a resumed stream's unapplied batches), formed into row
+// batches within the in-flight limit.
+#include <vector>
+
+#include "common/protocol_rules.h"
+#include "common/row_index.h"
+#include "common/selection.h"
+#include "server/engine_impl.h"
+#include "spdlog/spdlog.h"
+
+namespace rog {
+
+using engine_internal::InFlight;
+using engine_internal::kInf;
+using engine_internal::kMaxQueued;
+using engine_internal::WorkerRec;
+using engine_internal::WState;
+
+// BSP's rows go down at the barrier only (the deliverable tier in
+// FormBatch), so its plan is empty.
+void EngineCore::Impl::BuildDownlinkPlan(WorkerRec& r) {
+  r.down.Reset(SelectRows(DownlinkCandidates(opt.policy, bound, *state, r.index, r.clock,
+                                             AttachedWorkers(), opt.codec, *layout),
+                          mta, model_wire_bytes));
+  r.plan_stale = false;
+}
+
+// Forms r's next downlink batch into *m, and into *sent what undoes it;
+// false when there is nothing to send.
+bool EngineCore::Impl::FormBatch(WorkerRec& r, pb::ServerMessage* m, InFlight* sent) {
+  const AttachedSet attached = AttachedWorkers();
+  pb::RowBatch* b = m->mutable_batch();
+  std::vector<RowId> rows;
+  std::string* payload = b->mutable_payload();
+  if (r.resync_next < layout->num_rows()) {
+    BatchFill fill(*layout, Codec::kFp32, opt.batch_bytes);
+    while (r.resync_next < layout->num_rows() && fill.Fits(r.resync_next)) {
+      fill.Add(r.resync_next++);
+      SkipInSync(r);
+    }
+    rows = fill.Take();
+    b->set_kind(pb::BATCH_KIND_VALUES);
+    b->set_codec(pb::CODEC_FP32);
+    sent->values = true;
+    b->set_applied_uplink_seq(r.last_applied);
+    for (RowId row : rows) state->TakeValues(r.index, row, payload);
+  } else {
+    BatchFill fill(*layout, opt.codec, opt.batch_bytes);
+    if (r.stalled) {
+      const StallPlan need = PlanStall(state->versions(), state->copy_versions(r.index), r.index,
+                                       attached, NeededVersion(r.clock, bound));
+      for (RowId row : need.deliverable) {
+        if (!fill.Fits(row)) break;
+        fill.Add(row);
+      }
+    }
+    if (r.flush || r.detached) {
+      // A flush, or a detached worker: every pending row, whatever the window.
+      for (RowId row = 0; row < layout->num_rows(); ++row) {
+        if (!state->HasPending(r.index, row) || fill.Has(row)) continue;
+        if (!fill.Fits(row)) break;
+        fill.Add(row);
+      }
+    }
+    if (r.transmitting) {
+      const double now = Now();
+      const bool open = now < r.deadline;
+      const bool speculate = SpeculativeAllowed(r);
+      // Time left in the window: stream what other workers pushed since.
+      if (open && speculate && r.deadline < kInf && r.down.done() && r.plan_stale) {
+        BuildDownlinkPlan(r);
+      }
+      FillFromPlan(&r.down, open, speculate, &fill,
+                   [&](RowId row) { return !state->HasPending(r.index, row); });
+    }
+    rows = fill.Take();
+    if (rows.empty()) return false;
+    b->set_kind(pb::BATCH_KIND_UPDATE);
+    b->set_codec(static_cast<pb::Codec>(opt.codec));
+    for (RowId row : rows) {
+      const uint32_t numel = layout->row(row).numel;
+      decoded.resize(numel);
+      state->TakeDownlink(r.index, row, opt.codec, payload, absl::MakeSpan(decoded),
+                          &sent->taken.emplace_back());
+    }
+  }
+  if (rows.empty()) return false;
+  b->set_seq(r.next_down_seq++);
+  b->set_iteration(r.clock);
+  for (uint32_t d : EncodeRowIds(rows)) b->add_row_delta(d);
+  // No `count` downlink: workers do not use it, and on the main job's
+  // model it was a quarter of the index bytes.
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const uint64_t version = ReportedVersion(r, rows[k], attached);
+    b->add_version_lag(static_cast<int64_t>(r.clock) - static_cast<int64_t>(version));
+  }
+  r.rows_down += rows.size();
+  return true;
+}
+
+void EngineCore::Impl::Pump(WorkerRec& r) {
+  if (r.state != WState::kConnected || !r.outbox || !state) return;
+  const bool resyncing = r.resync_next < layout->num_rows();
+  const uint64_t limit =
+      r.down_goodput.has_estimate()
+          ? InFlightLimit(r.down_goodput.rate(), opt.inflight_lead, opt.batch_bytes)
+          : kInitialInFlight;
+  bool exhausted = false;
+  bool sent_any = false;
+  while (r.inflight_bytes < limit && r.outbox->queued_bytes() < kMaxQueued) {
+    pb::ServerMessage m;
+    InFlight sent{};
+    if (!FormBatch(r, &m, &sent)) {
+      exhausted = true;
+      break;
+    }
+    const uint64_t bytes = m.batch().ByteSizeLong();
+    sent.seq = m.batch().seq();
+    sent.bytes = bytes;
+    sent.sent_at = Now();
+    sent.ahead = r.inflight_bytes;
+    r.inflight.push_back(std::move(sent));
+    r.inflight_bytes += bytes;
+    r.bytes_down += bytes;
+    r.down_goodput.OnSend(Now(), bytes);
+    r.last_down_sent = Now();
+    r.outbox->Send(std::move(m));
+    sent_any = true;
+  }
+  if (resyncing && r.resync_next >= layout->num_rows()) {
+    spdlog::debug("worker {}: full resync sent", r.id);
+    CheckStalled(r);
+  } else if (r.stalled && sent_any) {
+    CheckStalled(r);  // the rows just sent may be what it waits for
+  }
+  if (exhausted && r.flush) {
+    r.flush = false;
+    SendDirective(r, [&](pb::Directive* d) {
+      d->mutable_release()->set_iteration(r.clock);
+      d->mutable_release()->set_flushed(true);
+    });
+  }
+}
+
+void EngineCore::Impl::PumpAll() {
+  for (auto& r : workers) Pump(*r);
+}
+
+// Keeps what r's ending stream has not had acknowledged, for a resume
+// (ResumeDownlink).
+void EngineCore::Impl::KeepUnapplied(WorkerRec& r) {
+  r.unapplied = std::move(r.inflight);
+  r.unapplied_stream = r.session;
+  r.unapplied_next_seq = r.next_down_seq;
+  r.inflight.clear();
+  r.inflight_bytes = 0;
+}
+
+// A resuming worker's downlink: when its hello says how far it applied
+// its last stream's batches (Hello.downlink_stream and
+// last_applied_downlink_seq), the batches after that never reached it
+// and are undone from its copy, newest first, and nothing needs
+// resyncing. False (a full resync follows) when that stream's resync had
+// not reached it whole, or the hello's account does not fit what rogd
+// sent.
+bool EngineCore::Impl::ResumeDownlink(WorkerRec& r, const pb::Hello& hello) {
+  const uint64_t applied = hello.last_applied_downlink_seq();
+  const bool fits = state && state->active(r.index) && r.resync_next >= layout->num_rows() &&
+                    hello.downlink_stream() != 0 && hello.downlink_stream() == r.unapplied_stream &&
+                    applied < r.unapplied_next_seq &&
+                    (r.unapplied.empty() ? applied + 1 == r.unapplied_next_seq
+                                         : r.unapplied.front().seq <= applied + 1);
+  bool values = false;
+  for (const InFlight& b : r.unapplied) values |= b.seq > applied && b.values;
+  if (!fits || values) return false;
+  uint64_t rows = 0;
+  for (auto it = r.unapplied.rbegin(); it != r.unapplied.rend() && it->seq > applied; ++it) {
+    for (const TakenRow& t : it->taken) state->Untake(r.index, t);
+    rows += it->taken.size();
+  }
+  r.plan_stale = true;
+  spdlog::info("worker {}: resumes its downlink after seq {}; {} rows it never received go again",
+               r.id, applied, rows);
+  return true;
+}
+
+// Moves r's resync past the rows it holds already.
+void EngineCore::Impl::SkipInSync(WorkerRec& r) {
+  while (r.resync_next < r.in_sync.size() && r.in_sync[r.resync_next]) ++r.resync_next;
+  if (r.resync_next >= layout->num_rows()) std::vector<bool>().swap(r.in_sync);
+}
+
+// Starts r's full resync, leaving out the rows its hello showed it holds
+// (in_sync, from RowsInSync): their copies are marked current and the
+// welcome lists them with their versions.
+void EngineCore::Impl::StartResync(WorkerRec& r, std::vector<bool> in_sync, pb::Welcome* welcome) {
+  welcome->set_full_resync(true);
+  r.resync_next = 0;
+  r.in_sync = std::move(in_sync);
+  std::vector<RowId> rows;
+  for (RowId row = 0; row < r.in_sync.size(); ++row) {
+    if (r.in_sync[row]) rows.push_back(row);
+  }
+  const AttachedSet attached = AttachedWorkers();
+  for (RowId row : rows) {
+    state->MarkInSync(r.index, row);
+    welcome->add_in_sync_version_lag(static_cast<int64_t>(r.clock) -
+                                     static_cast<int64_t>(ReportedVersion(r, row, attached)));
+  }
+  for (uint32_t d : EncodeRowIds(rows)) welcome->add_in_sync_row_delta(d);
+  SkipInSync(r);
+  if (!rows.empty()) {
+    spdlog::info("worker {}: {} of {} rows already in sync (its row digests), resyncing {}", r.id,
+                 rows.size(), layout->num_rows(), layout->num_rows() - rows.size());
+  }
+}
+
+}  // namespace rog

@@ -1,0 +1,293 @@
+// The engine core's team patience and pace (docs/design.md, "Team
+// patience"): who is detached for keeping others waiting or slowing the
+// team, probes of a detached worker's link, and reattaching.
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/protocol_rules.h"
+#include "server/engine_impl.h"
+#include "spdlog/spdlog.h"
+
+namespace rog {
+
+using engine_internal::InFlight;
+using engine_internal::kInf;
+using engine_internal::kMaxProbeBytes;
+using engine_internal::kProbeIdle;
+using engine_internal::WorkerRec;
+using engine_internal::WState;
+
+void EngineCore::Impl::CheckPatience(double now) {
+  if (opt.patience <= 0 || !team_ready) return;
+  // OnTick follows every event; a stall plan per tick is enough.
+  if (now - last_patience_check < EngineCore::kTickSeconds) return;
+  last_patience_check = now;
+  // Detach: whoever kept an attached worker waiting at the bound too long.
+  std::vector<std::pair<WorkerRec*, std::string>> detach;
+  const AttachedSet attached = AttachedWorkers();
+  // waits_for[q]: whom stalled worker q waits for, with every worker's clock
+  // and needed version; filled when first needed.
+  std::vector<std::vector<size_t>> waits_for;
+  std::vector<uint64_t> clocks, needed;
+  for (auto& r : workers) {
+    if (!r->stalled || r->state != WState::kConnected || !Attached(*r)) continue;
+    if (r->resync_next < layout->num_rows() || now - r->stalled_since < opt.patience) continue;
+    // The blame passes along waiting holders to the robot on the slow link.
+    if (waits_for.empty()) {
+      waits_for.resize(workers.size());
+      clocks = Clocks();
+      needed.assign(workers.size(), 0);
+      for (auto& q : workers) {
+        needed[q->index] = NeededVersion(q->clock, bound);
+        if (!q->stalled || q->state != WState::kConnected || !Attached(*q)) continue;
+        waits_for[q->index] = PlanStall(state->versions(), state->copy_versions(q->index), q->index,
+                                        attached, needed[q->index])
+                                  .waiting_for;
+      }
+    }
+    for (size_t q :
+         BlameForStall(r->index, waits_for[r->index], waits_for, clocks, needed, attached)) {
+      WorkerRec* holder = workers[q].get();
+      bool listed = false;
+      for (const auto& d : detach) listed |= d.first == holder;
+      if (listed) continue;
+      detach.emplace_back(
+          holder, absl::StrFormat("kept %s waiting %.1f s at the staleness bound before iteration "
+                                  "%d (--patience=%gs)",
+                                  r->id, now - r->stalled_since, r->clock + 1, opt.patience));
+    }
+  }
+  if (detach.empty() && opt.detach_speedup > 0) {
+    std::string reason = PaceDetachReason(now);
+    if (!reason.empty()) detach.emplace_back(pace_candidate, std::move(reason));
+  }
+  const uint64_t min_before = MinAttachedClock();
+  for (auto& [q, reason] : detach) Detach(*q, reason);
+  if (!detach.empty()) SendPace(min_before, nullptr);
+  // Reattach: a detached worker whose link moves its share well within the
+  // patience again, for long enough. The downlink estimate decides: rogd
+  // streams every pending row to a detached worker, so it stays fresh.
+  for (auto& q : workers) {
+    if (!q->detached || q->state != WState::kConnected) continue;
+    MaybeProbe(*q, now);
+    if (!MayReattach(*q, now)) continue;
+    const double rate = DownlinkRate(*q, now);
+    Reattach(*q,
+             absl::StrFormat("its link moves its share (%d bytes) in %.2f s, within half the "
+                             "patience%s, for %.1f s (%d probes), and what it computed is folded",
+                             static_cast<uint64_t>(ShareBytes()), ShareBytes() / rate,
+                             opt.detach_speedup > 0 ? " and with the team's pace" : "",
+                             now - q->reattach_ok_since, q->probes));
+  }
+  if (!detach.empty()) {
+    SendKnownVersions(nullptr);
+    ReplanStalls();
+    PumpAll();
+  }
+}
+
+void EngineCore::Impl::MaybeProbe(WorkerRec& q, double now) {
+  if (!q.outbox || q.resync_next < layout->num_rows() || !q.inflight.empty()) return;
+  if (q.outbox->queued_bytes() > 0 || now - q.last_down_sent < kProbeIdle) return;
+  pb::ServerMessage m;
+  pb::RowBatch* b = m.mutable_batch();
+  b->set_seq(q.next_down_seq++);
+  b->set_iteration(q.clock);
+  b->set_kind(pb::BATCH_KIND_UPDATE);
+  b->set_codec(static_cast<pb::Codec>(opt.codec));
+  b->mutable_padding()->assign(static_cast<size_t>(std::min<double>(ShareBytes(), kMaxProbeBytes)),
+                               '\0');
+  const uint64_t bytes = b->ByteSizeLong();
+  q.inflight.push_back(InFlight{b->seq(), bytes, now, q.inflight_bytes, false, {}});
+  q.inflight_bytes += bytes;
+  q.bytes_down += bytes;
+  q.down_goodput.OnSend(now, bytes);
+  q.last_down_sent = now;
+  ++q.probes;
+  spdlog::debug("worker {}: probe of {} bytes (detached, downlink idle)", q.id, bytes);
+  q.outbox->Send(std::move(m));
+}
+
+// The downlink goodput estimate, capped by what the oldest unacknowledged
+// batch shows: on a link that just died the estimate keeps its last value
+// until an ack comes, which may take many seconds. Until that batch is
+// acknowledged the link cannot have carried more than it and what was in
+// flight ahead of it since it was sent (counting the batch alone would read
+// a busy link as slow by the in-flight allowance over the batch size).
+double EngineCore::Impl::DownlinkRate(const WorkerRec& q, double now) const {
+  double rate = q.down_goodput.has_estimate() ? q.down_goodput.rate() : 0;
+  if (!q.inflight.empty() && now > q.inflight.front().sent_at) {
+    const InFlight& oldest = q.inflight.front();
+    rate = std::min(rate, (oldest.ahead + oldest.bytes) / (now - oldest.sent_at));
+  }
+  return rate;
+}
+
+// Team pace: the seconds q's link takes for its share, from the estimates
+// the window uses (attached) or the downlink estimate reattachment uses
+// (detached); 0 while unknown.
+double EngineCore::Impl::ShareSeconds(const WorkerRec& q, double now) const {
+  double rate = 0;
+  if (q.detached) {
+    rate = DownlinkRate(q, now);
+  } else if (q.progress.uplink_goodput() > 0 && q.down_goodput.has_estimate()) {
+    rate = std::min(q.progress.uplink_goodput(), q.down_goodput.rate());
+  }
+  return rate > 0 ? ShareBytes() / rate : 0;
+}
+
+// Team pace: the iterations per second the connected attached workers (plus
+// `with`, minus `without`) would run together, each iteration costing the
+// mean compute time plus the slowest member's share time.
+double EngineCore::Impl::TeamRate(const WorkerRec* with, const WorkerRec* without,
+                                  double now) const {
+  size_t members = 0;
+  double compute = 0, slowest = 0;
+  for (const auto& r : workers) {
+    const bool member = r.get() == with || (r->state == WState::kConnected && Attached(*r));
+    if (!member || r.get() == without) continue;
+    ++members;
+    compute += r->compute_per_iteration;
+    slowest = std::max(slowest, ShareSeconds(*r, now));
+  }
+  if (members == 0) return 0;
+  return rog::TeamRate(members, compute / static_cast<double>(members), slowest);
+}
+
+// Team pace: why the worker on the slowest attached link should be detached
+// now (it is left in pace_candidate), or "" if it should not.
+std::string EngineCore::Impl::PaceDetachReason(double now) {
+  pace_candidate = nullptr;
+  size_t attached = 0;
+  double worst = 0;
+  for (auto& r : workers) {
+    if (!Attached(*r)) continue;
+    // Someone disconnected, resyncing or not measured yet: the patience and
+    // the lease judge for now.
+    if (r->state != WState::kConnected || r->resync_next < layout->num_rows()) return "";
+    const double t = ShareSeconds(*r, now);
+    if (t <= 0 || r->compute_per_iteration <= 0) return "";
+    ++attached;
+    if (t > worst) {
+      worst = t;
+      pace_candidate = r.get();
+    }
+  }
+  if (attached < 2 || pace_candidate == nullptr || now - team_ready_at < kPaceGrace ||
+      now - pace_candidate->joined_at < kPaceGrace ||
+      now - pace_candidate->reattached_at < kPaceGrace) {
+    pace_candidate = nullptr;
+    return "";
+  }
+  const double with = TeamRate(nullptr, nullptr, now);
+  const double without = TeamRate(nullptr, pace_candidate, now);
+  if (!(with > 0) || without < opt.detach_speedup * with) {
+    pace_candidate = nullptr;
+    return "";
+  }
+  return absl::StrFormat(
+      "its link moves its share (%d bytes) in %.3f s; the team would run %.2fx the iterations "
+      "per second without it (--detach_speedup=%g)",
+      static_cast<uint64_t>(ShareBytes()), worst, without / with, opt.detach_speedup);
+}
+
+bool EngineCore::Impl::MayReattach(WorkerRec& q, double now) {
+  if (q.resync_next < layout->num_rows() || !q.down_goodput.has_estimate()) return false;
+  const bool fits =
+      ReattachLinkFits(ShareBytes(), opt.patience, DownlinkRate(q, now)) &&
+      !(opt.detach_speedup > 0 && TeamRate(&q, nullptr, now) < TeamRate(nullptr, nullptr, now));
+  if (!HeldFor(fits, now, &q.reattach_ok_since)) return false;
+  // Everything it computed is folded (the global rows hold its clock in
+  // every row): raising its versions to the team's clock then claims
+  // nothing that is still in its accumulator or in flight.
+  for (RowId row = 0; row < layout->num_rows(); ++row) {
+    if (state->versions().Get(row, q.index) < q.clock) return false;
+  }
+  // Local steps: only once it has taken them all (no step under way).
+  return opt.detached_local_steps == 0 || q.clock >= q.detached_clock + opt.detached_local_steps;
+}
+
+// Tells every connected worker (but `except`) which versions its replica
+// holds, row by row, over the attached workers now: after the team changed,
+// what earlier batches said is stale (too high once a worker rejoins the
+// bound). Sent after the batches already queued, so it overrides them.
+void EngineCore::Impl::SendKnownVersions(const WorkerRec* except) {
+  const AttachedSet attached = AttachedWorkers();
+  for (auto& w : workers) {
+    if (w.get() == except || w->state != WState::kConnected || !w->outbox) continue;
+    if (w->resync_next < layout->num_rows()) continue;  // the resync reports them
+    SendDirective(*w, [&](pb::Directive* d) {
+      pb::KnownVersions* k = d->mutable_known_versions();
+      for (RowId row = 0; row < layout->num_rows(); ++row) {
+        k->add_version(ReportedVersion(*w, row, attached));
+      }
+    });
+  }
+}
+
+void EngineCore::Impl::SendDetached(WorkerRec& q) {
+  // What is left of this detachment's local steps: a worker that reconnects
+  // while detached must not get a fresh budget.
+  const uint64_t taken = q.clock - std::min(q.clock, q.detached_clock);
+  const uint64_t left =
+      opt.detached_local_steps - std::min<uint64_t>(taken, opt.detached_local_steps);
+  SendDirective(q, [&](pb::Directive* d) {
+    d->mutable_detached()->set_reason(q.detach_reason);
+    d->mutable_detached()->set_local_steps(static_cast<uint32_t>(left));
+  });
+}
+
+void EngineCore::Impl::Detach(WorkerRec& q, const std::string& reason) {
+  const double now = Now();
+  q.detached = true;
+  q.detached_at = now;
+  q.detached_clock = q.clock;
+  q.reattach_ok_since = -1;
+  q.probes = 0;
+  ++q.detaches;
+  q.detach_reason = reason;
+  JudgeStall(q, -1);
+  q.stalled = q.stall_announced = false;
+  q.transmitting = false;
+  q.deadline = kInf;
+  spdlog::info("detached worker {} at iteration {}: {}; it {} until its link recovers", q.id,
+               q.clock, reason,
+               opt.detached_local_steps > 0
+                   ? absl::StrCat("may train ", opt.detached_local_steps, " iterations on its own")
+                   : std::string("pauses"));
+  SendDetached(q);
+}
+
+void EngineCore::Impl::Reattach(WorkerRec& q, const std::string& reason) {
+  const double now = Now();
+  const uint64_t team_min = MinAttachedClock(&q);
+  const uint64_t clock =
+      team_min == std::numeric_limits<uint64_t>::max() ? q.clock : std::max(q.clock, team_min);
+  q.detached = false;
+  q.reattached_at = now;
+  q.detached_total += now - q.detached_at;
+  ++q.reattaches;
+  q.detach_reason = reason;
+  q.reattach_ok_since = -1;
+  JudgeStall(q, -1);
+  q.stalled = q.stall_announced = false;
+  // Joins the bound at the slowest attached clock: nobody waits for the
+  // iterations it skipped, and everything it computed is folded already
+  // (MayReattach), so the raised versions claim nothing still unpushed.
+  q.clock = clock;
+  state->RaiseVersion(q.index, clock);
+  q.raised_to = clock;
+  spdlog::info("reattached worker {} at iteration {} after {:.1f} s detached: {}", q.id, clock,
+               now - q.detached_at, reason);
+  SendDirective(q, [&](pb::Directive* d) {
+    d->mutable_reattached()->set_iteration(clock);
+    d->mutable_reattached()->set_reason(reason);
+  });
+  SendKnownVersions(&q);
+  ReplanStalls();
+  PumpAll();
+}
+
+}  // namespace rog

@@ -1,0 +1,220 @@
+// The engine core's admin answers: status, workers, staleness, the
+// metrics' staleness counts, and the invariants tests check.
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "common/uplink_rules.h"
+#include "server/engine_impl.h"
+
+namespace rog {
+
+using engine_internal::StateName;
+using engine_internal::WorkerRec;
+using engine_internal::WState;
+
+pb::StatusReply EngineCore::Impl::StatusReport() const {
+  const Impl& m = *this;
+  pb::StatusReply s;
+  s.set_sync(static_cast<pb::SyncPolicy>(m.opt.policy));
+  s.set_staleness(m.opt.staleness);
+  s.set_mta(m.mta);
+  s.set_codec(static_cast<pb::Codec>(m.opt.codec));
+  s.set_has_model(m.state != nullptr);
+  if (m.state) {
+    *s.mutable_layout() = LayoutToProto(*m.layout);
+    s.set_tensors(m.layout->tensors().size());
+    s.set_rows(m.layout->num_rows());
+    s.set_model_bytes(m.layout->total_numel() * 4);
+    s.set_worker_copy_bytes(m.state->copy_bytes());
+  }
+  s.set_uptime_seconds(Now() - m.start_time);
+  const uint64_t max = m.MaxAttachedClock();
+  uint64_t min = m.MinAttachedClock();
+  for (const auto& r : m.workers) {
+    if (r->state == WState::kConnected) s.set_workers_connected(s.workers_connected() + 1);
+    if (r->state == WState::kEvicted) s.set_workers_evicted(s.workers_evicted() + 1);
+    if (m.Attached(*r) && m.opt.staleness > 0 && r->clock + m.opt.staleness <= max) {
+      s.set_workers_lagging(s.workers_lagging() + 1);
+    }
+  }
+  s.set_min_iteration(min == std::numeric_limits<uint64_t>::max() ? 0 : min);
+  s.set_max_iteration(max);
+  s.set_last_checkpoint_unix(m.last_checkpoint_unix);
+  s.set_last_checkpoint_path(m.last_checkpoint_path);
+  s.set_version(kRogVersion);
+  for (const auto& [reason, count] : m.rejected) (*s.mutable_rejected())[reason] = count;
+  s.set_team_ready(m.team_ready);
+  s.set_patience(m.opt.patience);
+  s.set_detached_local_steps(m.opt.detached_local_steps);
+  s.set_detach_speedup(m.opt.patience > 0 ? m.opt.detach_speedup : 0);
+  for (const auto& r : m.workers) {
+    if (r->detached) s.set_workers_detached(s.workers_detached() + 1);
+  }
+  return s;
+}
+
+pb::WorkersReply EngineCore::Impl::WorkersReport() const {
+  const Impl& m = *this;
+  pb::WorkersReply reply;
+  const uint64_t max = m.MaxAttachedClock();
+  const double now = Now();
+  for (const auto& r : m.workers) {
+    pb::WorkerInfo* w = reply.add_workers();
+    w->set_worker_id(r->id);
+    w->set_state(StateName(r->state));
+    w->set_iteration(r->clock);
+    w->set_lag(max > r->clock ? max - r->clock : 0);
+    w->set_uplink_goodput(r->progress.uplink_goodput());
+    w->set_downlink_goodput(r->down_goodput.rate());
+    const double busy = r->progress.compute_seconds() + r->progress.transmit_seconds() +
+                        r->progress.stall_seconds();
+    w->set_stall_share(busy > 0 ? r->progress.stall_seconds() / busy : 0);
+    w->set_stalls(r->progress.stalls());
+    const double its = static_cast<double>(std::max<uint64_t>(1, r->clock - r->join_clock));
+    w->set_rows_pushed_per_iteration(r->rows_up / its);
+    w->set_rows_pulled_per_iteration(r->rows_down / its);
+    w->set_bytes_pushed_per_iteration(r->bytes_up / its);
+    w->set_bytes_pulled_per_iteration(r->bytes_down / its);
+    w->set_window_overshoot(r->progress.window_overshoot());
+    w->set_last_seen_seconds(now - r->last_seen);
+    w->set_sdk_version(r->sdk_version);
+    w->set_peer(r->peer);
+    w->set_rows_pushed(r->rows_up);
+    w->set_rows_pulled(r->rows_down);
+    w->set_bytes_pushed(r->bytes_up);
+    w->set_bytes_pulled(r->bytes_down);
+    w->set_compute_seconds(r->progress.compute_seconds());
+    w->set_transmit_seconds(r->progress.transmit_seconds());
+    w->set_stall_seconds(r->progress.stall_seconds());
+    w->set_detached(r->detached);
+    w->set_detached_for_seconds(r->detached ? now - r->detached_at : 0);
+    w->set_detaches(r->detaches);
+    w->set_reattaches(r->reattaches);
+    w->set_detached_seconds(r->detached_total + (r->detached ? now - r->detached_at : 0));
+    w->set_late_rows(r->late_rows);
+    w->set_detach_reason(r->detach_reason);
+    double cause[kStallCauses];
+    for (int c = 0; c < kStallCauses; ++c) cause[c] = r->stall_cause_seconds[c];
+    if (r->stall_cause >= 0) cause[r->stall_cause] += now - r->stall_cause_since;
+    w->set_stall_peer_compute_seconds(cause[kStallPeerCompute]);
+    w->set_stall_peer_uplink_seconds(cause[kStallPeerUplink]);
+    w->set_stall_downlink_seconds(cause[kStallDownlink]);
+  }
+  return reply;
+}
+
+std::map<uint64_t, uint64_t> EngineCore::Impl::StalenessCounts() const {
+  std::map<uint64_t, uint64_t> counts;
+  if (!state) return counts;
+  const AttachedSet attached = AttachedWorkers();
+  for (const auto& r : workers) {
+    if (!Attached(*r)) continue;
+    const VersionStore& copy = state->copy_versions(r->index);
+    for (RowId row = 0; row < layout->num_rows(); ++row) {
+      ++counts[CopyStaleness(state->versions(), copy, row, r->index, attached)];
+    }
+  }
+  return counts;
+}
+
+absl::StatusOr<pb::StalenessReply> EngineCore::Impl::StalenessReport(
+    const pb::StalenessRequest& request) const {
+  const Impl& m = *this;
+  if (!m.state) {
+    return absl::FailedPreconditionError("no model yet: it arrives with the first worker's hello");
+  }
+  const Layout& layout = *m.layout;
+  RowId first = 0, end = static_cast<RowId>(layout.num_rows());
+  if (!request.tensor().empty()) {
+    absl::StatusOr<size_t> t = layout.FindTensor(request.tensor());
+    if (!t.ok()) return t.status();
+    first = layout.tensor_first_row(*t);
+    end = first + layout.tensor_rows(*t);
+  }
+  // Detached workers too: how far behind a detached copy is matters.
+  std::vector<const WorkerRec*> cols;
+  for (const auto& r : m.workers) {
+    if (!m.Member(*r)) continue;
+    if (!request.worker_id().empty() && r->id != request.worker_id()) continue;
+    cols.push_back(r.get());
+  }
+  if (!request.worker_id().empty() && cols.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("no worker '", request.worker_id(),
+                     "' in the team (evicted or unknown); see `rogctl workers`"));
+  }
+  const AttachedSet attached = m.AttachedWorkers();
+  pb::StalenessReply reply;
+  reply.set_staleness_bound(m.bound);
+  for (const WorkerRec* c : cols) reply.add_workers(c->id);
+  std::vector<pb::RowStaleness> rows;
+  for (RowId row = first; row < end; ++row) {
+    pb::RowStaleness rs;
+    rs.set_row(row);
+    const RowInfo& info = layout.row(row);
+    rs.set_tensor(layout.tensors()[info.tensor].name);
+    rs.set_index_in_tensor(info.index_in_tensor);
+    for (const WorkerRec* c : cols) {
+      rs.add_staleness(CopyStaleness(m.state->versions(), m.state->copy_versions(c->index), row,
+                                     c->index, attached));
+    }
+    uint64_t oldest = 0;
+    for (const auto& r : m.workers) {
+      if (!m.Attached(*r)) continue;
+      const uint64_t v = m.state->versions().Get(row, r->index);
+      const uint64_t age = r->clock > v ? r->clock - v : 0;
+      if (age > oldest) {
+        oldest = age;
+        rs.set_oldest_unpushed_worker(r->id);
+      }
+    }
+    rs.set_oldest_unpushed_age(oldest);
+    rows.push_back(std::move(rs));
+  }
+  if (request.top() > 0) {
+    const auto worst = [](const pb::RowStaleness& r) {
+      uint64_t w = 0;
+      for (uint64_t s : r.staleness()) w = std::max(w, s);
+      return w;
+    };
+    std::stable_sort(rows.begin(), rows.end(),
+                     [&](const auto& a, const auto& b) { return worst(a) > worst(b); });
+    if (rows.size() > request.top()) rows.resize(request.top());
+  }
+  for (pb::RowStaleness& rs : rows) *reply.add_rows() = std::move(rs);
+  return reply;
+}
+
+absl::Status EngineCore::Impl::Invariants() const {
+  const Impl& m = *this;
+  for (const auto& r : m.workers) {
+    if (r->clock > kMaxClock) {
+      return absl::InternalError(absl::StrCat("worker ", r->id, " clock ", r->clock));
+    }
+  }
+  if (!m.state) return absl::OkStatus();
+  const VersionStore& v = m.state->versions();
+  for (const auto& r : m.workers) {
+    for (RowId row = 0; row < m.layout->num_rows(); ++row) {
+      if (v.Get(row, r->index) > r->clock) {
+        return absl::InternalError(absl::StrCat("row ", row, " holds ", v.Get(row, r->index),
+                                                " iterations of worker ", r->id, " whose clock is ",
+                                                r->clock));
+      }
+      for (const auto& q : m.workers) {
+        if (m.state->copy_versions(q->index).Get(row, r->index) > v.Get(row, r->index)) {
+          return absl::InternalError(absl::StrCat("worker ", q->id, "'s copy of row ", row,
+                                                  " holds more of ", r->id,
+                                                  " than the global row"));
+        }
+      }
+    }
+  }
+  for (float x : m.state->global()) {
+    if (!std::isfinite(x)) return absl::InternalError("a global value is not finite");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace rog

@@ -1,0 +1,104 @@
+// The engine core's stall handling: a worker waiting at the staleness
+// bound is told why, holders are asked to push the rows it needs now
+// (PushNow), and its stall time is charged to what it waited for.
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "server/engine_impl.h"
+#include "spdlog/spdlog.h"
+
+namespace rog {
+
+using engine_internal::kMaxStallRows;
+using engine_internal::WorkerRec;
+using engine_internal::WState;
+
+// Charges the time since the last judgement to the cause judged then, and
+// judges `cause` from now on (-1: the worker is no longer stalled).
+void EngineCore::Impl::JudgeStall(WorkerRec& r, int cause) {
+  const double now = Now();
+  if (r.stall_cause >= 0) r.stall_cause_seconds[r.stall_cause] += now - r.stall_cause_since;
+  r.stall_cause = cause;
+  r.stall_cause_since = now;
+}
+
+void EngineCore::Impl::CheckStalled(WorkerRec& r) {
+  if (!r.stalled || r.state != WState::kConnected || r.detached || !team_ready ||
+      r.resync_next < layout->num_rows()) {
+    // Waits for the team to form or for a resync are not stalls at the bound.
+    if (r.stall_cause >= 0) JudgeStall(r, -1);
+  }
+  if (!r.stalled || r.state != WState::kConnected || r.detached) return;
+  if (!team_ready) {
+    if (!r.stall_announced) {
+      r.stall_announced = true;
+      size_t members = 0;
+      for (const auto& q : workers) members += Member(*q) ? 1 : 0;
+      SendDirective(r, [&](pb::Directive* d) {
+        pb::Stall* s = d->mutable_stall();
+        s->set_iteration(r.clock);
+        s->add_waiting_for(
+            absl::StrCat("team: ", members, " of ", opt.team_size, " workers joined"));
+      });
+    }
+    return;
+  }
+  if (r.resync_next < layout->num_rows()) return;  // re-checked when the resync ends
+  const AttachedSet attached = AttachedWorkers();
+  const VersionStore& copy = state->copy_versions(r.index);
+  if (MayStart(copy, r.index, attached, r.clock, bound)) {
+    JudgeStall(r, -1);
+    r.stalled = false;
+    r.stall_announced = false;
+    SendDirective(r, [&](pb::Directive* d) { d->mutable_release()->set_iteration(r.clock); });
+    return;
+  }
+  const uint64_t needed = NeededVersion(r.clock, bound);
+  const StallPlan plan = PlanStall(state->versions(), copy, r.index, attached, needed);
+  JudgeStall(r, ClassifyStall(plan, Clocks(), needed));
+  for (auto& holder : workers) {
+    const size_t q = holder->index;
+    if (q >= plan.pushes.size() || plan.pushes[q].empty()) continue;
+    // A worker that has not computed the iterations yet cannot push them;
+    // it is asked again after its next progress.
+    if (holder->state != WState::kConnected || holder->clock < needed) continue;
+    pb::PushNow push;
+    push.set_needed_version(needed);
+    for (RowId row : plan.pushes[q]) {
+      if (holder->requested[row] >= needed) continue;
+      holder->requested[row] = needed;
+      push.add_rows(row);
+    }
+    if (push.rows_size() == 0) continue;
+    spdlog::debug("asking {} to push {} rows now for {} (needs version {})", holder->id,
+                  push.rows_size(), r.id, needed);
+    SendDirective(*holder, [&](pb::Directive* d) { *d->mutable_push_now() = std::move(push); });
+  }
+  if (!r.stall_announced) {
+    r.stall_announced = true;
+    SendDirective(r, [&](pb::Directive* d) {
+      pb::Stall* s = d->mutable_stall();
+      s->set_iteration(r.clock);
+      const std::vector<MissingUpdate> missing =
+          FindMissing(copy, r.index, attached, needed, kMaxStallRows);
+      RowId last = std::numeric_limits<RowId>::max();
+      for (const MissingUpdate& m : missing) {
+        if (m.row != last) s->add_rows(m.row);
+        last = m.row;
+      }
+      s->set_missing_rows(plan.missing_rows);
+      for (size_t q : plan.waiting_for) {
+        for (const auto& w : workers) {
+          if (w->index == q) s->add_waiting_for(w->id);
+        }
+      }
+    });
+  }
+}
+
+void EngineCore::Impl::ReplanStalls() {
+  if (!state) return;
+  for (auto& r : workers) CheckStalled(*r);
+}
+
+}  // namespace rog
