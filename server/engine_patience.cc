@@ -236,6 +236,7 @@ void EngineCore::Impl::SendDetached(WorkerRec& q) {
   SendDirective(q, [&](pb::Directive* d) {
     d->mutable_detached()->set_reason(q.detach_reason);
     d->mutable_detached()->set_local_steps(static_cast<uint32_t>(left));
+    d->mutable_detached()->set_iteration(q.clock);
   });
 }
 

@@ -1,0 +1,113 @@
+// The worker's protocol state machine (client/worker_protocol.h) alone: rogd's
+// messages are written by the test, time is a FakeClock, no stream.
+#include "client/worker_protocol.h"
+
+#include <memory>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "catch2/catch.hpp"
+#include "common/clock.h"
+#include "common/layout.h"
+
+namespace rog {
+namespace {
+
+struct Fixture {
+  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
+  Layout layout = *Layout::Create({{"w", {4, 2}}}, 2);
+  WorkerProtocol proto{ProtocolOptions{"w1", 16 * 1024, 0.05, 0, clock}, layout,
+                       std::vector<float>(8, 0.0f)};
+  std::vector<float> params = std::vector<float>(8, 0.0f);
+
+  // A welcome to a worker that joins a team under way (SSP, S=2), the
+  // model in sync already (every row listed as held).
+  void Welcome() {
+    pb::Welcome w;
+    w.set_sync(pb::SYNC_SSP);
+    w.set_staleness(2);
+    w.set_mta(1);
+    w.set_codec(pb::CODEC_FP32);
+    w.set_stream(1);
+    w.set_team_ready(true);
+    w.set_full_resync(true);
+    for (RowId r = 0; r < layout.num_rows(); ++r) {
+      w.add_in_sync_row_delta(r == 0 ? 0 : 1);
+      w.add_in_sync_version_lag(0);
+    }
+    REQUIRE(proto.OnWelcome(w).ok());
+  }
+  void Directive(const pb::Directive& d) {
+    pb::ServerMessage m;
+    *m.mutable_directive() = d;
+    REQUIRE(proto.OnMessage(m).ok());
+  }
+  // One iteration, begun and ended at once.
+  void Iterate() {
+    REQUIRE(proto.MayBegin());
+    proto.Begin(clock->Now(), clock->Now(), false, 0, absl::MakeSpan(params));
+    proto.StartPush(std::vector<float>(8, 1.0f));
+    proto.FinishPush();
+  }
+};
+
+TEST_CASE("local steps count from the clock rogd detached the worker at", "[worker][protocol]") {
+  Fixture f;
+  f.Welcome();
+  f.Iterate();  // clock 1
+  // The worker is computing iteration 2 when rogd, which saw it at 1,
+  // detaches it with 3 local steps: it pauses once its clock reaches 4.
+  REQUIRE(f.proto.MayBegin());
+  f.proto.Begin(f.clock->Now(), f.clock->Now(), false, 0, absl::MakeSpan(f.params));
+  pb::Directive d;
+  d.mutable_detached()->set_reason("test");
+  d.mutable_detached()->set_local_steps(3);
+  d.mutable_detached()->set_iteration(1);
+  f.Directive(d);
+  f.proto.StartPush(std::vector<float>(8, 1.0f));
+  f.proto.FinishPush();
+  CHECK(f.proto.clock() == 2);
+  f.Iterate();
+  f.Iterate();
+  CHECK(f.proto.clock() == 4);
+  CHECK_FALSE(f.proto.MayBegin());
+  CHECK(f.proto.detached());
+}
+
+TEST_CASE("a Detached without a clock counts local steps from the worker's", "[worker][protocol]") {
+  Fixture f;
+  f.Welcome();
+  f.Iterate();
+  pb::Directive d;
+  d.mutable_detached()->set_local_steps(2);
+  f.Directive(d);
+  f.Iterate();
+  f.Iterate();
+  CHECK(f.proto.clock() == 3);
+  CHECK_FALSE(f.proto.MayBegin());
+}
+
+TEST_CASE("a push: progress first, then its rows; it ends once every row is on its way",
+          "[worker][protocol]") {
+  Fixture f;
+  f.Welcome();
+  REQUIRE(f.proto.MayBegin());
+  f.proto.Begin(f.clock->Now(), f.clock->Now(), false, 0, absl::MakeSpan(f.params));
+  f.proto.StartPush(std::vector<float>(8, 1.0f));
+  CHECK_FALSE(f.proto.PushEnds(f.clock->Now()));
+  const std::vector<pb::WorkerMessage> out = f.proto.TakeOutgoing();
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].has_progress());
+  CHECK(out[0].progress().iteration() == 1);
+  REQUIRE(out[1].has_batch());
+  CHECK(out[1].batch().seq() == 1);
+  CHECK(out[1].batch().row_delta_size() == 4);  // SSP: every row
+  CHECK(f.proto.PushEnds(f.clock->Now()));
+  const IterationStats stats = f.proto.FinishPush();
+  CHECK(stats.iteration == 1);
+  CHECK(stats.rows_up == 4);
+  CHECK(stats.rows_kept == 0);
+}
+
+}  // namespace
+}  // namespace rog
