@@ -1,7 +1,7 @@
 // What rogd accepts from a worker, where the answer depends on what rogd
 // knows of that worker: its clock and the versions it has pushed. The
 // stateless checks of a message (sizes, row ids, codecs, finite values) are
-// in server/service.cc's ValidateUplinkBatch; these are the rest, pure so
+// in server/uplink_batch.cc's ValidateUplinkBatch; these are the rest, pure so
 // that they are tested without a server. Each error is InvalidArgument and
 // says what was wrong and what a well-behaved worker sends instead.
 #ifndef ROG_COMMON_UPLINK_RULES_H_

@@ -15,8 +15,8 @@
 #include "common/layout.h"
 #include "proto/convert.h"
 #include "rog.pb.h"
-#include "server/engine.h"
-#include "server/service.h"
+#include "server/engine_core.h"
+#include "server/uplink_batch.h"
 #include "test/fuzz/fuzz_input.h"
 
 namespace {
