@@ -728,9 +728,8 @@ void WorkerProtocol::StartPush(absl::Span<const float> update) {
   // too), mandatory first.
   const bool rog = policy_ == SyncPolicy::kRog;
   ++phase_;
-  plan_.Reset(SelectRows(UplinkCandidates(policy_, bound_, state_, codec_, layout_,
-                                          UplinkOptions{/*include_residual_rows=*/true}),
-                         mta_, model_wire_bytes_));
+  plan_.Reset(SelectRows(UplinkCandidates(policy_, bound_, state_, codec_, layout_), mta_,
+                         model_wire_bytes_));
   speculate_ = MaySpeculate(policy_, state_.clock(), window_.min_iteration());
   current_.window_seconds = rog ? window_.seconds() : 0;
   deadline_ = current_.window_seconds > 0 ? t0 + current_.window_seconds : kInf;

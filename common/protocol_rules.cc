@@ -74,12 +74,12 @@ std::vector<RowCandidate> DownlinkCandidates(SyncPolicy policy, uint32_t bound,
 
 std::vector<RowCandidate> UplinkCandidates(SyncPolicy policy, uint32_t bound,
                                            const WorkerState& state, Codec codec,
-                                           const Layout& layout, UplinkOptions options) {
+                                           const Layout& layout) {
   const bool rog = policy == SyncPolicy::kRog;
   std::vector<RowCandidate> up;
   for (RowId row = 0; row < layout.num_rows(); ++row) {
     const uint64_t unpushed = state.unpushed(row);
-    if (unpushed == 0 && !(options.include_residual_rows && state.HasResidual(row))) continue;
+    if (unpushed == 0 && !state.HasResidual(row)) continue;
     // A residual-only row ranks as one iteration old.
     up.push_back(RowCandidate{
         row, !rog || UplinkMandatory(unpushed, bound),

@@ -103,15 +103,11 @@ std::vector<RowCandidate> DownlinkCandidates(SyncPolicy policy, uint32_t bound,
 
 // The rows a worker offers up after an iteration: every row with unpushed
 // iterations, mandatory when the bound needs it (every row under BSP and
-// SSP), ranked by importance under ROG. With `include_residual_rows`, also
-// rows whose only content is a lossy codec's residual (the SDK sends them;
-// the simulator leaves them out).
-struct UplinkOptions {
-  bool include_residual_rows = false;
-};
+// SSP), ranked by importance under ROG; and rows whose only content is a
+// lossy codec's residual, ranked as one iteration old and never mandatory.
 std::vector<RowCandidate> UplinkCandidates(SyncPolicy policy, uint32_t bound,
                                            const WorkerState& state, Codec codec,
-                                           const Layout& layout, UplinkOptions options);
+                                           const Layout& layout);
 
 }  // namespace rog
 

@@ -55,6 +55,7 @@ bool EngineCore::Impl::FormBatch(WorkerRec& r, pb::ServerMessage* m, InFlight* s
         fill.Add(row);
       }
     }
+    if (!r.detached) AddReattachRows(r, &fill);
     if (r.flush || r.detached) {
       // A flush, or a detached worker: every pending row, whatever the window.
       for (RowId row = 0; row < layout->num_rows(); ++row) {
@@ -213,6 +214,22 @@ void EngineCore::Impl::StartResync(WorkerRec& r, std::vector<bool> in_sync, pb::
   if (!rows.empty()) {
     spdlog::info("worker {}: {} of {} rows already in sync (its row digests), resyncing {}", r.id,
                  rows.size(), layout->num_rows(), layout->num_rows() - rows.size());
+  }
+}
+
+// Rows of r's copy that lack updates of a detached worker whose link
+// qualifies to reattach: it reattaches once every attached worker holds
+// all of them (OthersHoldAll).
+void EngineCore::Impl::AddReattachRows(const WorkerRec& r, BatchFill* fill) {
+  const VersionStore& copy = state->copy_versions(r.index);
+  for (const auto& q : workers) {
+    if (!q->detached || q->reattach_ok_since < 0 || q.get() == &r) continue;
+    for (RowId row = 0; row < layout->num_rows(); ++row) {
+      if (fill->Has(row) || !state->HasPending(r.index, row)) continue;
+      if (copy.Get(row, q->index) >= state->versions().Get(row, q->index)) continue;
+      if (!fill->Fits(row)) return;
+      fill->Add(row);
+    }
   }
 }
 

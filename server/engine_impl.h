@@ -301,6 +301,7 @@ struct EngineCore::Impl {
   // --- downlink (engine_downlink.cc) ---------------------------------------------
   void BuildDownlinkPlan(WorkerRec& r);
   bool FormBatch(WorkerRec& r, pb::ServerMessage* m, InFlight* sent);
+  void AddReattachRows(const WorkerRec& r, BatchFill* fill);
   void Pump(WorkerRec& r);
   void PumpAll();
   void KeepUnapplied(WorkerRec& r);
@@ -320,6 +321,7 @@ struct EngineCore::Impl {
   // --- team patience and pace (engine_patience.cc) --------------------------------
   void CheckPatience(double now);
   bool MayReattach(WorkerRec& q, double now);
+  bool OthersHoldAll(const WorkerRec& q) const;
   double DownlinkRate(const WorkerRec& q, double now) const;
   void MaybeProbe(WorkerRec& q, double now);
   double ShareSeconds(const WorkerRec& q, double now) const;

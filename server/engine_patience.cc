@@ -74,12 +74,13 @@ void EngineCore::Impl::CheckPatience(double now) {
     MaybeProbe(*q, now);
     if (!MayReattach(*q, now)) continue;
     const double rate = DownlinkRate(*q, now);
-    Reattach(*q,
-             absl::StrFormat("its link moves its share (%d bytes) in %.2f s, within half the "
-                             "patience%s, for %.1f s (%d probes), and what it computed is folded",
-                             static_cast<uint64_t>(ShareBytes()), ShareBytes() / rate,
-                             opt.detach_speedup > 0 ? " and with the team's pace" : "",
-                             now - q->reattach_ok_since, q->probes));
+    Reattach(*q, absl::StrFormat(
+                     "its link moves its share (%d bytes) in %.2f s, within half the "
+                     "patience%s, for %.1f s (%d probes), and what it computed is folded and "
+                     "held by every attached worker",
+                     static_cast<uint64_t>(ShareBytes()), ShareBytes() / rate,
+                     opt.detach_speedup > 0 ? " and with the team's pace" : "",
+                     now - q->reattach_ok_since, q->probes));
   }
   if (!detach.empty()) {
     SendKnownVersions(nullptr);
@@ -206,7 +207,26 @@ bool EngineCore::Impl::MayReattach(WorkerRec& q, double now) {
     if (state->versions().Get(row, q.index) < q.clock) return false;
   }
   // Local steps: only once it has taken them all (no step under way).
-  return opt.detached_local_steps == 0 || q.clock >= q.detached_clock + opt.detached_local_steps;
+  if (opt.detached_local_steps > 0 && q.clock < q.detached_clock + opt.detached_local_steps) {
+    return false;
+  }
+  return OthersHoldAll(q);
+}
+
+// Whether every other connected attached worker's replica holds all of q's
+// folded updates (its downlink brings them first: AddReattachRows). A
+// worker learns of a reattach only when the directive reaches it, and may
+// start iterations on what it knew before; from the reattach on the bound
+// counts q's iterations, so none of them may be missing then.
+bool EngineCore::Impl::OthersHoldAll(const WorkerRec& q) const {
+  for (const auto& w : workers) {
+    if (w.get() == &q || w->state != WState::kConnected || !Attached(*w)) continue;
+    const VersionStore& copy = state->copy_versions(w->index);
+    for (RowId row = 0; row < layout->num_rows(); ++row) {
+      if (copy.Get(row, q.index) < state->versions().Get(row, q.index)) return false;
+    }
+  }
+  return true;
 }
 
 // Tells every connected worker (but `except`) which versions its replica

@@ -2,26 +2,35 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <queue>
-#include <unordered_map>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/batch_plan.h"
-#include "common/goodput.h"
-#include "common/mta.h"
-#include "common/protocol_rules.h"
-#include "common/row_index.h"
-#include "common/selection.h"
-#include "common/server_state.h"
-#include "common/worker_state.h"
+#include "client/worker_protocol.h"
+#include "common/clock.h"
+#include "proto/convert.h"
+#include "server/engine_core.h"
+#include "server/uplink_batch.h"
+#include "spdlog/spdlog.h"
 
 namespace rog {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// The SDK's reconnect backoff (WorkerOptions): while the model arrives,
+// rogd turns joining workers away and they retry.
+constexpr double kBackoffInitial = 0.1;
+constexpr double kBackoffMax = 2.0;
+// How long after the training time the drain may take, at most, before the
+// simulation is called stuck (seconds of simulated time).
+constexpr double kMaxDrainSeconds = 3600;
+// How long the team may take to start (the model's upload over the
+// slowest trace included).
+constexpr double kMaxStartSeconds = 24 * 3600;
 
 // SplitMix64: the same sequence on every platform and standard library.
 uint64_t Mix(uint64_t z) {
@@ -47,28 +56,78 @@ uint64_t SeedFor(uint64_t seed, size_t worker, uint64_t iteration, uint64_t purp
   return Mix(Mix(Mix(seed ^ (purpose << 56)) ^ worker) ^ iteration);
 }
 
-enum class EventType {
-  kComputeDone,
-  kUplinkArrive,
-  kDownlinkArrive,
-  kWindowEnd,
-  kEnd,
-  kPatience,      // a stall may have lasted the patience
-  kReattachTick,  // a detached worker's link is measured again
-  kPaceTick,      // detach_speedup: the team's pace is looked at again
+// Bytes a message of `size` serialized bytes takes on the link: gRPC's
+// 5-byte length prefix and an HTTP/2 frame header per 16 KiB frame.
+uint64_t WireBytes(size_t size) { return size + 5 + 9 * (1 + size / 16384); }
+
+// The simulation's time, set by its event loop. Nothing waits on it.
+class SimClock final : public Clock {
+ public:
+  double Now() const override { return now_; }
+  void WaitUntil(std::condition_variable&, std::unique_lock<std::mutex>&, double) const override {}
+  void Set(double t) { now_ = t; }
+
+ private:
+  double now_ = 0;
 };
 
-// Team patience: how often a detached worker's goodput is looked at between
-// acknowledged batches (how long it must stay good, kReattachHold, and the
-// other rules are in protocol_rules.h).
-constexpr double kReattachTick = 0.05;
+// One direction of a worker's link: messages cross one after another at the
+// trace's rate, then arrive after the one-way delay.
+template <typename Message>
+class Link {
+ public:
+  Link(const Trace* trace, double scale, double delay)
+      : trace_(trace), scale_(scale), delay_(delay) {}
+
+  // Queues `m` at `now`; when it arrives.
+  double Send(double now, Message m) {
+    const uint64_t bytes = WireBytes(m.ByteSizeLong());
+    const double start = std::max(now, free_at_);
+    free_at_ = trace_->TransferEnd(start, static_cast<double>(bytes), scale_);
+    queue_.push_back(Entry{std::move(m), bytes, start});
+    return free_at_ + delay_;
+  }
+  // The oldest message: the one whose arrival is due.
+  Message Receive() {
+    Message m = std::move(queue_.front().message);
+    queue_.pop_front();
+    return m;
+  }
+  // Bytes queued whose transmission has not started by `now`.
+  uint64_t waiting_bytes(double now) const {
+    uint64_t bytes = 0;
+    for (const Entry& e : queue_) bytes += e.start > now ? e.bytes : 0;
+    return bytes;
+  }
+
+ private:
+  struct Entry {
+    Message message;
+    uint64_t bytes;
+    double start;
+  };
+  const Trace* trace_;
+  double scale_, delay_;
+  double free_at_ = 0;
+  std::deque<Entry> queue_;
+};
+
+enum class EventType {
+  kUplinkArrive,    // a worker's message reaches rogd
+  kDownlinkArrive,  // rogd's message reaches a worker
+  kConnect,         // a worker opens a stream (its hello leaves)
+  kComputeDone,
+  kPushPoll,  // EndIteration looks at its push again
+  kTick,      // rogd's engine thread ticks
+  kEnd,       // the training time is over
+};
 
 struct Event {
   double time;
   uint64_t seq;
   EventType type;
   size_t worker;
-  uint64_t batch;
+  uint64_t tag;
 };
 
 struct EventLater {
@@ -77,60 +136,66 @@ struct EventLater {
   }
 };
 
-struct Batch {
-  std::vector<RowId> rows;
-  std::vector<uint32_t> counts;
-  // Downlink: each row's versions (every worker) the replica holds after it.
-  std::vector<uint64_t> held;
-  std::vector<float> decoded;  // rows' decoded values, concatenated
-  uint64_t wire = 0;
-  uint64_t payload = 0;
+// Where a worker's robot loop is.
+enum class Phase {
+  kJoining,    // its stream is not welcomed yet
+  kWaiting,    // in BeginIteration
+  kComputing,  // between BeginIteration and EndIteration
+  kPushing,    // in EndIteration
+  kStopped,    // the training time is over
+  kFlushing,   // in Worker::Flush
+  kFlushed,    // waits for the others' flushes
+  kSyncing,    // in Worker::Sync
+  kDrained,
 };
 
-// kDetached: detached and paused (a detached worker running a local step is
-// kComputing).
-enum class Phase { kReady, kComputing, kTransmitting, kStalled, kDone, kDetached };
+class Simulation;
+
+// rogd's end of a worker's stream: messages go onto the worker's downlink.
+class SimOutbox final : public Outbox {
+ public:
+  SimOutbox(Simulation* sim, size_t worker) : sim_(sim), worker_(worker) {}
+  void Send(pb::ServerMessage message) override;
+  uint64_t queued_bytes() const override;
+  void End(absl::Status status, std::string reason) override;
+
+ private:
+  Simulation* sim_;
+  size_t worker_;
+};
 
 struct SimWorker {
-  std::unique_ptr<WorkerState> state;
-  Phase phase = Phase::kReady;
-  double phase_start = 0;
-  double deadline = kInf;
-  double last_arrival = 0;
-  const Trace* trace = nullptr;
+  std::string id;
+  std::unique_ptr<WorkerProtocol> proto;
+  std::unique_ptr<Link<pb::WorkerMessage>> up;
+  std::unique_ptr<Link<pb::ServerMessage>> down;
   double compute_factor = 1;
+  // rogd's side of its stream (what the stream handler keeps).
+  uint64_t session = 0;
+  uint64_t expected_seq = 1;
+  bool accepts_values = false;
+  double backoff = kBackoffInitial;
 
-  bool up_busy = false;
-  Plan up;
-  std::vector<RowId> forced;  // rows the server asked for (PushNow)
-  std::vector<bool> is_forced;
-
-  bool down_busy = false;
-  Plan down;
-
-  GoodputEstimator up_goodput;
-  GoodputEstimator down_goodput;
-  // The batch in flight each way (sent when, wire bytes) and the last ack.
-  double up_sent = 0, down_sent = 0;
-  uint64_t up_wire = 0, down_wire = 0;
-  double up_last_ack = -kInf, down_last_ack = -kInf;
-
-  // What the replica holds of every worker, row by row (the server's copy
-  // versions as of the last batch that arrived).
-  VersionStore held;
-
-  // Team patience.
-  double detached_since = 0;
-  uint64_t detach_epoch = 0;  // tags this detachment's reattach ticks
-  uint32_t local_left = 0;    // local iterations it may still run
-  double good_since = -1;     // goodput good enough since (-1: not now)
-  double reattached_at = -1e9;
-  RowId up_cursor = 0, down_cursor = 0;  // background round-robin
+  Phase phase = Phase::kJoining;
+  // The current BeginIteration: when it began, whether it had to wait, and
+  // of the wait, the time spent detached (the SDK's accounting).
+  double wait_start = 0;
+  bool waited = false;
+  double detached_wait = 0;
+  double detached_since = -1;
+  double begin_at = 0;
+  double push_at = 0;
+  uint64_t push_tag = 0;
+  uint64_t iterations = 0;  // updates it computed (its counters' value)
+  std::vector<float> params;
+  // rogd's view: attached, and the raises of its versions at reattaches
+  // (its iterations then, versions raised past them).
+  bool attached = true;
+  std::vector<std::pair<uint64_t, uint64_t>> raises;
 
   SimWorkerReport report;
   double staleness_sum = 0;
   uint64_t staleness_n = 0;
-  int stall_cause = -1;  // StallCause while stalled, else -1
 };
 
 class Simulation {
@@ -140,93 +205,81 @@ class Simulation {
 
   absl::StatusOr<SimReport> Run();
 
- private:
-  void Schedule(double t, EventType type, size_t w, uint64_t batch = 0) {
-    events_.push(Event{t, next_seq_++, type, w, batch});
-  }
-  // Time spent in [from, now], clipped to the training time.
-  double Clipped(double from) const {
-    return std::max(0.0, std::min(now_, cfg_.seconds) - std::min(from, cfg_.seconds));
-  }
-  uint64_t RowWireBytes(RowId row) const {
-    return rog::RowWireBytes(cfg_.codec, layout_.row(row).numel);
-  }
-  uint64_t Needed(size_t w) const { return NeededVersion(workers_[w].state->clock(), bound_); }
+  // SimOutbox's: rogd sends to worker w.
+  void SendDown(size_t w, pb::ServerMessage m);
+  uint64_t DownlinkWaiting(size_t w) const { return workers_[w].down->waiting_bytes(now_); }
+  void StreamEnded(size_t w, const absl::Status& status);
 
-  void TryStart(size_t w);
-  void OnComputeDone(size_t w);
-  void OnUplinkArrive(size_t w, uint64_t id);
-  void OnDownlinkArrive(size_t w, uint64_t id);
-  void OnEnd();
-  void BuildPlans(size_t w);
-  void BuildDownlinkPlan(size_t w);
-  void KickUplink(size_t w);
-  void KickDownlink(size_t w);
-  void MaybeEndPhase(size_t w);
-  uint64_t MinAttachedClock() const;
-  // ROG: the worker at the slowest attached clock, which the others wait
-  // for, sends mandatory rows and its MTA share only; faster workers fill
-  // their window with speculative rows.
-  bool SpeculativeAllowed(size_t w) const {
-    return !cfg_.laggard_mta_only ||
-           MaySpeculate(cfg_.policy, workers_[w].state->clock(), MinAttachedClock());
+ private:
+  absl::Status Validate();
+  void Setup();
+  absl::Status Loop();
+  void Schedule(double t, EventType type, size_t w, uint64_t tag = 0) {
+    events_.push(Event{t, next_seq_++, type, w, tag});
   }
-  void ReplanStalls();
-  void AttributeStalls(double until);
-  void JudgeStallCauses();
-  // Every worker's clock, indexed like the version stores' columns.
-  std::vector<uint64_t> Clocks() const;
+  bool Training() const { return start_ >= 0 && now_ < end_; }
+  // Time of [from, to] within the training time.
+  double Clipped(double from, double to) const {
+    if (start_ < 0) return 0;
+    return std::max(0.0, std::min(to, end_) - std::max(from, start_));
+  }
+
+  // rogd's side.
+  void Connect(size_t w);
+  void OnUplink(size_t w);
+  void OnHello(size_t w, const pb::Hello& hello);
+  void OnUplinkBatch(size_t w, const pb::RowBatch& batch);
+  void OnDirectiveSent(size_t w, const pb::Directive& d);
+  void StartTraining();
+  void EndTraining();
+  std::vector<pb::WorkerInfo> RogdWorkers() const;
+
+  // The workers' side.
+  void OnDownlink(size_t w);
+  void Touch(size_t w);
+  void Pump(size_t w);
+  void NoteDetached(SimWorker& s);
+  void TryBegin(size_t w);
   void CheckBound(size_t w);
-  // Team patience.
-  bool patience() const { return cfg_.patience > 0; }
-  void CheckPatience();
-  void Detach(size_t q, const std::string& reason);
-  void StartDetached(size_t w);
-  void EvaluateReattach(size_t w);
-  void Reattach(size_t w);
-  double LinkGoodput(size_t w) const;
-  // detach_speedup: the expected seconds to move a worker's share (0: unknown),
-  // the team's expected iterations per second with the attached workers
-  // and `extra` (SIZE_MAX: none) but without `without`, and the check.
-  double ShareSeconds(size_t w) const;
-  double TeamRate(size_t extra, size_t without) const;
-  void CheckPace();
-  // Re-derives every replica's lowest held version per row after the
-  // attached set changed (rogd recomputes MayStart from the copies).
-  void RefreshKnown();
+  void OnComputeDone(size_t w);
+  void MakeUpdate(size_t w);
+  void EndPush(size_t w);
+  void Stop(size_t w);
+  bool AllIn(Phase phase) const;
   // The version a replica holding `count` real iterations of worker q holds:
-  // a reattach raised q's versions past iterations it never ran (raises_).
+  // a reattach raised q's versions past iterations it never ran.
   double EffectiveVersion(size_t q, double count) const;
-  uint64_t ExpectedShareBytes() const { return static_cast<uint64_t>(mta_ * model_wire_bytes_); }
-  void Drain();
+
+  void Check();
+  void Report();
   std::string Describe() const;
 
   SimConfig cfg_;
   const Layout& layout_;
   uint32_t bound_;
-  double mta_ = 1;
-  uint64_t model_wire_bytes_ = 0;
-  std::unique_ptr<ServerState> server_;
+  std::shared_ptr<SimClock> clock_ = std::make_shared<SimClock>();
+  std::unique_ptr<EngineCore> rogd_;
   std::vector<SimWorker> workers_;
-  AttachedSet attached_;
   std::vector<float> initial_;
   std::vector<double> true_sum_;
   std::vector<uint32_t> amplitude_;  // per row
-  std::priority_queue<Event, std::vector<Event>, EventLater> events_;
-  std::unordered_map<uint64_t, Batch> batches_;
-  uint64_t next_seq_ = 0;
-  uint64_t next_batch_ = 0;
-  double now_ = 0;
-  SimReport report_;
-  std::string scratch_;
   std::vector<float> update_;
-  std::vector<float> zeros_;
-  // Per worker: (real iterations at a reattach, versions raised past them).
-  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> raises_;
-  bool in_patience_ = false;
+  std::priority_queue<Event, std::vector<Event>, EventLater> events_;
+  uint64_t next_seq_ = 0;
+  double now_ = 0;
+  double start_ = -1, end_ = kInf, stopped_at_ = 0;
+  std::vector<pb::WorkerInfo> rogd_at_start_;
+  absl::Status failure_;  // the first thing that went wrong
+  SimReport report_;
 };
 
-absl::StatusOr<SimReport> Simulation::Run() {
+void SimOutbox::Send(pb::ServerMessage message) { sim_->SendDown(worker_, std::move(message)); }
+
+uint64_t SimOutbox::queued_bytes() const { return sim_->DownlinkWaiting(worker_); }
+
+void SimOutbox::End(absl::Status status, std::string) { sim_->StreamEnded(worker_, status); }
+
+absl::Status Simulation::Validate() {
   if (cfg_.workers < 1 || cfg_.workers > 64) {
     return absl::InvalidArgumentError("workers must be between 1 and 64");
   }
@@ -237,6 +290,9 @@ absl::StatusOr<SimReport> Simulation::Run() {
     return absl::InvalidArgumentError("compute_jitter must be in [0, 1)");
   }
   if (cfg_.batch_bytes < 64) return absl::InvalidArgumentError("batch_bytes must be >= 64");
+  if (!(cfg_.link_delay >= 0) || cfg_.link_delay > 10) {
+    return absl::InvalidArgumentError("link_delay must be between 0 and 10 seconds");
+  }
   if (cfg_.max_update < 1 || cfg_.max_update > 1000) {
     return absl::InvalidArgumentError("max_update must be between 1 and 1000");
   }
@@ -248,12 +304,12 @@ absl::StatusOr<SimReport> Simulation::Run() {
     return absl::InvalidArgumentError("detach_speedup must be 0 (off) or above 1");
   }
   if (cfg_.compute_factors.empty()) cfg_.compute_factors = {1.0};
+  return absl::OkStatus();
+}
+
+void Simulation::Setup() {
   static const Trace kDefaultTrace = Trace::Constant(100);
-
   const size_t n = cfg_.workers;
-  mta_ = cfg_.policy == SyncPolicy::kRog ? MinimumTransmissionAmount(cfg_.staleness) : 1.0;
-  for (RowId r = 0; r < layout_.num_rows(); ++r) model_wire_bytes_ += RowWireBytes(r);
-
   Rng init_rng(SeedFor(cfg_.seed, 0, 0, 1));
   initial_.resize(layout_.total_numel());
   for (float& v : initial_) v = static_cast<float>(static_cast<int>(init_rng.Next() % 201) - 100);
@@ -264,154 +320,441 @@ absl::StatusOr<SimReport> Simulation::Run() {
   }
   true_sum_.assign(layout_.total_numel(), 0.0);
   update_.resize(layout_.total_numel());
-  server_ = std::make_unique<ServerState>(layout_, initial_, n);
-  attached_.assign(n, true);
   workers_.resize(n);
+  size_t fastest = 0;
   for (size_t w = 0; w < n; ++w) {
-    SimWorker& sw = workers_[w];
-    sw.state = std::make_unique<WorkerState>(layout_, initial_);
-    sw.trace = cfg_.traces.empty() ? &kDefaultTrace : &cfg_.traces[w % cfg_.traces.size()];
-    sw.compute_factor = cfg_.compute_factors[w % cfg_.compute_factors.size()];
-    sw.is_forced.assign(layout_.num_rows(), false);
-    sw.held = VersionStore(layout_.num_rows(), n);
+    SimWorker& s = workers_[w];
+    s.id = absl::StrCat("w", w);
+    const Trace* trace =
+        cfg_.traces.empty() ? &kDefaultTrace : &cfg_.traces[w % cfg_.traces.size()];
+    s.up = std::make_unique<Link<pb::WorkerMessage>>(trace, cfg_.trace_scale, cfg_.link_delay);
+    s.down = std::make_unique<Link<pb::ServerMessage>>(trace, cfg_.trace_scale, cfg_.link_delay);
+    s.compute_factor = cfg_.compute_factors[w % cfg_.compute_factors.size()];
+    s.params.resize(layout_.total_numel());
+    s.proto = std::make_unique<WorkerProtocol>(
+        ProtocolOptions{s.id, cfg_.batch_bytes, 0.05, /*replay_buffer_bytes=*/0, clock_}, layout_,
+        initial_);
+    const Trace* best =
+        cfg_.traces.empty() ? &kDefaultTrace : &cfg_.traces[fastest % cfg_.traces.size()];
+    if (trace->MbitAt(0) > best->MbitAt(0)) fastest = w;
   }
-  raises_.resize(n);
-  zeros_.assign(layout_.max_row_numel(), 0.0f);
+  // As tools/run.sh starts a team: the robot on the fastest link brings the
+  // model; the others join with row digests of the same initial values.
+  Schedule(0, EventType::kConnect, fastest);
+  for (size_t w = 0; w < n; ++w) {
+    if (w != fastest) Schedule(kBackoffInitial, EventType::kConnect, w);
+  }
+  Schedule(EngineCore::kTickSeconds, EventType::kTick, 0);
+}
 
-  Schedule(cfg_.seconds, EventType::kEnd, 0);
-  if (patience() && cfg_.detach_speedup > 0) Schedule(kReattachTick, EventType::kPaceTick, 0);
-  for (size_t w = 0; w < n; ++w) TryStart(w);
+absl::StatusOr<SimReport> Simulation::Run() {
+  if (absl::Status s = Validate(); !s.ok()) return s;
+  EngineOptions o;
+  o.policy = cfg_.policy;
+  o.staleness = cfg_.staleness;
+  o.codec = cfg_.codec;
+  o.team_size = cfg_.workers;
+  o.lease_seconds = 1e9;  // nobody disconnects
+  o.batch_bytes = cfg_.batch_bytes;
+  o.patience = cfg_.patience;
+  o.detached_local_steps = cfg_.detached_local_steps;
+  o.detach_speedup = cfg_.detach_speedup;
+  o.clock = clock_;
+  absl::StatusOr<std::unique_ptr<EngineCore>> core = EngineCore::Create(std::move(o));
+  if (!core.ok()) return core.status();
+  rogd_ = *std::move(core);
+  Setup();
+  if (absl::Status s = Loop(); !s.ok()) return s;
+  Check();
+  Report();
+  return report_;
+}
+
+absl::Status Simulation::Loop() {
   while (!events_.empty()) {
+    if (!failure_.ok()) return failure_;
     if (++report_.events > cfg_.max_events) {
       return absl::InternalError(absl::StrCat("simulation exceeded ", cfg_.max_events,
                                               " events at t=", now_, ": ", Describe()));
     }
+    if (AllIn(Phase::kDrained)) return absl::OkStatus();
+    if (start_ < 0 && now_ > kMaxStartSeconds) {
+      return absl::InternalError(absl::StrCat("the team did not start within ", kMaxStartSeconds,
+                                              " s of simulated time: ", Describe()));
+    }
+    if (now_ > end_ + kMaxDrainSeconds) {
+      return absl::InternalError(absl::StrCat("the team did not drain within ", kMaxDrainSeconds,
+                                              " s after the training time: ", Describe()));
+    }
     const Event e = events_.top();
     events_.pop();
-    AttributeStalls(e.time);
     now_ = e.time;
+    clock_->Set(now_);
     switch (e.type) {
+      case EventType::kUplinkArrive:
+        OnUplink(e.worker);
+        break;
+      case EventType::kDownlinkArrive:
+        OnDownlink(e.worker);
+        break;
+      case EventType::kConnect:
+        Connect(e.worker);
+        break;
       case EventType::kComputeDone:
         OnComputeDone(e.worker);
         break;
-      case EventType::kUplinkArrive:
-        OnUplinkArrive(e.worker, e.batch);
-        break;
-      case EventType::kDownlinkArrive:
-        OnDownlinkArrive(e.worker, e.batch);
-        break;
-      case EventType::kWindowEnd:
-        MaybeEndPhase(e.worker);
-        break;
-      case EventType::kEnd:
-        OnEnd();
-        break;
-      case EventType::kPatience:
-        CheckPatience();
-        break;
-      case EventType::kPaceTick:
-        CheckPace();
-        if (now_ < cfg_.seconds) Schedule(now_ + kReattachTick, EventType::kPaceTick, 0);
-        break;
-      case EventType::kReattachTick:
-        if (!attached_[e.worker] && workers_[e.worker].detach_epoch == e.batch &&
-            workers_[e.worker].phase != Phase::kDone) {
-          EvaluateReattach(e.worker);
-          if (!attached_[e.worker])
-            Schedule(now_ + kReattachTick, EventType::kReattachTick, e.worker, e.batch);
+      case EventType::kPushPoll:
+        if (workers_[e.worker].phase == Phase::kPushing && workers_[e.worker].push_tag == e.tag) {
+          Touch(e.worker);
+          if (workers_[e.worker].phase == Phase::kPushing) {
+            Schedule(workers_[e.worker].proto->PushWakeAt(now_), EventType::kPushPoll, e.worker,
+                     e.tag);
+          }
         }
         break;
+      case EventType::kTick:
+        rogd_->Tick();
+        Schedule(now_ + EngineCore::kTickSeconds, EventType::kTick, 0);
+        break;
+      case EventType::kEnd:
+        EndTraining();
+        break;
     }
-    JudgeStallCauses();
+    if (start_ >= 0 && rogd_at_start_.empty()) rogd_at_start_ = RogdWorkers();
   }
-  for (size_t w = 0; w < n; ++w) {
-    if (workers_[w].phase != Phase::kDone) {
-      return absl::InternalError(
-          absl::StrCat("simulation deadlocked at t=", now_, ": ", Describe()));
-    }
-  }
-  Drain();
-
-  report_.config = cfg_;
-  report_.seconds = cfg_.seconds;
-  for (SimWorker& sw : workers_) {
-    sw.report.mean_staleness = sw.staleness_n ? sw.staleness_sum / sw.staleness_n : 0;
-    report_.workers.push_back(sw.report);
-  }
-  return report_;
+  return absl::InternalError("the simulation ran out of events");
 }
 
-void Simulation::TryStart(size_t w) {
-  SimWorker& sw = workers_[w];
-  if (sw.phase == Phase::kDone || sw.phase == Phase::kComputing) return;
-  if (!attached_[w]) {
-    StartDetached(w);
+// --- rogd's side -------------------------------------------------------------------
+
+void Simulation::Connect(size_t w) {
+  SimWorker& s = workers_[w];
+  pb::WorkerMessage m;
+  *m.mutable_hello() = s.proto->MakeHello();
+  Schedule(s.up->Send(now_, std::move(m)), EventType::kUplinkArrive, w);
+}
+
+void Simulation::OnUplink(size_t w) {
+  SimWorker& s = workers_[w];
+  const pb::WorkerMessage m = s.up->Receive();
+  switch (m.kind_case()) {
+    case pb::WorkerMessage::kHello:
+      OnHello(w, m.hello());
+      break;
+    case pb::WorkerMessage::kBatch:
+      OnUplinkBatch(w, m.batch());
+      break;
+    case pb::WorkerMessage::kAck:
+      rogd_->Ack(s.session, m.ack());
+      break;
+    case pb::WorkerMessage::kProgress:
+      rogd_->Progress(s.session, m.progress());
+      break;
+    case pb::WorkerMessage::kGoodbye:
+      rogd_->Goodbye(s.session, m.goodbye().reason());
+      break;
+    default:
+      break;
+  }
+  // As rogd's engine thread: the timers after every event.
+  rogd_->Tick();
+}
+
+void Simulation::OnHello(size_t w, const pb::Hello& hello) {
+  SimWorker& s = workers_[w];
+  Rejection reason = Rejection::kNone;
+  absl::StatusOr<Admission> a = rogd_->Hello(std::make_shared<SimOutbox>(this, w), hello,
+                                             absl::StrCat("sim:", s.id), &reason);
+  if (absl::IsUnavailable(a.status())) {
+    // The model is still arriving: the SDK retries with backoff.
+    Schedule(now_ + s.backoff, EventType::kConnect, w);
+    s.backoff = std::min(kBackoffMax, 2 * s.backoff);
     return;
   }
-  if (now_ >= cfg_.seconds) {
-    if (sw.phase == Phase::kStalled) sw.report.stall_seconds += Clipped(sw.phase_start);
-    sw.phase = Phase::kDone;
+  if (!a.ok()) {
+    failure_ = absl::InternalError(
+        absl::StrCat("rogd refused ", s.id, "'s hello: ", a.status().message()));
     return;
   }
-  if (!sw.state->HasAllUpTo(Needed(w))) {
-    if (sw.phase != Phase::kStalled) {
-      sw.phase = Phase::kStalled;
-      sw.phase_start = now_;
-      ++sw.report.stalls;
-      if (patience()) Schedule(now_ + cfg_.patience, EventType::kPatience, w);
-      ReplanStalls();
+  s.session = a->session;
+  s.expected_seq = a->next_uplink_seq;
+  s.accepts_values = a->accepts_values;
+}
+
+void Simulation::OnUplinkBatch(size_t w, const pb::RowBatch& batch) {
+  SimWorker& s = workers_[w];
+  UplinkBatch b;
+  Rejection reason = Rejection::kNone;
+  absl::Status v =
+      ValidateUplinkBatch(batch, layout_, s.expected_seq, s.accepts_values, &b, &reason);
+  if (!v.ok()) {
+    failure_ = absl::InternalError(absl::StrCat("rogd would refuse ", s.id, "'s row batch (",
+                                                RejectionLabel(reason), "): ", v.message()));
+    return;
+  }
+  if (b.seq == s.expected_seq) ++s.expected_seq;
+  rogd_->Batch(s.session, b);
+}
+
+void Simulation::SendDown(size_t w, pb::ServerMessage m) {
+  SimWorker& s = workers_[w];
+  if (m.has_directive()) OnDirectiveSent(w, m.directive());
+  Schedule(s.down->Send(now_, std::move(m)), EventType::kDownlinkArrive, w);
+}
+
+void Simulation::StreamEnded(size_t w, const absl::Status& status) {
+  if (failure_.ok()) {
+    failure_ = absl::InternalError(
+        absl::StrCat("rogd ended ", workers_[w].id, "'s stream: ", status.message()));
+  }
+}
+
+// What rogd decided, as it decided it: the team's start, and the attach
+// state the bound check uses.
+void Simulation::OnDirectiveSent(size_t w, const pb::Directive& d) {
+  SimWorker& s = workers_[w];
+  if (d.has_release() && start_ < 0) StartTraining();
+  if (getenv("SIM_DEBUG") && (d.has_detached() || d.has_reattached() || d.has_known_versions())) fprintf(stderr, "seed%llu p%d t=%.3f to w%zu: %s (sdk clock %llu)\n", (unsigned long long)cfg_.seed, (int)cfg_.policy, now_ - start_, w, d.has_detached() ? "detached" : d.has_reattached() ? absl::StrCat("reattached at ", d.reattached().iteration()).c_str() : "known", (unsigned long long)s.proto->clock());
+  if (d.has_detached() && s.attached) {
+    s.attached = false;
+    if (Training()) report_.transitions.push_back({now_ - start_, w, false, d.detached().reason()});
+  }
+  if (d.has_reattached() && !s.attached) {
+    s.attached = true;
+    // Every iteration it computed is folded (rogd's MayReattach); the
+    // versions are raised past them to rogd's clock for it.
+    const uint64_t own = s.proto->clock();
+    if (d.reattached().iteration() > own) {
+      s.raises.emplace_back(s.iterations, d.reattached().iteration() - own);
     }
+    if (Training()) {
+      report_.transitions.push_back({now_ - start_, w, true, d.reattached().reason()});
+    }
+  }
+}
+
+// Called from inside rogd's event (its Release): rogd's account of the
+// workers is taken once the event is over (Loop).
+void Simulation::StartTraining() {
+  start_ = now_;
+  end_ = now_ + cfg_.seconds;
+  Schedule(end_, EventType::kEnd, 0);
+}
+
+// rogd's account of each worker, in the simulator's order (rogd numbers
+// them as they joined).
+std::vector<pb::WorkerInfo> Simulation::RogdWorkers() const {
+  std::vector<pb::WorkerInfo> out(workers_.size());
+  const pb::WorkersReply reply = rogd_->Workers();
+  for (const pb::WorkerInfo& info : reply.workers()) {
+    for (size_t w = 0; w < workers_.size(); ++w) {
+      if (workers_[w].id == info.worker_id()) out[w] = info;
+    }
+  }
+  return out;
+}
+
+void Simulation::EndTraining() {
+  const std::vector<pb::WorkerInfo> now = RogdWorkers();
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    SimWorkerReport& r = workers_[w].report;
+    const pb::WorkerInfo& a = rogd_at_start_[w];
+    const pb::WorkerInfo& b = now[w];
+    r.detached_seconds = b.detached_seconds() - a.detached_seconds();
+    r.detaches = b.detaches() - a.detaches();
+    r.reattaches = b.reattaches() - a.reattaches();
+    r.late_rows = b.late_rows() - a.late_rows();
+    r.stall_cause_seconds[kStallPeerCompute] =
+        b.stall_peer_compute_seconds() - a.stall_peer_compute_seconds();
+    r.stall_cause_seconds[kStallPeerUplink] =
+        b.stall_peer_uplink_seconds() - a.stall_peer_uplink_seconds();
+    r.stall_cause_seconds[kStallDownlink] = b.stall_downlink_seconds() - a.stall_downlink_seconds();
+    if (workers_[w].phase == Phase::kWaiting) Stop(w);
+  }
+}
+
+// --- the workers' side ------------------------------------------------------------------
+
+void Simulation::OnDownlink(size_t w) {
+  SimWorker& s = workers_[w];
+  const pb::ServerMessage m = s.down->Receive();
+  absl::Status st;
+  if (m.has_welcome()) {
+    st = s.proto->OnWelcome(m.welcome());
+    if (st.ok() && s.phase == Phase::kJoining) {
+      s.phase = Phase::kWaiting;
+      s.wait_start = now_;
+      s.waited = false;
+      s.detached_wait = 0;
+    }
+  } else if (m.has_end()) {
+    st = absl::InternalError(absl::StrCat("rogd ended the stream: ", m.end().message()));
+  } else {
+    st = s.proto->OnMessage(m);
+  }
+  if (!st.ok()) {
+    failure_ = absl::InternalError(absl::StrCat(s.id, ": ", st.message()));
     return;
   }
-  if (sw.phase == Phase::kStalled) sw.report.stall_seconds += Clipped(sw.phase_start);
-  CheckBound(w);
-  Rng rng(SeedFor(cfg_.seed, w, sw.state->clock(), 2));
+  Touch(w);
+}
+
+// After anything that may change what a worker's calls wait for, as the
+// SDK's condition variable wakes them.
+void Simulation::Touch(size_t w) {
+  SimWorker& s = workers_[w];
+  switch (s.phase) {
+    case Phase::kWaiting:
+      NoteDetached(s);
+      TryBegin(w);
+      break;
+    case Phase::kPushing:
+      if (s.proto->PushEnds(now_)) EndPush(w);
+      break;
+    case Phase::kFlushing:
+      if (s.proto->Uploaded() && s.proto->FlushStep()) {
+        s.phase = Phase::kFlushed;
+        // Every worker syncs once every worker's updates are in rogd's
+        // model: a sync before another's flush would miss its last rows.
+        if (AllIn(Phase::kFlushed)) {
+          for (size_t q = 0; q < workers_.size(); ++q) {
+            workers_[q].phase = Phase::kSyncing;
+            if (q != w) Touch(q);
+          }
+          Touch(w);
+          return;
+        }
+      }
+      break;
+    case Phase::kSyncing:
+      if (s.proto->SyncStep()) s.phase = Phase::kDrained;
+      break;
+    default:
+      break;
+  }
+  Pump(w);
+}
+
+// The SDK's sender: writes whatever the protocol has for the stream.
+void Simulation::Pump(size_t w) {
+  SimWorker& s = workers_[w];
+  if (!s.proto->active()) return;
+  for (;;) {
+    std::vector<pb::WorkerMessage> out = s.proto->TakeOutgoing();
+    if (out.empty()) return;
+    for (pb::WorkerMessage& m : out) {
+      Schedule(s.up->Send(now_, std::move(m)), EventType::kUplinkArrive, w);
+    }
+  }
+}
+
+// BeginIteration counts the part of its wait spent detached apart.
+void Simulation::NoteDetached(SimWorker& s) {
+  const bool detached = s.proto->detached();
+  if (detached && s.detached_since < 0) s.detached_since = now_;
+  if (!detached && s.detached_since >= 0) {
+    s.detached_wait += now_ - s.detached_since;
+    s.detached_since = -1;
+  }
+}
+
+void Simulation::TryBegin(size_t w) {
+  SimWorker& s = workers_[w];
+  if (start_ >= 0 && now_ >= end_) {
+    Stop(w);
+    return;
+  }
+  if (!s.proto->MayBegin()) {
+    s.proto->ReportWait();
+    s.waited = true;
+    return;
+  }
+  if (s.detached_since >= 0) s.detached_wait += now_ - s.detached_since;
+  s.detached_since = -1;
+  const double detached = std::min(s.detached_wait, now_ - s.wait_start);
+  s.report.stall_seconds += Clipped(s.wait_start, now_) - Clipped(now_ - detached, now_);
+  if (s.waited && Clipped(s.wait_start, now_) > 0) ++s.report.stalls;
+  s.proto->Begin(s.wait_start, now_, s.waited, s.detached_wait, absl::MakeSpan(s.params));
+  if (s.proto->detached()) {
+    if (Training()) ++s.report.local_steps;
+  } else {
+    CheckBound(w);
+  }
+  Rng rng(SeedFor(cfg_.seed, w, s.iterations, 2));
   const double jitter = cfg_.compute_jitter * (2 * rng.Uniform() - 1);
-  const double compute = cfg_.compute_seconds * sw.compute_factor * (1 + jitter);
-  sw.phase = Phase::kComputing;
-  sw.phase_start = now_;
-  Schedule(now_ + compute, EventType::kComputeDone, w);
+  s.phase = Phase::kComputing;
+  s.begin_at = now_;
+  Schedule(now_ + cfg_.compute_seconds * s.compute_factor * (1 + jitter), EventType::kComputeDone,
+           w);
 }
 
 void Simulation::CheckBound(size_t w) {
-  // Counters are exact only when nothing is lost in coding.
-  if (!IsLossless(cfg_.codec)) return;
-  const SimWorker& sw = workers_[w];
+  // Counters are exact only when nothing is lost in coding, and only the
+  // training time counts.
+  if (!IsLossless(cfg_.codec) || !Training()) return;
+  SimWorker& s = workers_[w];
   const size_t n = workers_.size();
-  const uint64_t clock = sw.state->clock();
+  const uint64_t clock = s.proto->clock();
   const uint64_t needed = NeededVersion(clock, bound_);
-  const std::vector<float>& replica = sw.state->replica();
+  const std::vector<float>& replica = s.proto->replica();
   bool violated = false;
   for (RowId r = 0; r < layout_.num_rows(); ++r) {
     const RowInfo& info = layout_.row(r);
     if (info.numel < n) continue;
     for (size_t q = 0; q < n; ++q) {
-      if (q == w || !attached_[q]) continue;
+      if (q == w || !workers_[q].attached) continue;
       const double held = EffectiveVersion(q, replica[info.offset + q] - initial_[info.offset + q]);
-      if (held < static_cast<double>(needed)) violated = true;
+      if (held < static_cast<double>(needed)) {
+        violated = true;
+        if (getenv("SIM_DEBUG")) fprintf(stderr, "seed%llu p%d VIOLATION t=%.3f w%zu clock=%llu needed=%llu q=%zu held=%.0f count=%.0f row=%u q.attached=%d raises=%zu\n", (unsigned long long)cfg_.seed, (int)cfg_.policy, now_ - start_, w, (unsigned long long)clock, (unsigned long long)needed, q, held, replica[info.offset + q] - initial_[info.offset + q], r, (int)workers_[q].attached, workers_[q].raises.size());
+      }
       const double lag = std::max(0.0, static_cast<double>(clock) - held);
-      workers_[w].report.max_staleness =
-          std::max<uint64_t>(workers_[w].report.max_staleness, static_cast<uint64_t>(lag));
-      workers_[w].staleness_sum += lag;
-      workers_[w].staleness_n += 1;
+      s.report.max_staleness =
+          std::max<uint64_t>(s.report.max_staleness, static_cast<uint64_t>(lag));
+      s.staleness_sum += lag;
+      s.staleness_n += 1;
     }
   }
   ++report_.bound_checks;
   if (violated) ++report_.bound_violations;
 }
 
+double Simulation::EffectiveVersion(size_t q, double count) const {
+  double version = count;
+  for (const auto& raise : workers_[q].raises) {
+    if (count >= static_cast<double>(raise.first)) version += static_cast<double>(raise.second);
+  }
+  return version;
+}
+
 void Simulation::OnComputeDone(size_t w) {
-  SimWorker& sw = workers_[w];
-  sw.report.compute_seconds += Clipped(sw.phase_start);
-  if (now_ > cfg_.seconds) {
-    // The iteration finished after training time: it does not count, and its
-    // update is never produced.
-    if (!attached_[w]) sw.report.detached_seconds += Clipped(sw.detached_since);
-    sw.phase = Phase::kDone;
+  SimWorker& s = workers_[w];
+  s.report.compute_seconds += Clipped(s.begin_at, now_);
+  if (now_ > end_) {
+    // Finished after the training time: it does not count, and its update
+    // is never produced.
+    Stop(w);
     return;
   }
+  MakeUpdate(w);
+  ++s.iterations;
+  ++s.report.iterations;
+  s.proto->StartPush(update_);
+  s.phase = Phase::kPushing;
+  s.push_at = now_;
+  ++s.push_tag;
+  Pump(w);
+  if (s.proto->PushEnds(now_)) {
+    EndPush(w);
+  } else {
+    Schedule(s.proto->PushWakeAt(now_), EventType::kPushPoll, w, s.push_tag);
+  }
+}
+
+// Integer updates: the counters, and values of the row's amplitude.
+void Simulation::MakeUpdate(size_t w) {
   const size_t n = workers_.size();
-  Rng rng(SeedFor(cfg_.seed, w, sw.state->clock(), 3));
+  Rng rng(SeedFor(cfg_.seed, w, workers_[w].iterations, 3));
   for (RowId r = 0; r < layout_.num_rows(); ++r) {
     const RowInfo& info = layout_.row(r);
     const uint32_t amp = amplitude_[r];
@@ -429,635 +772,104 @@ void Simulation::OnComputeDone(size_t w) {
     report_.max_update_element =
         std::max(report_.max_update_element, static_cast<double>(std::fabs(update_[j])));
   }
-  sw.state->ApplyLocalUpdate(update_);
-  ++sw.report.iterations;
+}
 
-  if (!attached_[w]) {
-    // Detached: no window, no plans; the uplink drains in the background.
-    sw.phase = Phase::kDetached;
-    KickUplink(w);
-    TryStart(w);
-    return;
-  }
-  sw.phase = Phase::kTransmitting;
-  sw.phase_start = now_;
-  sw.last_arrival = now_;
-  sw.deadline = kInf;
-  if (cfg_.policy == SyncPolicy::kRog) {
-    // The team's window over the attached workers' links (TeamWindow).
-    std::vector<double> goodputs;
-    for (size_t q = 0; q < n; ++q) {
-      if (!attached_[q]) continue;
-      const SimWorker& o = workers_[q];
-      const bool known = o.up_goodput.has_estimate() && o.down_goodput.has_estimate();
-      goodputs.push_back(known ? std::min(o.up_goodput.rate(), o.down_goodput.rate()) : 0.0);
-    }
-    const double window = TeamWindow(cfg_.policy, goodputs,
-                                     mta_ * static_cast<double>(model_wire_bytes_), cfg_.patience);
-    if (window > 0) {
-      sw.deadline = now_ + window;
-      Schedule(sw.deadline, EventType::kWindowEnd, w);
+void Simulation::EndPush(size_t w) {
+  SimWorker& s = workers_[w];
+  const IterationStats stats = s.proto->FinishPush();
+  s.report.transmit_seconds += Clipped(s.push_at, now_);
+  if (s.push_at <= end_) {
+    s.report.rows_up += stats.rows_up;
+    s.report.bytes_up += stats.bytes_up;
+    s.report.payload_up += stats.payload_up;
+    s.report.rows_down += stats.rows_down;
+    s.report.bytes_down += stats.bytes_down;
+    s.report.payload_down += stats.payload_down;
+    for (const PushStats& p : stats.pushes) {
+      if (p.window_seconds > 0) s.report.overshoots.push_back(p.overshoot_seconds);
     }
   }
-  BuildPlans(w);
-  KickUplink(w);
-  KickDownlink(w);
-  ReplanStalls();
-  // The slowest clock may have moved: workers holding for it may go on.
-  for (size_t q = 0; q < workers_.size(); ++q) MaybeEndPhase(q);
+  s.phase = Phase::kWaiting;
+  s.wait_start = now_;
+  s.waited = false;
+  s.detached_wait = 0;
+  s.detached_since = s.proto->detached() ? now_ : -1;
+  TryBegin(w);
 }
 
-void Simulation::BuildPlans(size_t w) {
-  SimWorker& sw = workers_[w];
-  // Rows holding only a lossy codec's residual are not offered (the SDK
-  // offers them): the explicit difference, UplinkOptions.
-  sw.up.Reset(SelectRows(UplinkCandidates(cfg_.policy, bound_, *sw.state, cfg_.codec, layout_,
-                                          UplinkOptions{/*include_residual_rows=*/false}),
-                         mta_, model_wire_bytes_));
-  BuildDownlinkPlan(w);
-}
-
-// BSP pulls at the barrier only: rows go down once they hold everything the
-// next iteration needs (KickDownlink's first tier), so its plan is empty.
-void Simulation::BuildDownlinkPlan(size_t w) {
-  SimWorker& sw = workers_[w];
-  sw.down.Reset(SelectRows(DownlinkCandidates(cfg_.policy, bound_, *server_, w, sw.state->clock(),
-                                              attached_, cfg_.codec, layout_),
-                           mta_, model_wire_bytes_));
-}
-
-void Simulation::KickUplink(size_t w) {
-  SimWorker& sw = workers_[w];
-  if (sw.up_busy) return;
-  WorkerState& ws = *sw.state;
-  BatchFill fill(layout_, cfg_.codec, cfg_.batch_bytes);
-  // Rows a stalled worker waits for go first, whatever the window.
-  while (!sw.forced.empty() && fill.Fits(sw.forced.back())) {
-    const RowId r = sw.forced.back();
-    sw.forced.pop_back();
-    sw.is_forced[r] = false;
-    if (ws.unpushed(r) > 0) fill.Add(r);
+// The training time is over for worker w; once it is for all, every worker
+// drains (Flush, then Sync).
+void Simulation::Stop(size_t w) {
+  SimWorker& s = workers_[w];
+  if (s.phase == Phase::kWaiting) {
+    NoteDetached(s);
+    const double detached = s.detached_wait + (s.detached_since >= 0 ? now_ - s.detached_since : 0);
+    s.report.stall_seconds +=
+        Clipped(s.wait_start, now_) - Clipped(now_ - std::min(detached, now_ - s.wait_start), now_);
   }
-  if (!attached_[w]) {
-    // Detached: everything unpushed, no window, round robin over the rows so
-    // that local steps cannot starve the later ones.
-    const RowId rows = layout_.num_rows();
-    for (RowId k = 0; k < rows; ++k) {
-      const RowId r = (sw.up_cursor + k) % rows;
-      if (ws.unpushed(r) == 0 || fill.Has(r)) continue;
-      if (!fill.Fits(r)) break;
-      fill.Add(r);
-      sw.up_cursor = (r + 1) % rows;
-    }
-  } else if (sw.phase == Phase::kTransmitting) {
-    FillFromPlan(&sw.up, now_ < sw.deadline, SpeculativeAllowed(w), &fill,
-                 [&](RowId r) { return ws.unpushed(r) == 0; });  // pushed on request
-  }
-  const std::vector<RowId> rows = fill.Take();
-  if (rows.empty()) return;
-  const uint64_t id = next_batch_++;
-  Batch& b = batches_[id];
-  b.rows = rows;
-  for (RowId r : rows) {
-    const RowInfo& info = layout_.row(r);
-    const size_t at = b.decoded.size();
-    b.decoded.resize(at + info.numel);
-    scratch_.clear();
-    b.counts.push_back(
-        ws.TakeUplink(r, cfg_.codec, &scratch_, absl::MakeSpan(b.decoded.data() + at, info.numel)));
-    b.payload += scratch_.size();
-  }
-  const std::vector<uint64_t> lags(rows.size(), 0);
-  b.wire = b.payload + IndexBytes(b.rows, b.counts, lags) + kBatchHeaderBytes;
-  sw.up_busy = true;
-  sw.up_sent = now_;
-  sw.up_wire = b.wire;
-  sw.up_goodput.OnSend(now_, b.wire);
-  Schedule(sw.trace->TransferEnd(now_, static_cast<double>(b.wire), cfg_.trace_scale),
-           EventType::kUplinkArrive, w, id);
-}
-
-void Simulation::KickDownlink(size_t w) {
-  SimWorker& sw = workers_[w];
-  if (sw.down_busy || sw.phase == Phase::kDone) return;
-  BatchFill fill(layout_, cfg_.codec, cfg_.batch_bytes);
-  // First, rows the worker needs for its next start that the server can
-  // complete now.
-  const StallPlan need =
-      PlanStall(server_->versions(), server_->copy_versions(w), w, attached_, Needed(w));
-  for (RowId r : need.deliverable) {
-    if (!fill.Fits(r)) break;
-    fill.Add(r);
-  }
-  if (!attached_[w]) {
-    // Detached: every pending row, no window, round robin.
-    const RowId rows = layout_.num_rows();
-    for (RowId k = 0; k < rows; ++k) {
-      const RowId r = (sw.down_cursor + k) % rows;
-      if (!server_->HasPending(w, r) || fill.Has(r)) continue;
-      if (!fill.Fits(r)) break;
-      fill.Add(r);
-      sw.down_cursor = (r + 1) % rows;
-    }
-  } else if (sw.phase == Phase::kTransmitting) {
-    const bool open = now_ < sw.deadline;
-    const bool speculate = SpeculativeAllowed(w);
-    // Time left in the window: stream what other workers pushed since.
-    if (open && speculate && sw.deadline < kInf && sw.down.done()) BuildDownlinkPlan(w);
-    FillFromPlan(&sw.down, open, speculate, &fill,
-                 [&](RowId r) { return !server_->HasPending(w, r); });
-  }
-  const std::vector<RowId> rows = fill.Take();
-  if (rows.empty()) return;
-  const uint64_t id = next_batch_++;
-  Batch& b = batches_[id];
-  b.rows = rows;
-  const uint64_t clock = sw.state->clock();
-  std::vector<uint64_t> lags;
-  for (RowId r : rows) {
-    const RowInfo& info = layout_.row(r);
-    const size_t at = b.decoded.size();
-    b.decoded.resize(at + info.numel);
-    scratch_.clear();
-    const uint64_t included = server_->TakeDownlink(
-        w, r, cfg_.codec, &scratch_, absl::MakeSpan(b.decoded.data() + at, info.numel));
-    b.counts.push_back(static_cast<uint32_t>(included));
-    const VersionStore& copy = server_->copy_versions(w);
-    for (size_t q = 0; q < workers_.size(); ++q) b.held.push_back(copy.Get(r, q));
-    const uint64_t version = MinOtherVersion(copy, r, w, attached_);
-    // The wire carries iteration − version zigzag-coded (it may be negative).
-    const int64_t lag = static_cast<int64_t>(clock) - static_cast<int64_t>(version);
-    lags.push_back(lag >= 0 ? 2 * static_cast<uint64_t>(lag) : 2 * static_cast<uint64_t>(-lag) - 1);
-    b.payload += scratch_.size();
-  }
-  // rogd sends no counts downlink (workers learn versions from the lags).
-  b.wire = b.payload + IndexBytes(b.rows, {}, lags) + kBatchHeaderBytes;
-  sw.down_busy = true;
-  sw.down_sent = now_;
-  sw.down_wire = b.wire;
-  sw.down_goodput.OnSend(now_, b.wire);
-  Schedule(sw.trace->TransferEnd(now_, static_cast<double>(b.wire), cfg_.trace_scale),
-           EventType::kDownlinkArrive, w, id);
-}
-
-void Simulation::OnUplinkArrive(size_t w, uint64_t id) {
-  SimWorker& sw = workers_[w];
-  Batch b = std::move(batches_[id]);
-  batches_.erase(id);
-  sw.up_busy = false;
-  sw.up_goodput.OnAck(now_, b.wire);
-  sw.up_last_ack = now_;
-  if (!attached_[w]) sw.report.late_rows += b.rows.size();
-  size_t at = 0;
-  for (size_t k = 0; k < b.rows.size(); ++k) {
-    const uint32_t numel = layout_.row(b.rows[k]).numel;
-    server_->Fold(w, b.rows[k], absl::MakeConstSpan(b.decoded.data() + at, numel), b.counts[k]);
-    at += numel;
-  }
-  sw.report.bytes_up += b.wire;
-  sw.report.payload_up += b.payload;
-  sw.report.rows_up += b.rows.size();
-  if (sw.phase == Phase::kTransmitting) sw.last_arrival = now_;
-  KickUplink(w);
-  ReplanStalls();
-  for (size_t q = 0; q < workers_.size(); ++q) KickDownlink(q);
-  MaybeEndPhase(w);
-  if (patience() && !attached_[w]) EvaluateReattach(w);
-}
-
-void Simulation::OnDownlinkArrive(size_t w, uint64_t id) {
-  SimWorker& sw = workers_[w];
-  Batch b = std::move(batches_[id]);
-  batches_.erase(id);
-  sw.down_busy = false;
-  sw.down_goodput.OnAck(now_, b.wire);
-  sw.down_last_ack = now_;
-  const size_t n = workers_.size();
-  size_t at = 0;
-  for (size_t k = 0; k < b.rows.size(); ++k) {
-    const RowId r = b.rows[k];
-    const uint32_t numel = layout_.row(r).numel;
-    for (size_t q = 0; q < n; ++q) sw.held.Set(r, q, b.held[k * n + q]);
-    sw.state->ApplyDownlink(r, absl::MakeConstSpan(b.decoded.data() + at, numel),
-                            MinOtherVersion(sw.held, r, w, attached_));
-    at += numel;
-  }
-  sw.report.bytes_down += b.wire;
-  sw.report.payload_down += b.payload;
-  sw.report.rows_down += b.rows.size();
-  if (sw.phase == Phase::kTransmitting) sw.last_arrival = now_;
-  KickDownlink(w);
-  if (sw.phase == Phase::kStalled) TryStart(w);
-  MaybeEndPhase(w);
-  if (patience() && !attached_[w]) EvaluateReattach(w);
-}
-
-void Simulation::OnEnd() {
-  for (size_t w = 0; w < workers_.size(); ++w) {
-    SimWorker& sw = workers_[w];
-    if (sw.phase == Phase::kStalled || sw.phase == Phase::kReady || sw.phase == Phase::kDetached) {
-      TryStart(w);
-    }
-  }
-}
-
-void Simulation::MaybeEndPhase(size_t w) {
-  SimWorker& sw = workers_[w];
-  if (sw.phase != Phase::kTransmitting || sw.up_busy || sw.down_busy) return;
-  // ATP paces the team: a worker ahead of the slowest attached clock keeps
-  // its link for the whole window (receiving more rows if there are any)
-  // instead of running ahead into the bound, where it would make the slowest
-  // push every row at once. One that is not ahead goes on at once.
-  if (HoldForPace(now_, sw.deadline, sw.state->clock(), MinAttachedClock(), cfg_.pace_lead)) {
-    return;
-  }
-  sw.report.transmit_seconds += Clipped(sw.phase_start);
-  if (sw.deadline < kInf)
-    sw.report.overshoots.push_back(std::max(0.0, sw.last_arrival - sw.deadline));
-  sw.phase = Phase::kReady;
-  TryStart(w);
-}
-
-uint64_t Simulation::MinAttachedClock() const {
-  uint64_t min = std::numeric_limits<uint64_t>::max();
+  s.phase = Phase::kStopped;
+  if (!AllIn(Phase::kStopped)) return;
+  stopped_at_ = now_;
   for (size_t q = 0; q < workers_.size(); ++q) {
-    if (attached_[q] && workers_[q].phase != Phase::kDone)
-      min = std::min(min, workers_[q].state->clock());
-  }
-  return min;
-}
-
-void Simulation::AttributeStalls(double until) {
-  const double from = std::min(now_, cfg_.seconds);
-  const double to = std::min(until, cfg_.seconds);
-  if (to <= from) return;
-  for (SimWorker& sw : workers_) {
-    if (sw.stall_cause >= 0) sw.report.stall_cause_seconds[sw.stall_cause] += to - from;
+    workers_[q].phase = Phase::kFlushing;
+    Touch(q);
   }
 }
 
-std::vector<uint64_t> Simulation::Clocks() const {
-  std::vector<uint64_t> clocks(workers_.size());
-  for (size_t q = 0; q < workers_.size(); ++q) clocks[q] = workers_[q].state->clock();
-  return clocks;
+bool Simulation::AllIn(Phase phase) const {
+  for (const SimWorker& s : workers_) {
+    if (s.phase != phase) return false;
+  }
+  return !workers_.empty();
 }
 
-void Simulation::JudgeStallCauses() {
-  const std::vector<uint64_t> clocks = Clocks();
-  for (size_t s = 0; s < workers_.size(); ++s) {
-    SimWorker& sw = workers_[s];
-    sw.stall_cause = -1;
-    if (sw.phase != Phase::kStalled || !attached_[s]) continue;
-    const uint64_t needed = Needed(s);
-    const StallPlan plan =
-        PlanStall(server_->versions(), server_->copy_versions(s), s, attached_, needed);
-    sw.stall_cause = ClassifyStall(plan, clocks, needed);
-  }
-}
+// --- after the drain ------------------------------------------------------------------
 
-void Simulation::ReplanStalls() {
-  if (patience()) CheckPatience();
-  for (size_t s = 0; s < workers_.size(); ++s) {
-    if (workers_[s].phase != Phase::kStalled) continue;
-    const StallPlan plan =
-        PlanStall(server_->versions(), server_->copy_versions(s), s, attached_, Needed(s));
-    for (size_t q = 0; q < plan.pushes.size(); ++q) {
-      SimWorker& holder = workers_[q];
-      bool added = false;
-      for (RowId r : plan.pushes[q]) {
-        if (holder.is_forced[r] || holder.state->unpushed(r) == 0) continue;
-        holder.is_forced[r] = true;
-        holder.forced.push_back(r);
-        added = true;
-      }
-      if (added) KickUplink(q);
-    }
-    KickDownlink(s);
-  }
-}
-
-// --- Team patience ---------------------------------------------------------
-
-void Simulation::CheckPatience() {
-  if (!patience() || in_patience_ || now_ >= cfg_.seconds) return;
-  in_patience_ = true;
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    // Every attached worker stalled at the bound for the patience detaches
-    // the workers at the ends of its chain of waits (as rogd does), at once.
-    std::vector<std::pair<size_t, std::string>> detach;
-    std::vector<bool> chosen(workers_.size(), false);
-    const auto waited_long = [&](size_t s) {
-      return attached_[s] && workers_[s].phase == Phase::kStalled &&
-             now_ >= workers_[s].phase_start + cfg_.patience;
-    };
-    bool any = false;
-    for (size_t s = 0; s < workers_.size(); ++s) any = any || waited_long(s);
-    if (!any) break;
-    std::vector<std::vector<size_t>> waits_for(workers_.size());
-    const std::vector<uint64_t> clocks = Clocks();
-    std::vector<uint64_t> needed(workers_.size());
-    for (size_t s = 0; s < workers_.size(); ++s) {
-      needed[s] = Needed(s);
-      if (!attached_[s] || workers_[s].phase != Phase::kStalled) continue;
-      waits_for[s] =
-          PlanStall(server_->versions(), server_->copy_versions(s), s, attached_, needed[s])
-              .waiting_for;
-    }
-    for (size_t s = 0; s < workers_.size(); ++s) {
-      if (!waited_long(s)) continue;
-      const SimWorker& sw = workers_[s];
-      for (size_t q : BlameForStall(s, waits_for[s], waits_for, clocks, needed, attached_)) {
-        if (chosen[q]) continue;
-        chosen[q] = true;
-        detach.emplace_back(
-            q, absl::StrFormat("w%d kept w%d waiting %.2f s at the bound before iteration %d", q, s,
-                               now_ - sw.phase_start, sw.state->clock() + 1));
-      }
-    }
-    if (detach.empty()) break;
-    for (const auto& d : detach) Detach(d.first, d.second);
-    RefreshKnown();
-    changed = true;
-    // Waiters may go on now, and so may workers holding for the slowest.
-    for (size_t s = 0; s < workers_.size(); ++s) {
-      if (attached_[s] && workers_[s].phase == Phase::kStalled) TryStart(s);
-    }
-    for (size_t s = 0; s < workers_.size(); ++s) MaybeEndPhase(s);
-  }
-  in_patience_ = false;
-}
-
-void Simulation::Detach(size_t q, const std::string& reason) {
-  SimWorker& sw = workers_[q];
-  attached_[q] = false;
-  ++sw.report.detaches;
-  sw.detached_since = now_;
-  sw.local_left = cfg_.detached_local_steps;
-  sw.good_since = -1;
-  ++sw.detach_epoch;
-  report_.transitions.push_back(SimTransition{now_, q, false, reason});
-  switch (sw.phase) {
-    case Phase::kStalled:
-      sw.report.stall_seconds += Clipped(sw.phase_start);
-      sw.phase = Phase::kDetached;
-      break;
-    case Phase::kTransmitting:
-      sw.report.transmit_seconds += Clipped(sw.phase_start);
-      sw.phase = Phase::kDetached;
-      break;
-    case Phase::kReady:
-      sw.phase = Phase::kDetached;
-      break;
-    default:  // computing: the iteration finishes, detached
-      break;
-  }
-  sw.deadline = kInf;
-  for (RowId r : sw.forced) sw.is_forced[r] = false;
-  sw.forced.clear();
-  Schedule(now_ + kReattachTick, EventType::kReattachTick, q, sw.detach_epoch);
-  TryStart(q);  // a local step, or pause
-  KickUplink(q);
-  KickDownlink(q);
-}
-
-void Simulation::StartDetached(size_t w) {
-  SimWorker& sw = workers_[w];
-  if (now_ >= cfg_.seconds) {
-    sw.report.detached_seconds += Clipped(sw.detached_since);
-    sw.detached_since = cfg_.seconds;
-    sw.phase = Phase::kDone;
-    return;
-  }
-  sw.phase = Phase::kDetached;
-  if (sw.local_left == 0) return;  // paused
-  --sw.local_left;
-  ++sw.report.local_steps;
-  Rng rng(SeedFor(cfg_.seed, w, sw.state->clock(), 2));
-  const double jitter = cfg_.compute_jitter * (2 * rng.Uniform() - 1);
-  sw.phase = Phase::kComputing;
-  sw.phase_start = now_;
-  Schedule(now_ + cfg_.compute_seconds * sw.compute_factor * (1 + jitter), EventType::kComputeDone,
-           w);
-}
-
-double Simulation::LinkGoodput(size_t w) const {
-  // What the link carries now: each direction's estimate from acks, never
-  // more than its unacknowledged batch shows so far (a link that died keeps
-  // its old estimate until the next ack, which may take a minute), and a
-  // direction idle for longer than the hold says nothing any more.
-  const SimWorker& sw = workers_[w];
-  double g = kInf;
-  auto look = [&](const GoodputEstimator& est, bool busy, double sent, uint64_t wire,
-                  double last_ack) {
-    if (!est.has_estimate()) return;
-    if (busy) {
-      double rate = est.rate();
-      if (now_ > sent) rate = std::min(rate, static_cast<double>(wire) / (now_ - sent));
-      g = std::min(g, rate);
-    } else if (now_ - last_ack <= kReattachHold) {
-      g = std::min(g, est.rate());
-    }
-  };
-  look(sw.up_goodput, sw.up_busy, sw.up_sent, sw.up_wire, sw.up_last_ack);
-  look(sw.down_goodput, sw.down_busy, sw.down_sent, sw.down_wire, sw.down_last_ack);
-  return g == kInf ? 0 : g;
-}
-
-double Simulation::ShareSeconds(size_t w) const {
-  const SimWorker& sw = workers_[w];
-  double g = 0;
-  if (attached_[w]) {
-    if (sw.up_goodput.has_estimate() && sw.down_goodput.has_estimate())
-      g = std::min(sw.up_goodput.rate(), sw.down_goodput.rate());
-  } else {
-    g = LinkGoodput(w);
-  }
-  return g > 0 ? static_cast<double>(ExpectedShareBytes()) / g : 0;
-}
-
-double Simulation::TeamRate(size_t extra, size_t without) const {
-  size_t members = 0;
-  double slowest = 0;
-  for (size_t q = 0; q < workers_.size(); ++q) {
-    if (q == without || !(attached_[q] || q == extra) || workers_[q].phase == Phase::kDone)
-      continue;
-    ++members;
-    slowest = std::max(slowest, ShareSeconds(q));
-  }
-  return rog::TeamRate(members, cfg_.compute_seconds, slowest);
-}
-
-void Simulation::CheckPace() {
-  if (now_ >= cfg_.seconds) return;
-  size_t attached = 0, slowest = SIZE_MAX;
-  double worst = 0;
-  for (size_t q = 0; q < workers_.size(); ++q) {
-    if (!attached_[q] || workers_[q].phase == Phase::kDone) continue;
-    ++attached;
-    const double t = ShareSeconds(q);
-    if (t == 0) return;  // a link without an estimate yet
-    if (t > worst) worst = t, slowest = q;
-  }
-  if (attached < 2 || slowest == SIZE_MAX) return;
-  if (now_ - workers_[slowest].reattached_at < kPaceGrace) return;
-  const double with = TeamRate(SIZE_MAX, SIZE_MAX);
-  const double without = TeamRate(SIZE_MAX, slowest);
-  if (without < cfg_.detach_speedup * with) return;
-  Detach(slowest, absl::StrFormat("w%d's share takes %.3f s: the team would run %.2fx as fast "
-                                  "without it",
-                                  slowest, worst, without / with));
-  RefreshKnown();
-  for (size_t s = 0; s < workers_.size(); ++s) {
-    if (attached_[s] && workers_[s].phase == Phase::kStalled) TryStart(s);
-  }
-  for (size_t s = 0; s < workers_.size(); ++s) MaybeEndPhase(s);
-}
-
-void Simulation::EvaluateReattach(size_t w) {
-  SimWorker& sw = workers_[w];
-  if (attached_[w] || sw.phase == Phase::kDone || now_ >= cfg_.seconds) return;
-  const double g = LinkGoodput(w);
-  const bool good =
-      ReattachLinkFits(static_cast<double>(ExpectedShareBytes()), cfg_.patience, g) &&
-      (cfg_.detach_speedup <= 0 || TeamRate(w, SIZE_MAX) >= TeamRate(SIZE_MAX, SIZE_MAX));
-  if (!HeldFor(good, now_, &sw.good_since)) return;
-  // Its own updates first: a reattach raises its versions, which may only
-  // cover iterations it never ran, so it waits until everything it ran is
-  // folded in (paused, uplink drained).
-  if (sw.phase != Phase::kDetached || sw.up_busy) return;
-  for (RowId r = 0; r < layout_.num_rows(); ++r) {
-    if (sw.state->unpushed(r) > 0) return;
-  }
-  Reattach(w);
-}
-
-void Simulation::Reattach(size_t w) {
-  SimWorker& sw = workers_[w];
-  const uint64_t own = sw.state->clock();
-  uint64_t slowest = std::numeric_limits<uint64_t>::max();
-  for (size_t q = 0; q < workers_.size(); ++q) {
-    if (q != w && attached_[q]) slowest = std::min(slowest, workers_[q].state->clock());
-  }
-  const uint64_t clock =
-      slowest == std::numeric_limits<uint64_t>::max() ? own : std::max(own, slowest);
-  if (clock > own) {
-    // Every row holds all `own` iterations (drained). Copies, replicas and
-    // batches on their way that hold all of them are raised with the rows.
-    uint64_t raised = 0;  // by earlier reattaches: `own` counts those too
-    for (const auto& raise : raises_[w]) raised += raise.second;
-    raises_[w].emplace_back(own - raised, clock - own);
-    server_->RaiseVersion(w, clock);
-    for (size_t a = 0; a < workers_.size(); ++a) {
-      if (a == w) continue;
-      for (RowId r = 0; r < layout_.num_rows(); ++r) {
-        if (workers_[a].held.Get(r, w) == own) workers_[a].held.Set(r, w, clock);
-      }
-    }
-    const size_t n = workers_.size();
-    for (auto& entry : batches_) {
-      std::vector<uint64_t>& held = entry.second.held;
-      for (size_t k = 0; k * n < held.size(); ++k) {
-        if (held[k * n + w] == own) held[k * n + w] = clock;
-      }
-    }
-    sw.state->Rebase(clock);
-  }
-  attached_[w] = true;
-  sw.reattached_at = now_;
-  ++sw.report.reattaches;
-  sw.report.detached_seconds += Clipped(sw.detached_since);
-  report_.transitions.push_back(
-      SimTransition{now_, w, true,
-                    absl::StrFormat("w%d reattached: goodput %.3f Mbit/s moved its share in %.3f s "
-                                    "(<= patience/2) for %.1f s; clock %d -> %d",
-                                    w, 8e-6 * LinkGoodput(w), ExpectedShareBytes() / LinkGoodput(w),
-                                    kReattachHold, own, clock)});
-  RefreshKnown();
-  sw.phase = Phase::kReady;
-  TryStart(w);
-  ReplanStalls();
-  for (size_t q = 0; q < workers_.size(); ++q) MaybeEndPhase(q);
-}
-
-void Simulation::RefreshKnown() {
-  for (size_t a = 0; a < workers_.size(); ++a) {
-    SimWorker& sa = workers_[a];
-    for (RowId r = 0; r < layout_.num_rows(); ++r) {
-      const uint64_t known = MinOtherVersion(sa.held, r, a, attached_);
-      if (known == sa.state->known_version(r)) continue;
-      // Adding zeros changes no value; it records the version.
-      sa.state->ApplyDownlink(r, absl::MakeConstSpan(zeros_.data(), layout_.row(r).numel), known);
-    }
-  }
-}
-
-double Simulation::EffectiveVersion(size_t q, double count) const {
-  double version = count;
-  for (const auto& raise : raises_[q]) {
-    if (count >= static_cast<double>(raise.first)) version += static_cast<double>(raise.second);
-  }
-  return version;
-}
-
-void Simulation::Drain() {
-  const bool lossless = IsLossless(cfg_.codec);
-  const int rounds = lossless ? 1 : std::max(1, cfg_.drain_rounds);
-  std::vector<float> decoded(layout_.max_row_numel());
-  for (int round = 0; round < rounds; ++round) {
-    for (size_t w = 0; w < workers_.size(); ++w) {
-      WorkerState& ws = *workers_[w].state;
-      for (RowId r = 0; r < layout_.num_rows(); ++r) {
-        if (lossless && ws.unpushed(r) == 0) continue;
-        const uint32_t numel = layout_.row(r).numel;
-        scratch_.clear();
-        const uint32_t count =
-            ws.TakeUplink(r, cfg_.codec, &scratch_, absl::MakeSpan(decoded.data(), numel));
-        server_->Fold(w, r, absl::MakeConstSpan(decoded.data(), numel), count);
-      }
-    }
-    for (size_t w = 0; w < workers_.size(); ++w) {
-      for (RowId r = 0; r < layout_.num_rows(); ++r) {
-        if (lossless && !server_->HasPending(w, r)) continue;
-        const uint32_t numel = layout_.row(r).numel;
-        scratch_.clear();
-        server_->TakeDownlink(w, r, cfg_.codec, &scratch_, absl::MakeSpan(decoded.data(), numel));
-        workers_[w].state->ApplyDownlink(
-            r, absl::MakeConstSpan(decoded.data(), numel),
-            MinOtherVersion(server_->copy_versions(w), r, w, attached_));
-      }
-    }
-  }
-  const std::vector<float>& global = server_->global();
-  for (const SimWorker& sw : workers_) {
-    const std::vector<float>& replica = sw.state->replica();
+void Simulation::Check() {
+  absl::StatusOr<ModelSnapshot> model = rogd_->Export();
+  if (!model.ok()) return;
+  const std::vector<float>& global = model->values;
+  for (const SimWorker& s : workers_) {
+    const std::vector<float>& replica = s.proto->replica();
     for (size_t j = 0; j < global.size(); ++j) {
       report_.max_replica_error =
           std::max(report_.max_replica_error, std::fabs(double{replica[j]} - global[j]));
-    }
-    for (RowId r = 0; r < layout_.num_rows(); ++r) {
-      for (float v : sw.state->accumulator_row(r)) {
-        report_.max_residual = std::max(report_.max_residual, double{std::fabs(v)});
-      }
     }
   }
   for (size_t j = 0; j < global.size(); ++j) {
     report_.max_sum_error = std::max(report_.max_sum_error,
                                      std::fabs((double{global[j]} - initial_[j]) - true_sum_[j]));
   }
+  // What the accumulators still hold: the replica less rogd's model, as
+  // far as this worker's own updates go (a lossy codec's residual).
+  for (const SimWorker& s : workers_) {
+    const std::vector<float>& replica = s.proto->replica();
+    for (size_t j = 0; j < global.size(); ++j) {
+      report_.max_residual =
+          std::max(report_.max_residual, std::fabs(double{replica[j]} - global[j]));
+    }
+  }
+}
+
+void Simulation::Report() {
+  report_.config = cfg_;
+  report_.seconds = cfg_.seconds;
+  report_.start = start_;
+  report_.drain_seconds = now_ - stopped_at_;
+  for (SimWorker& s : workers_) {
+    s.report.mean_staleness = s.staleness_n ? s.staleness_sum / s.staleness_n : 0;
+    report_.workers.push_back(s.report);
+  }
 }
 
 std::string Simulation::Describe() const {
+  static const char* kPhase[] = {"joining",  "waiting", "computing", "pushing", "stopped",
+                                 "flushing", "flushed", "syncing",   "drained"};
   std::string s;
-  for (size_t w = 0; w < workers_.size(); ++w) {
-    const SimWorker& sw = workers_[w];
-    static const char* kPhase[] = {"ready",   "computing", "transmitting",
-                                   "stalled", "done",      "detached"};
-    absl::StrAppend(&s, "w", w, "{", kPhase[static_cast<int>(sw.phase)],
-                    attached_[w] ? "" : " detached", " clock=", sw.state->clock(),
-                    " up_busy=", sw.up_busy, " down_busy=", sw.down_busy,
-                    " forced=", sw.forced.size(), "} ");
+  for (const SimWorker& sw : workers_) {
+    absl::StrAppend(&s, sw.id, "{", kPhase[static_cast<int>(sw.phase)],
+                    sw.attached ? "" : " detached", sw.proto->active() ? "" : " offline",
+                    " clock=", sw.proto->clock(), "} ");
   }
   return s;
 }
@@ -1122,8 +934,14 @@ uint64_t SimReport::late_rows() const {
 }
 
 absl::StatusOr<SimReport> RunSimulation(const SimConfig& config, const Layout& layout) {
+  // rogd's and the SDK's log lines (joins, detaches) are not the
+  // simulator's output; errors still show.
+  const spdlog::level::level_enum level = spdlog::get_level();
+  spdlog::set_level(spdlog::level::err);
   Simulation sim(config, layout);
-  return sim.Run();
+  absl::StatusOr<SimReport> report = sim.Run();
+  spdlog::set_level(level);
+  return report;
 }
 
 absl::StatusOr<Layout> SyntheticLayout(const std::string& name) {

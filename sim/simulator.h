@@ -1,39 +1,37 @@
-// A deterministic simulator of one ROG server and N workers, built from the
-// same pieces rogd and the SDK use (row layout, version storage, staleness
-// rules, MTA, importance and row selection, codecs, goodput estimation and
-// the transmission window), on a simulated clock.
+// A deterministic simulator of a ROG team: rogd's engine core
+// (server/engine_core.h) and N workers running the SDK's protocol state
+// machine (client/worker_protocol.h), the same code rogd and rog::Worker
+// run, on a simulated clock, joined by simulated links that replay
+// bandwidth traces. Only what the transport and the robots do is the
+// simulator's own: links, the robots' compute, and the event loop.
 //
-// Each worker loops: wait until the policy lets it start (stall), compute
-// for its compute time (with jitter), then transmit: push rows up and pull
-// rows down over its own link, whose rate replays a bandwidth trace (both
-// directions at the trace's rate; one scale factor for all). BSP and SSP
-// move every row every iteration; ROG moves rows in importance order until
-// the iteration's transmission window closes (mandatory rows always). A
-// stalled worker makes the server ask the workers holding the rows it
-// misses to push them at once, and receives them as soon as they arrive.
+// Links: each worker has one link per direction. Messages cross one after
+// another (first in, first out) at the trace's rate × trace_scale, with
+// gRPC's framing, then arrive after the one-way delay; acks and directives
+// share the links with row batches, as on the relays tools/bench.sh uses.
+// No TCP effects beyond that (no slow start, no kernel buffers: the
+// in-flight caps of rogd and the SDK keep those small).
+//
+// Robots: each worker loops as the example robots do: BeginIteration
+// (waits while the protocol says so), compute for its compute time (with
+// jitter), EndIteration (the push, until the SDK lets it return). The
+// worker on the fastest link at t = 0 brings the model; the others join
+// with row digests of the same initial values (no resync), retrying while
+// the model arrives, as tools/run.sh starts its robots. Training time is
+// counted from the team's start (rogd's first Release) for `seconds`; then
+// every worker flushes and syncs (Worker::Flush, Worker::Sync) and the
+// checks below run.
 //
 // Updates are integer-valued so float sums are exact. Element j of every row
 // with at least N elements is a counter: worker j adds 1 to it every
 // iteration and nobody else touches it. A replica's counters therefore say,
 // independently of any version bookkeeping, how many iterations of each
 // worker it holds; the simulator checks the staleness bound against them at
-// every compute start.
-//
-// Team patience (docs/design.md, "Team patience"), off when `patience` is 0:
-// ROG's window counts only attached workers whose expected MTA time fits in the
-// patience and never exceeds it; a worker stalled at the bound for `patience`
-// seconds detaches the attached workers at the ends of its chain of waits, as
-// rogd does (BlameForStall in common/staleness.h; any policy). A detached
-// worker leaves the bound and the window, pushes all it has and receives every
-// pending row in the background (what it pushes is folded in and counted as
-// late rows), and pauses training or runs up to `detached_local_steps` local
-// iterations. It reattaches when its uplink is drained and its measured goodput
-// (never more than what its oldest unacknowledged batch shows) has moved its
-// share (MTA share under ROG, the whole model under BSP and SSP) within
-// patience/2 for 1 s: its clock becomes max(own, slowest attached other), its
-// versions are raised to it, and it catches up through the normal stall
-// handling. The counters of the bound check count those raised iterations as
-// held by a replica that holds every real iteration before them.
+// every compute start among the workers rogd holds attached (a reattach
+// raises a worker's versions past iterations it never ran; the check
+// counts those as held by a replica that holds every real iteration before
+// them). After the drain, every replica must equal rogd's model and rogd's
+// model minus the initial values the sum of every update (lossless codecs).
 #ifndef ROG_SIM_SIMULATOR_H_
 #define ROG_SIM_SIMULATOR_H_
 
@@ -44,7 +42,6 @@
 #include "absl/status/statusor.h"
 #include "common/codec.h"
 #include "common/layout.h"
-#include "common/protocol_rules.h"
 #include "common/staleness.h"
 #include "common/trace.h"
 
@@ -67,39 +64,27 @@ struct SimConfig {
   // One trace per worker, cycled when fewer; empty: a constant 100 Mbit/s.
   std::vector<Trace> traces;
   double trace_scale = 1.0;
-  // ROG: a worker that has sent what it had holds, until its window ends,
-  // while its clock is more than this many iterations ahead of the slowest
-  // attached worker's.
-  uint32_t pace_lead = kPaceLead;
-  // ROG: the worker at the slowest clock stops after its MTA share instead
-  // of filling its window with speculative rows.
-  bool laggard_mta_only = true;
-  // Payload budget of one row batch.
+  // Payload budget of one row batch (rogd's and the SDK's).
   size_t batch_bytes = 16 * 1024;
+  // One-way delay of every link, each direction, seconds (tools/bench.sh's
+  // relays: 5 ms).
+  double link_delay = 0.005;
   // Largest |value| of an update element (rows get amplitudes 1..this,
   // heavy-tailed, so rows differ in magnitude).
   uint32_t max_update = 8;
-  // Lossy codecs: drain rounds after training (each sends every residual).
-  int drain_rounds = 1;
   // Stop with an error instead of simulating past this many events.
   uint64_t max_events = 200'000'000;
-  // Team patience in seconds; 0: off (the paper's behaviour, today's results).
+  // rogd's team patience in seconds (--patience); 0: off.
   double patience = 0;
-  // With patience: local iterations a detached worker may run per detachment
-  // before it pauses (0: it pauses at once). Not subject to the bound.
+  // rogd's --detached_local_steps and --detach_speedup (0: off).
   uint32_t detached_local_steps = 0;
-  // With patience: the slowest attached worker is detached as soon as the
-  // team without it would run at least `detach_speedup` times the iterations
-  // per second (all attached workers together) it runs with it, by the
-  // estimate |attached| / (compute + slowest share time); a detached worker
-  // reattaches only if the team with it would run at least as fast. 0: off.
   double detach_speedup = 0;
 };
 
-// One attach-state change of a worker, with the reason (rogd logs one line
-// for each).
+// One attach-state change of a worker, with rogd's reason (the Detached or
+// Reattached directive it sent).
 struct SimTransition {
-  double time = 0;
+  double time = 0;  // seconds since the team started
   size_t worker = 0;
   bool attached = false;  // true: reattached; false: detached
   std::string reason;
@@ -121,36 +106,43 @@ struct SimWorkerReport {
   // count of another worker's iterations its replica holds (from counters).
   double mean_staleness = 0;
   uint64_t max_staleness = 0;
-  // Time past the window end until the last byte of the iteration arrived.
+  // Per push with a window: the SDK's account of how far past the window's
+  // end its last byte arrived (PushStats::overshoot_seconds).
   std::vector<double> overshoots;
-  // Team patience: time spent detached (within the training time), how often
-  // the worker was detached and reattached, iterations it ran while detached,
-  // and rows of it folded while it was detached.
+  // Team patience, as rogd counted it over the training time: time spent
+  // detached, detaches and reattaches, rows folded while detached; and the
+  // iterations the worker ran while detached.
   double detached_seconds = 0;
   uint64_t detaches = 0;
   uint64_t reattaches = 0;
   uint64_t local_steps = 0;
   uint64_t late_rows = 0;
-  // Stall time by what the stalled worker was waiting for, judged after
-  // every event (StallCause in common/staleness.h).
+  // Stall time by what the stalled worker was waiting for, as rogd judged
+  // it (StallCause in common/staleness.h; rogd's view starts when the
+  // worker's stall report arrives).
   double stall_cause_seconds[kStallCauses] = {0, 0, 0};
 };
 
 struct SimReport {
   SimConfig config;
   double seconds = 0;  // training time simulated
+  // When the team started (rogd's first Release), after the model's upload
+  // and the joins, and how long the drain took after the training time.
+  double start = 0;
+  double drain_seconds = 0;
   std::vector<SimWorkerReport> workers;
   // Compute starts where a replica held fewer iterations of some other
   // attached worker than the bound requires (must be 0). Detached workers
   // are not checked, nor is anyone checked against them.
   uint64_t bound_violations = 0;
   uint64_t bound_checks = 0;
-  // After draining: largest |replica - global| over workers and elements,
-  // and largest |(global - initial) - sum of all updates|.
+  // After the drain: largest |replica - rogd's model| over workers and
+  // elements, and largest |(rogd's model - initial) - sum of all updates|.
   double max_replica_error = 0;
   double max_sum_error = 0;
-  // Largest |residual| an accumulator or pending copy held at any compute
-  // end (lossy codecs), and the largest |update element| for scale.
+  // Largest |residual| an accumulator held after the drain (lossy codecs:
+  // what the codec has not sent yet), and the largest |update element| for
+  // scale.
   double max_residual = 0;
   double max_update_element = 0;
   uint64_t events = 0;
@@ -170,8 +162,9 @@ struct SimReport {
 };
 
 // Runs one simulation. Errors: invalid config (InvalidArgument saying which
-// field), or a deadlock / runaway (Internal, with what each worker was
-// doing) — the latter would be a bug in the protocol logic.
+// field); rogd refusing what a worker sent, a team that never starts or
+// never drains, or a runaway (Internal, with what each worker was doing):
+// the latter would be a bug in rogd's or the SDK's rules.
 absl::StatusOr<SimReport> RunSimulation(const SimConfig& config, const Layout& layout);
 
 // A model layout like a small CNN for 28×28 images (about 1.7 MB in fp32,

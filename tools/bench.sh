@@ -163,6 +163,12 @@ case "$links" in
     ;;
   *) echo "bench: --links must be relay or tc" >&2; exit 2 ;;
 esac
+# The simulator's --link_delay, seconds: the relays' one-way delay; tc links
+# add none.
+sim_delay=$(awk -v d="$delay" 'BEGIN { v = d + 0
+  if (d ~ /us$/) v /= 1e6; else if (d ~ /ms$/) v /= 1e3
+  print v }')
+[ "$links" = tc ] && sim_delay=0
 is_seconds() { [[ "$1" =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
 for p in $patience ${sweep//,/ }; do
   is_seconds "$p" || { echo "bench: patience values are seconds, e.g. 0.5 (got '$p')" >&2; exit 2; }
@@ -256,6 +262,7 @@ if [ "$study" = regime ]; then
         tag="C$C-R$R-p$pat"
         # Padded compute takes the same time every iteration: no jitter.
         "$bin/tools/sim" --model="$sim_model" --codec="$codec_r" --compute_seconds="$C" --compute_jitter=0 \
+          --link_delay="$sim_delay" \
           --seconds="$seconds" --patience="$pat" --staleness="$staleness" --traces="$traces" \
           --trace_filter=outdoors-fast --trace_scale="$sc" --seed="$seed" > "$out/sim/$tag.txt" 2>&1 ||
           echo "bench: the simulator failed at $tag; see $out/sim/$tag.txt" >&2
@@ -429,6 +436,7 @@ report() {
   local jitter=0.1
   [ "$compute_time" = 0 ] || jitter=0
   "$bin/tools/sim" --model="$sim_model" --codec="$c" --compute_seconds="$compute" --seconds="$seconds" \
+    --link_delay="$sim_delay" \
     --compute_jitter="$jitter" \
     --patience="${sim_patience:-0}" --detach_speedup="${sim_speedup:-0}" \
     --staleness="$staleness" --traces="$traces" --trace_filter="outdoors-$tl" \

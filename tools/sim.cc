@@ -1,6 +1,8 @@
-// rog sim: the deterministic simulator on the command line. Runs the same
-// workload under each policy given in --sync and prints one table, so the
-// policies are compared on identical traces, seeds, model and compute.
+// rog sim: the deterministic simulator (rogd's engine core and the SDK's
+// protocol on simulated links, sim/simulator.h) on the command line. Runs
+// the same workload under each policy given in --sync and prints one table,
+// so the policies are compared on identical traces, seeds, model and
+// compute.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -49,10 +51,8 @@ ABSL_FLAG(std::string, model, "cnn",
           "Synthetic model layout: cnn (1.7 MB), fmnist (the main job's CNN, 82 KB), convmlp "
           "(fmnist_worker --model=convmlp, 3.2 MB) or tiny");
 ABSL_FLAG(uint32_t, batch_bytes, 16384, "Payload bytes per row batch");
-ABSL_FLAG(bool, laggard_mta_only, true,
-          "ROG: the worker at the slowest clock sends only mandatory rows and its MTA share");
-ABSL_FLAG(uint32_t, pace_lead, 1,
-          "ROG: iterations a worker may lead the slowest before it holds for its window");
+ABSL_FLAG(double, link_delay, 0.005,
+          "One-way delay of every link, each direction, seconds (tools/bench.sh's relays: 0.005)");
 ABSL_FLAG(double, detach_speedup, 0,
           "With --patience: detach the slowest attached worker when the team would run this "
           "many times as many iterations per second without it (0: off)");
@@ -198,8 +198,7 @@ int main(int argc, char** argv) {
   base.traces = *traces;
   base.trace_scale = absl::GetFlag(FLAGS_trace_scale);
   base.batch_bytes = absl::GetFlag(FLAGS_batch_bytes);
-  base.pace_lead = absl::GetFlag(FLAGS_pace_lead);
-  base.laggard_mta_only = absl::GetFlag(FLAGS_laggard_mta_only);
+  base.link_delay = absl::GetFlag(FLAGS_link_delay);
   base.patience = absl::GetFlag(FLAGS_patience);
   base.detach_speedup = absl::GetFlag(FLAGS_detach_speedup);
   base.detached_local_steps = absl::GetFlag(FLAGS_detached_local_steps);
@@ -210,12 +209,12 @@ int main(int argc, char** argv) {
 
   std::printf(
       "model %s: %zu tensors, %zu rows, %.2f MB fp32 | %zu workers | S=%u (MTA %.3f) | "
-      "codec %s | %.0f s | compute %.2f s ±%.0f%% | seed %llu\n",
+      "codec %s | %.0f s | compute %.2f s ±%.0f%% | link delay %.0f ms | seed %llu\n",
       absl::GetFlag(FLAGS_model).c_str(), layout->tensors().size(), layout->num_rows(),
       layout->total_numel() * 4 / 1e6, base.workers, base.staleness,
       rog::MinimumTransmissionAmount(base.staleness),
       std::string(rog::CodecName(base.codec)).c_str(), base.seconds, base.compute_seconds,
-      base.compute_jitter * 100, static_cast<unsigned long long>(base.seed));
+      base.compute_jitter * 100, 1e3 * base.link_delay, static_cast<unsigned long long>(base.seed));
   if (patience) {
     std::printf("  team patience %.3g s, detached workers run up to %u local steps\n",
                 base.patience, base.detached_local_steps);

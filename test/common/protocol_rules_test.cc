@@ -113,12 +113,12 @@ TEST_CASE("rogd offers down every row with pending updates; BSP none", "[protoco
   CHECK(rog[1].importance > rog[0].importance);
 }
 
-TEST_CASE("a worker offers up its unpushed rows; residual rows only when asked",
+TEST_CASE("a worker offers up its unpushed rows and its residual rows",
           "[protocol_rules]") {
   const Layout layout = ThreeRows();
   WorkerState w(layout, std::vector<float>(6, 0.0f));
   w.ApplyLocalUpdate(std::vector<float>{0.3f, -0.7f, 0, 0, 2, 2});
-  auto all = UplinkCandidates(SyncPolicy::kSsp, 2, w, Codec::kSign, layout, UplinkOptions{});
+  auto all = UplinkCandidates(SyncPolicy::kSsp, 2, w, Codec::kSign, layout);
   REQUIRE(all.size() == 3);  // every row gained an iteration, even row 1's zeros
   CHECK(all[0].mandatory);
   // Push row 0 with a lossy codec: it keeps a residual, no unpushed iteration.
@@ -127,11 +127,7 @@ TEST_CASE("a worker offers up its unpushed rows; residual rows only when asked",
   w.TakeUplink(0, Codec::kSign, &payload, absl::MakeSpan(decoded));
   REQUIRE(w.unpushed(0) == 0);
   REQUIRE(w.HasResidual(0));
-  const auto without = UplinkCandidates(SyncPolicy::kRog, 2, w, Codec::kSign, layout,
-                                        UplinkOptions{/*include_residual_rows=*/false});
-  const auto with = UplinkCandidates(SyncPolicy::kRog, 2, w, Codec::kSign, layout,
-                                     UplinkOptions{/*include_residual_rows=*/true});
-  CHECK(without.size() == 2);
+  const auto with = UplinkCandidates(SyncPolicy::kRog, 2, w, Codec::kSign, layout);
   REQUIRE(with.size() == 3);
   CHECK(with[0].row == 0);
   CHECK_FALSE(with[0].mandatory);
