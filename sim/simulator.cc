@@ -514,7 +514,6 @@ void Simulation::StreamEnded(size_t w, const absl::Status& status) {
 void Simulation::OnDirectiveSent(size_t w, const pb::Directive& d) {
   SimWorker& s = workers_[w];
   if (d.has_release() && start_ < 0) StartTraining();
-  if (getenv("SIM_DEBUG") && (d.has_detached() || d.has_reattached() || d.has_known_versions())) fprintf(stderr, "seed%llu p%d t=%.3f to w%zu: %s (sdk clock %llu)\n", (unsigned long long)cfg_.seed, (int)cfg_.policy, now_ - start_, w, d.has_detached() ? "detached" : d.has_reattached() ? absl::StrCat("reattached at ", d.reattached().iteration()).c_str() : "known", (unsigned long long)s.proto->clock());
   if (d.has_detached() && s.attached) {
     s.attached = false;
     if (Training()) report_.transitions.push_back({now_ - start_, w, false, d.detached().reason()});
@@ -704,10 +703,7 @@ void Simulation::CheckBound(size_t w) {
     for (size_t q = 0; q < n; ++q) {
       if (q == w || !workers_[q].attached) continue;
       const double held = EffectiveVersion(q, replica[info.offset + q] - initial_[info.offset + q]);
-      if (held < static_cast<double>(needed)) {
-        violated = true;
-        if (getenv("SIM_DEBUG")) fprintf(stderr, "seed%llu p%d VIOLATION t=%.3f w%zu clock=%llu needed=%llu q=%zu held=%.0f count=%.0f row=%u q.attached=%d raises=%zu\n", (unsigned long long)cfg_.seed, (int)cfg_.policy, now_ - start_, w, (unsigned long long)clock, (unsigned long long)needed, q, held, replica[info.offset + q] - initial_[info.offset + q], r, (int)workers_[q].attached, workers_[q].raises.size());
-      }
+      if (held < static_cast<double>(needed)) violated = true;
       const double lag = std::max(0.0, static_cast<double>(clock) - held);
       s.report.max_staleness =
           std::max<uint64_t>(s.report.max_staleness, static_cast<uint64_t>(lag));

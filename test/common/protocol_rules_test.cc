@@ -113,8 +113,7 @@ TEST_CASE("rogd offers down every row with pending updates; BSP none", "[protoco
   CHECK(rog[1].importance > rog[0].importance);
 }
 
-TEST_CASE("a worker offers up its unpushed rows and its residual rows",
-          "[protocol_rules]") {
+TEST_CASE("a worker offers up its unpushed rows and its residual rows", "[protocol_rules]") {
   const Layout layout = ThreeRows();
   WorkerState w(layout, std::vector<float>(6, 0.0f));
   w.ApplyLocalUpdate(std::vector<float>{0.3f, -0.7f, 0, 0, 2, 2});
