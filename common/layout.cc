@@ -42,6 +42,59 @@ bool IsSplit(const std::vector<int64_t>& shape, uint64_t min_split_numel) {
   return numel >= min_split_numel;
 }
 
+namespace {
+
+// One tensor of a layout to be: its name (unique in `names`), its rank,
+// its dimensions and its rows' size, checked before anything is allocated
+// for it; its elements and rows go to *numel_out and *rows_out.
+absl::Status CheckTensorSpec(const TensorSpec& spec, size_t t, uint64_t min_split_numel,
+                             std::unordered_set<std::string>* names, uint64_t* numel_out,
+                             uint64_t* rows_out) {
+  if (spec.name.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor #", t, " has an empty name"));
+  }
+  if (spec.name.size() > Layout::kMaxNameLength) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor #", t, " has a name of ",
+                                                   spec.name.size(), " characters; at most ",
+                                                   Layout::kMaxNameLength, " are allowed"));
+  }
+  if (!names->insert(spec.name).second) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor name '", spec.name, "' appears twice; names must be unique"));
+  }
+  if (spec.shape.size() > Layout::kMaxRank) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name, "' has ",
+                                                   spec.shape.size(), " dimensions; at most ",
+                                                   Layout::kMaxRank, " are allowed"));
+  }
+  uint64_t numel = 1;
+  for (int64_t d : spec.shape) {
+    if (d < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name, "' has shape [",
+                                                     absl::StrJoin(spec.shape, ", "),
+                                                     "]; every dimension must be at least 1"));
+    }
+    if (numel > Layout::kMaxRowNumel * Layout::kMaxRows / static_cast<uint64_t>(d)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "tensor '", spec.name, "' of shape [", absl::StrJoin(spec.shape, ", "),
+          "] is too large: more than ", Layout::kMaxRowNumel * Layout::kMaxRows, " elements"));
+    }
+    numel *= static_cast<uint64_t>(d);
+  }
+  const uint64_t rows =
+      IsSplit(spec.shape, min_split_numel) ? static_cast<uint64_t>(spec.shape[0]) : 1;
+  if (numel / rows > Layout::kMaxRowNumel) {
+    return absl::ResourceExhaustedError(absl::StrCat("tensor '", spec.name, "' has rows of ",
+                                                     numel / rows, " elements; at most ",
+                                                     Layout::kMaxRowNumel, " are supported"));
+  }
+  *numel_out = numel;
+  *rows_out = rows;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Layout> Layout::Create(std::vector<TensorSpec> tensors, uint64_t min_split_numel,
                                       const LayoutLimits& limits) {
   if (tensors.empty()) {
@@ -64,43 +117,10 @@ absl::StatusOr<Layout> Layout::Create(std::vector<TensorSpec> tensors, uint64_t 
   uint64_t total_rows = 0, total_numel = 0;
   for (size_t t = 0; t < tensors.size(); ++t) {
     const TensorSpec& spec = tensors[t];
-    if (spec.name.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor #", t, " has an empty name"));
-    }
-    if (spec.name.size() > kMaxNameLength) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor #", t, " has a name of ",
-                                                     spec.name.size(), " characters; at most ",
-                                                     kMaxNameLength, " are allowed"));
-    }
-    if (!names.insert(spec.name).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor name '", spec.name, "' appears twice; names must be unique"));
-    }
-    if (spec.shape.size() > kMaxRank) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name, "' has ",
-                                                     spec.shape.size(), " dimensions; at most ",
-                                                     kMaxRank, " are allowed"));
-    }
-    uint64_t numel = 1;
-    for (int64_t d : spec.shape) {
-      if (d < 1) {
-        return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name, "' has shape [",
-                                                       absl::StrJoin(spec.shape, ", "),
-                                                       "]; every dimension must be at least 1"));
-      }
-      if (numel > kMaxRowNumel * kMaxRows / static_cast<uint64_t>(d)) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat("tensor '", spec.name, "' of shape [", absl::StrJoin(spec.shape, ", "),
-                         "] is too large: more than ", kMaxRowNumel * kMaxRows, " elements"));
-      }
-      numel *= static_cast<uint64_t>(d);
-    }
-    const uint64_t rows =
-        IsSplit(spec.shape, min_split_numel) ? static_cast<uint64_t>(spec.shape[0]) : 1;
-    if (numel / rows > kMaxRowNumel) {
-      return absl::ResourceExhaustedError(absl::StrCat("tensor '", spec.name, "' has rows of ",
-                                                       numel / rows, " elements; at most ",
-                                                       kMaxRowNumel, " are supported"));
+    uint64_t numel = 0, rows = 0;
+    if (absl::Status s = CheckTensorSpec(spec, t, min_split_numel, &names, &numel, &rows);
+        !s.ok()) {
+      return s;
     }
     total_rows += rows;
     total_numel += numel;

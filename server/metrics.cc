@@ -102,12 +102,11 @@ std::vector<double> StalenessBuckets(uint32_t bound) {
   return le;
 }
 
-std::vector<MetricFamily> MetricFamilies(const MetricsSnapshot& snapshot, double now_unix,
-                                         const std::vector<std::string>& reasons) {
-  const pb::StatusReply& s = snapshot.status;
-  Families fam;
+namespace {
 
-  // --- rogd and the model ------------------------------------------------------
+// rogd and the model.
+void AddModelFamilies(const MetricsSnapshot& snapshot, Families& fam) {
+  const pb::StatusReply& s = snapshot.status;
   Gauge(fam.Add("rog_info", "rogd's version and the run's settings; always 1", MetricType::Gauge),
         1,
         {{"codec", std::string(CodecName(static_cast<Codec>(s.codec())))},
@@ -141,8 +140,12 @@ std::vector<MetricFamily> MetricFamilies(const MetricsSnapshot& snapshot, double
   Gauge(fam.Add("rog_team_ready", "1 once --workers workers have joined and training started",
                 MetricType::Gauge),
         s.team_ready() ? 1 : 0);
+}
 
-  // --- the team -----------------------------------------------------------------
+// The team: workers by state, refusals, checkpoints, rows and bytes moved.
+void AddTeamFamilies(const MetricsSnapshot& snapshot, double now_unix,
+                     const std::vector<std::string>& reasons, Families& fam) {
+  const pb::StatusReply& s = snapshot.status;
   uint64_t connected = 0, disconnected = 0, evicted = 0;
   double rows_up = 0, rows_down = 0, bytes_up = 0, bytes_down = 0;
   for (const pb::WorkerInfo& w : snapshot.workers.workers()) {
@@ -198,133 +201,152 @@ std::vector<MetricFamily> MetricFamilies(const MetricsSnapshot& snapshot, double
       MetricType::Counter);
   Counter(bytes_total, bytes_up, {{"direction", "uplink"}});
   Counter(bytes_total, bytes_down, {{"direction", "downlink"}});
+}
 
-  if (s.has_model()) {
-    MetricFamily& hist =
-        fam.Add("rog_row_staleness_iterations",
-                "Iterations each attached worker's copy of each row is behind the freshest "
-                "contribution, over all rows and attached workers, at scrape time (a snapshot, as "
-                "rogctl staleness shows; use without rate())",
-                MetricType::Histogram);
-    ClientMetric m;
-    uint64_t count = 0;
-    double sum = 0;
-    for (const auto& [value, n] : snapshot.staleness) {
-      count += n;
-      sum += static_cast<double>(value) * static_cast<double>(n);
-    }
-    std::vector<double> bounds = StalenessBuckets(snapshot.staleness_bound);
-    bounds.push_back(std::numeric_limits<double>::infinity());
-    for (double le : bounds) {
-      uint64_t below = 0;
-      for (const auto& [value, n] : snapshot.staleness) {
-        if (static_cast<double>(value) <= le) below += n;
-      }
-      m.histogram.bucket.push_back(ClientMetric::Bucket{below, le});
-    }
-    m.histogram.sample_count = count;
-    m.histogram.sample_sum = sum;
-    hist.metric.push_back(std::move(m));
+// The staleness of every attached worker's copy of every row, as a
+// histogram (rogctl staleness's counts).
+void AddStalenessHistogram(const MetricsSnapshot& snapshot, Families& fam) {
+  MetricFamily& hist =
+      fam.Add("rog_row_staleness_iterations",
+              "Iterations each attached worker's copy of each row is behind the freshest "
+              "contribution, over all rows and attached workers, at scrape time (a snapshot, as "
+              "rogctl staleness shows; use without rate())",
+              MetricType::Histogram);
+  ClientMetric m;
+  uint64_t count = 0;
+  double sum = 0;
+  for (const auto& [value, n] : snapshot.staleness) {
+    count += n;
+    sum += static_cast<double>(value) * static_cast<double>(n);
   }
+  std::vector<double> bounds = StalenessBuckets(snapshot.staleness_bound);
+  bounds.push_back(std::numeric_limits<double>::infinity());
+  for (double le : bounds) {
+    uint64_t below = 0;
+    for (const auto& [value, n] : snapshot.staleness) {
+      if (static_cast<double>(value) <= le) below += n;
+    }
+    m.histogram.bucket.push_back(ClientMetric::Bucket{below, le});
+  }
+  m.histogram.sample_count = count;
+  m.histogram.sample_sum = sum;
+  hist.metric.push_back(std::move(m));
+}
 
-  // --- per worker (team members only) -------------------------------------------
-  MetricFamily& w_connected =
-      fam.Add("rog_worker_connected",
-              "1 while the worker's stream is up, 0 while rogd keeps its state for --lease",
-              MetricType::Gauge);
-  MetricFamily& w_iteration = fam.Add(
-      "rog_worker_iteration", "Iterations the worker has completed (its clock)", MetricType::Gauge);
-  MetricFamily& w_lag =
-      fam.Add("rog_worker_lag_iterations",
-              "Iterations the worker is behind the fastest attached worker", MetricType::Gauge);
-  MetricFamily& w_goodput =
-      fam.Add("rog_worker_goodput_bytes_per_second",
-              "Goodput measured from acknowledged bytes (uplink: by the worker, downlink: by rogd)",
-              MetricType::Gauge);
-  MetricFamily& w_rows = fam.Add("rog_worker_rows_total",
-                                 "Rows the worker pushed (uplink) and pulled (downlink) in row "
-                                 "batches since it first joined this rogd",
-                                 MetricType::Counter);
-  MetricFamily& w_bytes = fam.Add("rog_worker_bytes_total",
-                                  "Serialized row-batch bytes the worker pushed (uplink) and "
-                                  "pulled (downlink) since it first joined this rogd",
-                                  MetricType::Counter);
-  MetricFamily& w_compute =
-      fam.Add("rog_worker_compute_seconds_total",
-              "Seconds the worker spent computing, as it last reported", MetricType::Counter);
-  MetricFamily& w_transmit =
-      fam.Add("rog_worker_transmit_seconds_total",
-              "Seconds the worker spent transmitting, as it last reported", MetricType::Counter);
-  MetricFamily& w_stall =
-      fam.Add("rog_worker_stall_seconds_total",
-              "Seconds the worker spent stalled at the staleness bound, as it last reported",
-              MetricType::Counter);
-  MetricFamily& w_stalls =
-      fam.Add("rog_worker_stalls_total", "Times the worker stalled at the staleness bound",
-              MetricType::Counter);
-  MetricFamily& w_overshoot =
-      fam.Add("rog_worker_window_overshoot_seconds",
-              "Last reported time from the end of the transmission window to the last "
-              "acknowledged byte of that iteration",
-              MetricType::Gauge);
-  MetricFamily& w_seen =
-      fam.Add("rog_worker_last_seen_seconds", "Seconds since the last message from the worker",
-              MetricType::Gauge);
-  MetricFamily& w_detached = fam.Add(
+// One family per per-worker figure, filled worker by worker (FillWorker).
+struct WorkerFamilies {
+  explicit WorkerFamilies(Families& fam);
+  void FillWorker(const pb::WorkerInfo& w);
+
+  MetricFamily *connected, *iteration, *lag, *goodput, *rows, *bytes, *compute, *transmit, *stall,
+      *stalls, *overshoot, *seen, *detached, *detaches, *reattaches, *detached_seconds,
+      *stall_cause, *late;
+};
+
+WorkerFamilies::WorkerFamilies(Families& fam) {
+  connected =
+      &fam.Add("rog_worker_connected",
+               "1 while the worker's stream is up, 0 while rogd keeps its state for --lease",
+               MetricType::Gauge);
+  iteration = &fam.Add("rog_worker_iteration", "Iterations the worker has completed (its clock)",
+                       MetricType::Gauge);
+  lag = &fam.Add("rog_worker_lag_iterations",
+                 "Iterations the worker is behind the fastest attached worker", MetricType::Gauge);
+  goodput = &fam.Add(
+      "rog_worker_goodput_bytes_per_second",
+      "Goodput measured from acknowledged bytes (uplink: by the worker, downlink: by rogd)",
+      MetricType::Gauge);
+  rows = &fam.Add("rog_worker_rows_total",
+                  "Rows the worker pushed (uplink) and pulled (downlink) in row "
+                  "batches since it first joined this rogd",
+                  MetricType::Counter);
+  bytes = &fam.Add("rog_worker_bytes_total",
+                   "Serialized row-batch bytes the worker pushed (uplink) and "
+                   "pulled (downlink) since it first joined this rogd",
+                   MetricType::Counter);
+  compute =
+      &fam.Add("rog_worker_compute_seconds_total",
+               "Seconds the worker spent computing, as it last reported", MetricType::Counter);
+  transmit =
+      &fam.Add("rog_worker_transmit_seconds_total",
+               "Seconds the worker spent transmitting, as it last reported", MetricType::Counter);
+  stall = &fam.Add("rog_worker_stall_seconds_total",
+                   "Seconds the worker spent stalled at the staleness bound, as it last reported",
+                   MetricType::Counter);
+  stalls = &fam.Add("rog_worker_stalls_total", "Times the worker stalled at the staleness bound",
+                    MetricType::Counter);
+  overshoot = &fam.Add("rog_worker_window_overshoot_seconds",
+                       "Last reported time from the end of the transmission window to the last "
+                       "acknowledged byte of that iteration",
+                       MetricType::Gauge);
+  seen = &fam.Add("rog_worker_last_seen_seconds", "Seconds since the last message from the worker",
+                  MetricType::Gauge);
+  detached = &fam.Add(
       "rog_worker_detached",
       "1 while rogd has the worker detached by --patience (outside the bound and the window)",
       MetricType::Gauge);
-  MetricFamily& w_detaches = fam.Add("rog_worker_detaches_total",
-                                     "Times --patience detached the worker", MetricType::Counter);
-  MetricFamily& w_reattaches =
-      fam.Add("rog_worker_reattaches_total",
-              "Times the worker was reattached after its link recovered", MetricType::Counter);
-  MetricFamily& w_detached_seconds =
-      fam.Add("rog_worker_detached_seconds_total", "Seconds the worker spent detached",
-              MetricType::Counter);
-  MetricFamily& w_stall_cause = fam.Add(
+  detaches = &fam.Add("rog_worker_detaches_total", "Times --patience detached the worker",
+                      MetricType::Counter);
+  reattaches =
+      &fam.Add("rog_worker_reattaches_total",
+               "Times the worker was reattached after its link recovered", MetricType::Counter);
+  detached_seconds = &fam.Add("rog_worker_detached_seconds_total",
+                              "Seconds the worker spent detached", MetricType::Counter);
+  stall_cause = &fam.Add(
       "rog_worker_stall_cause_seconds_total",
       "Seconds rogd saw the worker stalled at the bound, by what it waited for: peer_compute (a "
       "peer had not completed the iteration the bound needs), peer_uplink (a peer had, but had "
       "not pushed the rows), downlink (rogd held the rows and had not delivered them yet)",
       MetricType::Counter);
-  MetricFamily& w_late =
-      fam.Add("rog_worker_late_rows_total",
-              "Rows the worker pushed while detached (folded as usual; nobody waited for them)",
-              MetricType::Counter);
-  // By id, as rogctl workers lists them (the engine keeps them by join order).
+  late = &fam.Add("rog_worker_late_rows_total",
+                  "Rows the worker pushed while detached (folded as usual; nobody waited for them)",
+                  MetricType::Counter);
+}
+
+void WorkerFamilies::FillWorker(const pb::WorkerInfo& w) {
+  Gauge(*connected, w.state() == "connected" ? 1 : 0, WorkerLabel(w));
+  Gauge(*iteration, static_cast<double>(w.iteration()), WorkerLabel(w));
+  Gauge(*lag, static_cast<double>(w.lag()), WorkerLabel(w));
+  Gauge(*goodput, w.uplink_goodput(), WorkerDirection(w, "uplink"));
+  Gauge(*goodput, w.downlink_goodput(), WorkerDirection(w, "downlink"));
+  Counter(*rows, static_cast<double>(w.rows_pushed()), WorkerDirection(w, "uplink"));
+  Counter(*rows, static_cast<double>(w.rows_pulled()), WorkerDirection(w, "downlink"));
+  Counter(*bytes, static_cast<double>(w.bytes_pushed()), WorkerDirection(w, "uplink"));
+  Counter(*bytes, static_cast<double>(w.bytes_pulled()), WorkerDirection(w, "downlink"));
+  Counter(*compute, w.compute_seconds(), WorkerLabel(w));
+  Counter(*transmit, w.transmit_seconds(), WorkerLabel(w));
+  Counter(*stall, w.stall_seconds(), WorkerLabel(w));
+  Counter(*stalls, static_cast<double>(w.stalls()), WorkerLabel(w));
+  Gauge(*overshoot, w.window_overshoot(), WorkerLabel(w));
+  Gauge(*seen, w.last_seen_seconds(), WorkerLabel(w));
+  Gauge(*detached, w.detached() ? 1 : 0, WorkerLabel(w));
+  Counter(*detaches, static_cast<double>(w.detaches()), WorkerLabel(w));
+  Counter(*reattaches, static_cast<double>(w.reattaches()), WorkerLabel(w));
+  Counter(*detached_seconds, w.detached_seconds(), WorkerLabel(w));
+  Counter(*late, static_cast<double>(w.late_rows()), WorkerLabel(w));
+  Counter(*stall_cause, w.stall_peer_compute_seconds(), WorkerCause(w, kStallPeerCompute));
+  Counter(*stall_cause, w.stall_peer_uplink_seconds(), WorkerCause(w, kStallPeerUplink));
+  Counter(*stall_cause, w.stall_downlink_seconds(), WorkerCause(w, kStallDownlink));
+}
+
+}  // namespace
+
+std::vector<MetricFamily> MetricFamilies(const MetricsSnapshot& snapshot, double now_unix,
+                                         const std::vector<std::string>& reasons) {
+  Families fam;
+  AddModelFamilies(snapshot, fam);
+  AddTeamFamilies(snapshot, now_unix, reasons, fam);
+  if (snapshot.status.has_model()) AddStalenessHistogram(snapshot, fam);
+  // Per worker (team members only), by id, as rogctl workers lists them
+  // (the engine keeps them by join order).
+  WorkerFamilies per_worker(fam);
   std::vector<const pb::WorkerInfo*> members;
   for (const pb::WorkerInfo& w : snapshot.workers.workers()) {
     if (TeamMember(w)) members.push_back(&w);
   }
   std::sort(members.begin(), members.end(),
             [](const auto* a, const auto* b) { return a->worker_id() < b->worker_id(); });
-  for (const pb::WorkerInfo* member : members) {
-    const pb::WorkerInfo& w = *member;
-    Gauge(w_connected, w.state() == "connected" ? 1 : 0, WorkerLabel(w));
-    Gauge(w_iteration, static_cast<double>(w.iteration()), WorkerLabel(w));
-    Gauge(w_lag, static_cast<double>(w.lag()), WorkerLabel(w));
-    Gauge(w_goodput, w.uplink_goodput(), WorkerDirection(w, "uplink"));
-    Gauge(w_goodput, w.downlink_goodput(), WorkerDirection(w, "downlink"));
-    Counter(w_rows, static_cast<double>(w.rows_pushed()), WorkerDirection(w, "uplink"));
-    Counter(w_rows, static_cast<double>(w.rows_pulled()), WorkerDirection(w, "downlink"));
-    Counter(w_bytes, static_cast<double>(w.bytes_pushed()), WorkerDirection(w, "uplink"));
-    Counter(w_bytes, static_cast<double>(w.bytes_pulled()), WorkerDirection(w, "downlink"));
-    Counter(w_compute, w.compute_seconds(), WorkerLabel(w));
-    Counter(w_transmit, w.transmit_seconds(), WorkerLabel(w));
-    Counter(w_stall, w.stall_seconds(), WorkerLabel(w));
-    Counter(w_stalls, static_cast<double>(w.stalls()), WorkerLabel(w));
-    Gauge(w_overshoot, w.window_overshoot(), WorkerLabel(w));
-    Gauge(w_seen, w.last_seen_seconds(), WorkerLabel(w));
-    Gauge(w_detached, w.detached() ? 1 : 0, WorkerLabel(w));
-    Counter(w_detaches, static_cast<double>(w.detaches()), WorkerLabel(w));
-    Counter(w_reattaches, static_cast<double>(w.reattaches()), WorkerLabel(w));
-    Counter(w_detached_seconds, w.detached_seconds(), WorkerLabel(w));
-    Counter(w_late, static_cast<double>(w.late_rows()), WorkerLabel(w));
-    Counter(w_stall_cause, w.stall_peer_compute_seconds(), WorkerCause(w, kStallPeerCompute));
-    Counter(w_stall_cause, w.stall_peer_uplink_seconds(), WorkerCause(w, kStallPeerUplink));
-    Counter(w_stall_cause, w.stall_downlink_seconds(), WorkerCause(w, kStallDownlink));
-  }
+  for (const pb::WorkerInfo* member : members) per_worker.FillWorker(*member);
   return fam.Take();
 }
 

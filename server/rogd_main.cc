@@ -175,22 +175,10 @@ struct Security {
   std::string summary;                // one line for the log
 };
 
-// Reads and checks the files the security flags name.
-absl::StatusOr<Security> LoadSecurity(bool loopback) {
-  Security sec;
-  const std::string cert_path = absl::GetFlag(FLAGS_tls_cert);
-  const std::string key_path = absl::GetFlag(FLAGS_tls_key);
-  const std::string ca_path = absl::GetFlag(FLAGS_tls_ca);
-  if (cert_path.empty() != key_path.empty()) {
-    return absl::InvalidArgumentError(
-        cert_path.empty() ? "--tls_key without --tls_cert: give the certificate it belongs to"
-                          : "--tls_cert without --tls_key: give the certificate's private key");
-  }
-  if (!ca_path.empty() && cert_path.empty()) {
-    return absl::InvalidArgumentError(
-        "--tls_ca requires client certificates, which only works over TLS: give --tls_cert and "
-        "--tls_key too");
-  }
+// TLS from --tls_cert, --tls_key and --tls_ca (checked already to go
+// together), or none: the credentials, a summary and warnings into *sec.
+absl::Status LoadTls(const std::string& cert_path, const std::string& key_path,
+                     const std::string& ca_path, Security* sec) {
   if (!cert_path.empty()) {
     rog::CertificateInfo info;
     absl::StatusOr<std::string> cert = rog::ReadCertificateFile(cert_path, "--tls_cert", &info);
@@ -201,38 +189,44 @@ absl::StatusOr<Security> LoadSecurity(bool loopback) {
       return s;
     }
     if (const std::string problem = rog::ValidityProblem(info, absl::Now()); !problem.empty()) {
-      sec.warnings.push_back(
+      sec->warnings.push_back(
           absl::StrCat("--tls_cert=", cert_path, " (", info.subject, ") is ", problem,
                        ": clients will refuse it; renew it, or check this machine's clock"));
     }
     if (const std::string loose = rog::LooseModeWarning(key_path, "--tls_key"); !loose.empty()) {
-      sec.warnings.push_back(loose);
+      sec->warnings.push_back(loose);
     }
     grpc::SslServerCredentialsOptions ssl(
         ca_path.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
                         : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
     ssl.pem_key_cert_pairs.push_back({*key, *cert});
-    sec.summary = absl::StrCat("TLS as ", info.subject);
+    sec->summary = absl::StrCat("TLS as ", info.subject);
     if (!ca_path.empty()) {
       rog::CertificateInfo ca_info;
       absl::StatusOr<std::string> ca = rog::ReadCertificateFile(ca_path, "--tls_ca", &ca_info);
       if (!ca.ok()) return ca.status();
       if (const std::string problem = rog::ValidityProblem(ca_info, absl::Now());
           !problem.empty()) {
-        sec.warnings.push_back(absl::StrCat("--tls_ca=", ca_path, " (", ca_info.subject, ") is ",
-                                            problem, ": every client certificate will be refused"));
+        sec->warnings.push_back(absl::StrCat("--tls_ca=", ca_path, " (", ca_info.subject, ") is ",
+                                             problem,
+                                             ": every client certificate will be refused"));
       }
       ssl.pem_root_certs = *ca;
-      sec.summary = absl::StrCat("mutual TLS as ", info.subject, ", client certificates signed by ",
-                                 ca_info.subject);
+      sec->summary = absl::StrCat("mutual TLS as ", info.subject,
+                                  ", client certificates signed by ", ca_info.subject);
     }
-    sec.credentials = grpc::SslServerCredentials(ssl);
-    sec.tls = true;
+    sec->credentials = grpc::SslServerCredentials(ssl);
+    sec->tls = true;
   } else {
-    sec.credentials = grpc::InsecureServerCredentials();
-    sec.summary = "no TLS";
+    sec->credentials = grpc::InsecureServerCredentials();
+    sec->summary = "no TLS";
   }
+  return absl::OkStatus();
+}
 
+// Tokens from --worker_token_file and --admin_token_file, and what they
+// mean together with TLS and the listening address.
+absl::Status LoadTokens(bool loopback, const std::string& ca_path, Security* sec) {
   const std::string worker_path = absl::GetFlag(FLAGS_worker_token_file);
   const std::string admin_path = absl::GetFlag(FLAGS_admin_token_file);
   std::string worker_token, admin_token;
@@ -255,39 +249,50 @@ absl::StatusOr<Security> LoadSecurity(bool loopback) {
     for (const auto& [path, what] : {std::pair{worker_path, "--worker_token_file"},
                                      std::pair{admin_path, "--admin_token_file"}}) {
       if (const std::string loose = rog::LooseModeWarning(path, what); !loose.empty()) {
-        sec.warnings.push_back(loose);
+        sec->warnings.push_back(loose);
       }
     }
-    sec.tokens = std::make_unique<rog::TokenAuth>(worker_token, admin_token);
-    absl::StrAppend(&sec.summary, "; tokens for workers and for admin calls");
-    if (!sec.tls && !loopback) {
-      sec.warnings.push_back(
+    sec->tokens = std::make_unique<rog::TokenAuth>(worker_token, admin_token);
+    absl::StrAppend(&sec->summary, "; tokens for workers and for admin calls");
+    if (!sec->tls && !loopback) {
+      sec->warnings.push_back(
           "tokens without TLS travel in clear text beyond loopback: anyone who sees the traffic "
           "can reuse them; add --tls_cert and --tls_key");
     }
   } else {
-    absl::StrAppend(&sec.summary, "; no tokens");
-    if (sec.tls && ca_path.empty() && !loopback) {
-      sec.warnings.push_back(
+    absl::StrAppend(&sec->summary, "; no tokens");
+    if (sec->tls && ca_path.empty() && !loopback) {
+      sec->warnings.push_back(
           "TLS without --tls_ca or tokens: traffic is encrypted, but anyone who reaches rogd may "
           "join as a worker or make admin calls; add --tls_ca or token files");
     }
   }
+  return absl::OkStatus();
+}
+
+// Reads and checks the files the security flags name.
+absl::StatusOr<Security> LoadSecurity(bool loopback) {
+  Security sec;
+  const std::string cert_path = absl::GetFlag(FLAGS_tls_cert);
+  const std::string key_path = absl::GetFlag(FLAGS_tls_key);
+  const std::string ca_path = absl::GetFlag(FLAGS_tls_ca);
+  if (cert_path.empty() != key_path.empty()) {
+    return absl::InvalidArgumentError(
+        cert_path.empty() ? "--tls_key without --tls_cert: give the certificate it belongs to"
+                          : "--tls_cert without --tls_key: give the certificate's private key");
+  }
+  if (!ca_path.empty() && cert_path.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_ca requires client certificates, which only works over TLS: give --tls_cert and "
+        "--tls_key too");
+  }
+  if (absl::Status s = LoadTls(cert_path, key_path, ca_path, &sec); !s.ok()) return s;
+  if (absl::Status s = LoadTokens(loopback, ca_path, &sec); !s.ok()) return s;
   return sec;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "ROG parameter server: holds the global model rows and serves one stream per worker.\n"
-      "Usage: rogd [--flagfile=FILE] [--listen=HOST:PORT] [--sync=bsp|ssp|rog]\n"
-      "            [--metrics_listen=HOST:PORT] ...\n"
-      "Flags are listed under rogd_main.cc below.");
-  absl::ParseCommandLine(argc, argv);
-  // Logs go to stderr (systemd's journal takes both; stdout stays free).
-  spdlog::set_default_logger(spdlog::stderr_color_mt("rogd"));
-
+// --log_level; "" or what is wrong with it.
+std::string SetLogLevel() {
   const std::string level = absl::GetFlag(FLAGS_log_level);
   if (level == "debug") {
     spdlog::set_level(spdlog::level::debug);
@@ -298,167 +303,148 @@ int main(int argc, char** argv) {
   } else if (level == "error") {
     spdlog::set_level(spdlog::level::err);
   } else {
-    return Fail(absl::StrCat("--log_level=", level, " is unknown; use debug, info, warn or error"));
+    return absl::StrCat("--log_level=", level, " is unknown; use debug, info, warn or error");
   }
+  return "";
+}
 
-  rog::EngineOptions options;
+// The engine's settings from the flags; "" or what is wrong with them.
+std::string ParseEngineOptions(rog::EngineOptions* out) {
+  rog::EngineOptions& options = *out;
   absl::StatusOr<rog::SyncPolicy> policy = rog::ParseSyncPolicy(absl::GetFlag(FLAGS_sync));
-  if (!policy.ok()) return Fail(absl::StrCat("--sync: ", policy.status().message()));
+  if (!policy.ok()) return absl::StrCat("--sync: ", policy.status().message());
   options.policy = *policy;
   options.staleness = absl::GetFlag(FLAGS_staleness);
   if (options.policy != rog::SyncPolicy::kBsp && options.staleness == 0) {
-    return Fail("--staleness must be at least 1 for ssp and rog (use --sync=bsp for a barrier)");
+    return "--staleness must be at least 1 for ssp and rog (use --sync=bsp for a barrier)";
   }
-  if (options.staleness > 1000000) return Fail("--staleness must be at most 1000000");
+  if (options.staleness > 1000000) return "--staleness must be at most 1000000";
   absl::StatusOr<rog::Codec> codec = rog::ParseCodec(absl::GetFlag(FLAGS_codec));
-  if (!codec.ok()) return Fail(absl::StrCat("--codec: ", codec.status().message()));
+  if (!codec.ok()) return absl::StrCat("--codec: ", codec.status().message());
   options.codec = *codec;
   options.team_size = absl::GetFlag(FLAGS_workers);
   if (options.team_size < 1 || options.team_size > 1024) {
-    return Fail("--workers must be between 1 and 1024");
+    return "--workers must be between 1 and 1024";
   }
   const absl::Duration lease = absl::GetFlag(FLAGS_lease);
-  if (lease <= absl::ZeroDuration()) return Fail("--lease must be positive, e.g. 30s");
+  if (lease <= absl::ZeroDuration()) return "--lease must be positive, e.g. 30s";
   options.lease_seconds = absl::ToDoubleSeconds(lease);
   const absl::Duration patience = absl::GetFlag(FLAGS_patience);
   if (patience < absl::ZeroDuration() || patience > absl::Hours(1)) {
-    return Fail("--patience must be between 0 (off) and 1h, e.g. 1s or 500ms");
+    return "--patience must be between 0 (off) and 1h, e.g. 1s or 500ms";
   }
   options.patience = absl::ToDoubleSeconds(patience);
   options.detach_speedup = absl::GetFlag(FLAGS_detach_speedup);
   if (!(options.detach_speedup == 0 ||
         (options.detach_speedup > 1 && options.detach_speedup <= 100))) {
-    return Fail("--detach_speedup must be 0 (off) or a factor above 1 and at most 100, e.g. 1.25");
+    return "--detach_speedup must be 0 (off) or a factor above 1 and at most 100, e.g. 1.25";
   }
   options.detached_local_steps = absl::GetFlag(FLAGS_detached_local_steps);
   if (options.detached_local_steps > 1000000) {
-    return Fail("--detached_local_steps must be at most 1000000");
+    return "--detached_local_steps must be at most 1000000";
   }
   const std::string dir = absl::GetFlag(FLAGS_checkpoint_dir);
   if (!dir.empty()) {
     const std::string problem = CheckpointDirProblem(dir);
-    if (!problem.empty()) return Fail(problem);
+    if (!problem.empty()) return problem;
     options.checkpoint_path = dir + "/rogd.ckpt";
   }
   const absl::Duration interval = absl::GetFlag(FLAGS_checkpoint_interval);
-  if (interval < absl::ZeroDuration()) return Fail("--checkpoint_interval must not be negative");
+  if (interval < absl::ZeroDuration()) return "--checkpoint_interval must not be negative";
   options.checkpoint_interval = absl::ToDoubleSeconds(interval);
   options.init_path = absl::GetFlag(FLAGS_init);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   if (options.max_message_bytes < 64 * 1024 || options.max_message_bytes > (1u << 30)) {
-    return Fail("--max_message_bytes must be between 65536 and 1073741824");
+    return "--max_message_bytes must be between 65536 and 1073741824";
   }
   options.layout_limits.max_model_bytes = absl::GetFlag(FLAGS_max_model_bytes);
-  if (options.layout_limits.max_model_bytes < 4)
-    return Fail("--max_model_bytes must be at least 4");
+  if (options.layout_limits.max_model_bytes < 4) return "--max_model_bytes must be at least 4";
   options.max_state_bytes = absl::GetFlag(FLAGS_max_state_bytes);
   options.layout_limits.max_rows = absl::GetFlag(FLAGS_max_rows);
   if (options.layout_limits.max_rows < 1 || options.layout_limits.max_rows > (1u << 24)) {
-    return Fail("--max_rows must be between 1 and 16777216");
+    return "--max_rows must be between 1 and 16777216";
   }
   options.batch_bytes = absl::GetFlag(FLAGS_batch_bytes);
   if (options.batch_bytes < 256 || options.batch_bytes > options.max_message_bytes / 2) {
-    return Fail("--batch_bytes must be at least 256 and at most half of --max_message_bytes");
+    return "--batch_bytes must be at least 256 and at most half of --max_message_bytes";
   }
-  rog::StreamLimits limits;
+  options.max_workers = absl::GetFlag(FLAGS_max_workers);
+  if (options.max_workers < options.team_size) {
+    return absl::StrCat("--max_workers (", options.max_workers, ") must be at least --workers (",
+                        options.team_size, ")");
+  }
+  return "";
+}
+
+// The worker streams' limits from the flags, against the engine's
+// settings; "" or what is wrong with them.
+std::string ParseStreamLimits(const rog::EngineOptions& options, rog::StreamLimits* out) {
+  rog::StreamLimits& limits = *out;
   limits.batch.max_rows = absl::GetFlag(FLAGS_max_batch_rows);
-  if (limits.batch.max_rows < 1) return Fail("--max_batch_rows must be at least 1");
+  if (limits.batch.max_rows < 1) return "--max_batch_rows must be at least 1";
   limits.max_uplink_bytes = absl::GetFlag(FLAGS_max_stream_uplink_bytes);
   limits.batch.max_decoded_bytes = limits.max_uplink_bytes;
   if (limits.max_uplink_bytes < (64u << 10)) {
-    return Fail("--max_stream_uplink_bytes must be at least 65536");
+    return "--max_stream_uplink_bytes must be at least 65536";
   }
   limits.max_backlog_bytes = absl::GetFlag(FLAGS_max_stream_backlog_bytes);
   // Row batches alone may queue 256 KiB plus one batch (the engine stops
   // forming them there); the rest is for acks and directives.
   const uint64_t min_backlog = (256 << 10) + 2 * options.batch_bytes + (64 << 10);
   if (limits.max_backlog_bytes < min_backlog) {
-    return Fail(absl::StrCat("--max_stream_backlog_bytes must be at least ", min_backlog,
-                             " (256 KiB of row batches, two of --batch_bytes and 64 KiB)"));
+    return absl::StrCat("--max_stream_backlog_bytes must be at least ", min_backlog,
+                        " (256 KiB of row batches, two of --batch_bytes and 64 KiB)");
   }
   limits.max_streams = absl::GetFlag(FLAGS_max_streams);
   limits.max_streams_per_worker = absl::GetFlag(FLAGS_max_streams_per_worker);
   if (limits.max_streams_per_worker < 2) {
-    return Fail(
-        "--max_streams_per_worker must be at least 2 (a reconnecting worker's new "
-        "stream replaces its old one, which takes a moment to end)");
+    return "--max_streams_per_worker must be at least 2 (a reconnecting worker's new "
+           "stream replaces its old one, which takes a moment to end)";
   }
   if (limits.max_streams < limits.max_streams_per_worker) {
-    return Fail("--max_streams must be at least --max_streams_per_worker");
+    return "--max_streams must be at least --max_streams_per_worker";
   }
   const absl::Duration hello_timeout = absl::GetFlag(FLAGS_hello_timeout);
   if (hello_timeout < absl::Milliseconds(100)) {
-    return Fail("--hello_timeout must be at least 100ms, e.g. 10s");
+    return "--hello_timeout must be at least 100ms, e.g. 10s";
   }
   limits.hello_timeout_seconds = absl::ToDoubleSeconds(hello_timeout);
   const absl::Duration keepalive_timeout = absl::GetFlag(FLAGS_keepalive_timeout);
   if (keepalive_timeout < absl::Seconds(1) || keepalive_timeout > absl::Hours(1)) {
-    return Fail("--keepalive_timeout must be between 1s and 1h, e.g. 30s");
+    return "--keepalive_timeout must be between 1s and 1h, e.g. 30s";
   }
   limits.max_message_bytes = options.max_message_bytes;
-  options.max_workers = absl::GetFlag(FLAGS_max_workers);
-  if (options.max_workers < options.team_size) {
-    return Fail(absl::StrCat("--max_workers (", options.max_workers,
-                             ") must be at least --workers (", options.team_size, ")"));
-  }
   if (limits.max_streams < options.team_size) {
-    return Fail(absl::StrCat("--max_streams (", limits.max_streams,
-                             ") must be at least --workers (", options.team_size, ")"));
+    return absl::StrCat("--max_streams (", limits.max_streams, ") must be at least --workers (",
+                        options.team_size, ")");
   }
-  const std::string listen = absl::GetFlag(FLAGS_listen);
-  absl::StatusOr<Security> security = LoadSecurity(IsLoopback(listen));
-  if (!security.ok()) return Fail(std::string(security.status().message()));
-  if (absl::Status s =
-          rog::CheckExposure(listen, IsLoopback(listen), security->tls, security->tokens != nullptr,
-                             absl::GetFlag(FLAGS_insecure));
-      !s.ok()) {
-    return Fail(std::string(s.message()));
+  return "";
+}
+
+// --metrics_listen: a valid address, and beyond loopback only with
+// --insecure; "" or what is wrong.
+std::string CheckMetricsListen(const std::string& metrics_listen) {
+  if (metrics_listen.empty()) return "";
+  absl::Status valid = rog::CheckMetricsAddress(metrics_listen);
+  if (!valid.ok()) return std::string(valid.message());
+  if (!IsLoopback(metrics_listen) && !absl::GetFlag(FLAGS_insecure)) {
+    return absl::StrCat("refusing to serve metrics on ", metrics_listen,
+                        " beyond loopback: the endpoint has no TLS or authentication and "
+                        "names every worker; use 127.0.0.1, or pass --insecure on a "
+                        "trusted network");
   }
+  return "";
+}
 
-  const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
-  if (!metrics_listen.empty()) {
-    absl::Status valid = rog::CheckMetricsAddress(metrics_listen);
-    if (!valid.ok()) return Fail(std::string(valid.message()));
-    if (!IsLoopback(metrics_listen) && !absl::GetFlag(FLAGS_insecure)) {
-      return Fail(absl::StrCat("refusing to serve metrics on ", metrics_listen,
-                               " beyond loopback: the endpoint has no TLS or authentication and "
-                               "names every worker; use 127.0.0.1, or pass --insecure on a "
-                               "trusted network"));
-    }
-  }
-
-  // Signals are taken by one thread with sigwait; every other thread blocks
-  // them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
-  absl::StatusOr<std::unique_ptr<rog::Engine>> engine = rog::Engine::Start(options);
-  if (!engine.ok()) return Fail(std::string(engine.status().message()));
-
-  // Metrics first: a bad address stops rogd before any worker connects.
-  std::unique_ptr<rog::MetricsServer> metrics;
-  if (!metrics_listen.empty()) {
-    absl::StatusOr<std::unique_ptr<rog::MetricsServer>> started =
-        rog::MetricsServer::Start(metrics_listen, engine->get());
-    if (!started.ok()) return Fail(std::string(started.status().message()));
-    metrics = *std::move(started);
-    const size_t colon = metrics_listen.rfind(':');
-    spdlog::info("serving Prometheus metrics on http://{}:{}/metrics",
-                 metrics_listen.substr(0, colon), metrics->port());
-  }
-
-  rog::TrainerService trainer(engine->get(), limits);
-  rog::AdminService admin(engine->get());
-  trainer.set_token_auth(security->tokens.get());
-  admin.set_token_auth(security->tokens.get());
+// The gRPC server of both services on --listen; null if it cannot listen.
+std::unique_ptr<grpc::Server> StartServer(const std::string& listen, const Security& security,
+                                          const rog::EngineOptions& options,
+                                          rog::TrainerService* trainer, rog::AdminService* admin,
+                                          int* port) {
   grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(listen, security->credentials, &port);
-  builder.RegisterService(&trainer);
-  builder.RegisterService(&admin);
+  builder.AddListeningPort(listen, security.credentials, port);
+  builder.RegisterService(trainer);
+  builder.RegisterService(admin);
   // gRPC sets SO_REUSEPORT by default: a second rogd on the same port would
   // start and split the workers between two servers. Fail instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -477,33 +463,41 @@ int main(int argc, char** argv) {
   // generous because pings queue behind the backlog of a slow but live link
   // (docs/building.md, "Dead links and keepalive").
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 2000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
-                             static_cast<int>(absl::ToInt64Milliseconds(keepalive_timeout)));
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server || port == 0) {
-    return Fail(absl::StrCat("cannot listen on ", listen,
-                             " (address in use, or not an address of this machine?)"));
-  }
+  builder.AddChannelArgument(
+      GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+      static_cast<int>(absl::ToInt64Milliseconds(absl::GetFlag(FLAGS_keepalive_timeout))));
+  return builder.BuildAndStart();
+}
+
+// rogd's first log lines, and --port_file.
+void AnnounceStart(int port, const rog::EngineOptions& options, const Security& security) {
   spdlog::info(
       "rogd {} serving on port {}: sync={} S={} mta={:.3f} codec={} workers={} lease={} "
       "patience={} detached_local_steps={} detach_speedup={}",
       rog::kRogVersion, port, std::string(rog::SyncPolicyName(options.policy)), options.staleness,
       options.policy == rog::SyncPolicy::kRog ? rog::MinimumTransmissionAmount(options.staleness)
                                               : 1.0,
-      std::string(rog::CodecName(options.codec)), options.team_size, absl::FormatDuration(lease),
-      options.patience > 0 ? absl::FormatDuration(patience) : std::string("off"),
+      std::string(rog::CodecName(options.codec)), options.team_size,
+      absl::FormatDuration(absl::GetFlag(FLAGS_lease)),
+      options.patience > 0 ? absl::FormatDuration(absl::GetFlag(FLAGS_patience))
+                           : std::string("off"),
       options.detached_local_steps,
       options.patience > 0 && options.detach_speedup > 0 ? absl::StrCat(options.detach_speedup)
                                                          : std::string("off"));
-  spdlog::info("security: {}", security->summary);
-  for (const std::string& w : security->warnings) spdlog::warn("{}", w);
+  spdlog::info("security: {}", security.summary);
+  for (const std::string& w : security.warnings) spdlog::warn("{}", w);
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty()) {
     const std::string tmp = port_file + ".tmp";
     std::ofstream(tmp) << port << "\n";
     std::rename(tmp.c_str(), port_file.c_str());
   }
+}
 
+// Serves until SIGTERM or SIGINT, then stops cleanly: streams end, the
+// final checkpoint is written. rogd's exit status.
+int ServeUntilSignal(const sigset_t& signals, std::unique_ptr<rog::MetricsServer> metrics,
+                     rog::Engine* engine, grpc::Server* server) {
   int signal = 0;
   sigwait(&signals, &signal);
   spdlog::info("{} received: stopping", signal == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -512,13 +506,77 @@ int main(int argc, char** argv) {
   // Streams end first, so that no worker goes on training against a server
   // on its way out; what they sent until then is in the final checkpoint,
   // and what was unacknowledged they resend to the next rogd.
-  (*engine)->EndStreams("rogd is shutting down; reconnect to the next rogd");
+  engine->EndStreams("rogd is shutting down; reconnect to the next rogd");
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  absl::Status s = (*engine)->Shutdown();
+  absl::Status s = engine->Shutdown();
   if (!s.ok()) {
     spdlog::error("final checkpoint failed: {}", std::string(s.message()));
     return 1;
   }
   spdlog::info("stopped");
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "ROG parameter server: holds the global model rows and serves one stream per worker.\n"
+      "Usage: rogd [--flagfile=FILE] [--listen=HOST:PORT] [--sync=bsp|ssp|rog]\n"
+      "            [--metrics_listen=HOST:PORT] ...\n"
+      "Flags are listed under rogd_main.cc below.");
+  absl::ParseCommandLine(argc, argv);
+  // Logs go to stderr (systemd's journal takes both; stdout stays free).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("rogd"));
+  if (const std::string e = SetLogLevel(); !e.empty()) return Fail(e);
+  rog::EngineOptions options;
+  if (const std::string e = ParseEngineOptions(&options); !e.empty()) return Fail(e);
+  rog::StreamLimits limits;
+  if (const std::string e = ParseStreamLimits(options, &limits); !e.empty()) return Fail(e);
+  const std::string listen = absl::GetFlag(FLAGS_listen);
+  absl::StatusOr<Security> security = LoadSecurity(IsLoopback(listen));
+  if (!security.ok()) return Fail(std::string(security.status().message()));
+  if (absl::Status s =
+          rog::CheckExposure(listen, IsLoopback(listen), security->tls, security->tokens != nullptr,
+                             absl::GetFlag(FLAGS_insecure));
+      !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  const std::string metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  if (const std::string e = CheckMetricsListen(metrics_listen); !e.empty()) return Fail(e);
+
+  // Signals are taken by one thread with sigwait; every other thread blocks
+  // them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<std::unique_ptr<rog::Engine>> engine = rog::Engine::Start(options);
+  if (!engine.ok()) return Fail(std::string(engine.status().message()));
+  // Metrics first: a bad address stops rogd before any worker connects.
+  std::unique_ptr<rog::MetricsServer> metrics;
+  if (!metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<rog::MetricsServer>> started =
+        rog::MetricsServer::Start(metrics_listen, engine->get());
+    if (!started.ok()) return Fail(std::string(started.status().message()));
+    metrics = *std::move(started);
+    const size_t colon = metrics_listen.rfind(':');
+    spdlog::info("serving Prometheus metrics on http://{}:{}/metrics",
+                 metrics_listen.substr(0, colon), metrics->port());
+  }
+  rog::TrainerService trainer(engine->get(), limits);
+  rog::AdminService admin(engine->get());
+  trainer.set_token_auth(security->tokens.get());
+  admin.set_token_auth(security->tokens.get());
+  int port = 0;
+  std::unique_ptr<grpc::Server> server =
+      StartServer(listen, *security, options, &trainer, &admin, &port);
+  if (!server || port == 0) {
+    return Fail(absl::StrCat("cannot listen on ", listen,
+                             " (address in use, or not an address of this machine?)"));
+  }
+  AnnounceStart(port, options, *security);
+  return ServeUntilSignal(signals, std::move(metrics), engine->get(), server.get());
 }

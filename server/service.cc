@@ -374,198 +374,265 @@ uint64_t HeldBytes(const UplinkBatch& b) {
 
 }  // namespace
 
-grpc::Status TrainerService::Session(
-    grpc::ServerContext* context,
-    grpc::ServerReaderWriter<pb::ServerMessage, pb::WorkerMessage>* stream) {
-  const std::string peer = context->peer();
-  if (auth_ != nullptr) {
-    grpc::Status allowed = auth_->Check(context->client_metadata(), Caller::kWorker, peer);
-    if (!allowed.ok()) return allowed;
-  }
-  std::string who = peer;
-  const auto reject = [&](Rejection reason, grpc::StatusCode code, const std::string& message) {
-    engine_->CountRejection(reason, who, message);
+// One worker stream from its hello to its end: admission, then every
+// message checked and handed to the engine, then how the stream ends.
+class TrainerService::StreamSession {
+ public:
+  using Stream = grpc::ServerReaderWriter<pb::ServerMessage, pb::WorkerMessage>;
+  StreamSession(TrainerService* service, grpc::ServerContext* context, Stream* stream)
+      : svc_(*service), context_(context), stream_(stream), peer_(context->peer()), who_(peer_) {}
+
+  grpc::Status Run();
+
+ private:
+  grpc::Status Reject(Rejection reason, grpc::StatusCode code, const std::string& message) {
+    svc_.engine_->CountRejection(reason, who_, message);
     return grpc::Status(code, message);
-  };
+  }
   // A message over --max_message_bytes: gRPC takes up to twice that (so
   // that rogd sees it and can say so); past that gRPC refuses it itself.
-  const auto too_large = [&](const pb::WorkerMessage& m) {
-    return limits_.max_message_bytes > 0 && m.ByteSizeLong() > limits_.max_message_bytes;
-  };
-  const auto refuse_too_large = [&](const pb::WorkerMessage& m) {
-    return reject(Rejection::kMessageTooLarge, grpc::StatusCode::RESOURCE_EXHAUSTED,
+  bool TooLarge(const pb::WorkerMessage& m) const {
+    return svc_.limits_.max_message_bytes > 0 && m.ByteSizeLong() > svc_.limits_.max_message_bytes;
+  }
+  grpc::Status RefuseTooLarge(const pb::WorkerMessage& m) {
+    return Reject(Rejection::kMessageTooLarge, grpc::StatusCode::RESOURCE_EXHAUSTED,
                   absl::StrCat("a message of ", m.ByteSizeLong(), " bytes; rogd takes at most ",
-                               limits_.max_message_bytes,
+                               svc_.limits_.max_message_bytes,
                                " (--max_message_bytes, told in Welcome.max_message_bytes): send "
                                "smaller row batches (WorkerOptions.batch_bytes)"));
-  };
-  if (!streams_->Open(limits_.max_streams)) {
-    return reject(Rejection::kTooManyStreams, grpc::StatusCode::RESOURCE_EXHAUSTED,
-                  absl::StrCat("rogd serves at most ", limits_.max_streams,
+  }
+  grpc::Status ReadHello(pb::WorkerMessage* m);
+  grpc::Status CheckHello(const pb::WorkerMessage& m);
+  grpc::Status Admit(const pb::Hello& hello);
+  grpc::Status ReadMessages();
+  bool Handle(const pb::WorkerMessage& m, grpc::Status* result);
+  bool HandleProgress(const pb::Progress& p, grpc::Status* result);
+  std::shared_ptr<const void> HoldFor(uint64_t bytes);
+  grpc::Status End(grpc::Status result);
+
+  TrainerService& svc_;
+  grpc::ServerContext* context_;
+  Stream* stream_;
+  const std::string peer_;
+  std::string who_;  // the peer, then the worker id and the peer
+  std::shared_ptr<StreamOutbox> outbox_;
+  uint64_t session_ = 0;
+  std::shared_ptr<const Layout> layout_;
+  uint64_t expected_seq_ = 1;
+  bool accepts_values_ = false;
+  std::shared_ptr<UplinkBudget> budget_;
+  bool clean_ = false;  // the worker said goodbye
+  bool read_ = false;   // the last read brought a message
+};
+
+grpc::Status TrainerService::StreamSession::Run() {
+  if (svc_.auth_ != nullptr) {
+    grpc::Status allowed = svc_.auth_->Check(context_->client_metadata(), Caller::kWorker, peer_);
+    if (!allowed.ok()) return allowed;
+  }
+  if (!svc_.streams_->Open(svc_.limits_.max_streams)) {
+    return Reject(Rejection::kTooManyStreams, grpc::StatusCode::RESOURCE_EXHAUSTED,
+                  absl::StrCat("rogd serves at most ", svc_.limits_.max_streams,
                                " worker streams at once (--max_streams) and all are open; retry "
                                "later, or raise --max_streams"));
   }
-  Finally close_slot([&] { streams_->Close(); });
-
+  Finally close_slot([&] { svc_.streams_->Close(); });
   pb::WorkerMessage m;
-  {
-    // A stream that sends nothing would hold its slot and thread for ever.
-    std::atomic<bool> timed_out{false};
-    const uint64_t timer =
-        streams_->canceller().Add(context, limits_.hello_timeout_seconds, &timed_out);
-    const bool read = stream->Read(&m);
-    streams_->canceller().Remove(timer);
-    if (timed_out.load()) {
-      return reject(Rejection::kNoHello, grpc::StatusCode::DEADLINE_EXCEEDED,
-                    absl::StrCat("no Hello within ", limits_.hello_timeout_seconds,
-                                 " s of opening the stream (--hello_timeout): a worker sends "
-                                 "its Hello first, at once"));
-    }
-    if (!read) {
-      // The client left, or sent half a stream; or gRPC could not parse
-      // what it sent (the sync API says only that no message came).
-      if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "no hello");
-      return reject(Rejection::kUnparseable, grpc::StatusCode::INVALID_ARGUMENT,
-                    "the stream ended before its first message could be read as a "
-                    "rog.v1.WorkerMessage: send a Hello first, encoded from proto/rog.proto");
-    }
-  }
-  if (too_large(m)) return refuse_too_large(m);
-  if (m.kind_case() != pb::WorkerMessage::kHello) {
-    return reject(Rejection::kNotHello, grpc::StatusCode::INVALID_ARGUMENT,
-                  "the first message of a stream must be a Hello");
-  }
-  if (!ValidWorkerId(m.hello().worker_id())) {
-    return reject(Rejection::kBadWorkerId, grpc::StatusCode::INVALID_ARGUMENT,
-                  absl::StrCat("worker id '", m.hello().worker_id().substr(0, 80),
-                               "' is invalid: use 1-64 letters, digits, '.', '_' or '-'"));
-  }
+  if (grpc::Status s = ReadHello(&m); !s.ok()) return s;
+  if (grpc::Status s = CheckHello(m); !s.ok()) return s;
   const std::string worker_id = m.hello().worker_id();
-  who = absl::StrCat("worker ", worker_id, " at ", peer);
-  if (!streams_->OpenFor(worker_id, limits_.max_streams_per_worker)) {
-    return reject(
+  who_ = absl::StrCat("worker ", worker_id, " at ", peer_);
+  if (!svc_.streams_->OpenFor(worker_id, svc_.limits_.max_streams_per_worker)) {
+    return Reject(
         Rejection::kWorkerStreams, grpc::StatusCode::RESOURCE_EXHAUSTED,
-        absl::StrCat("worker '", worker_id, "' already has ", limits_.max_streams_per_worker,
+        absl::StrCat("worker '", worker_id, "' already has ", svc_.limits_.max_streams_per_worker,
                      " streams open (--max_streams_per_worker): a worker needs one; close the "
                      "others (is a second process running under this id?), or retry once "
                      "they have ended"));
   }
-  Finally close_worker_slot([&] { streams_->CloseFor(worker_id); });
-  auto outbox = std::make_shared<StreamOutbox>(context, stream, limits_.max_backlog_bytes,
-                                               &streams_->canceller());
+  Finally close_worker_slot([&] { svc_.streams_->CloseFor(worker_id); });
+  if (grpc::Status s = Admit(m.hello()); !s.ok()) return s;
+  return End(ReadMessages());
+}
+
+// The first message, within --hello_timeout: a stream that sends nothing
+// would hold its slot and thread for ever.
+grpc::Status TrainerService::StreamSession::ReadHello(pb::WorkerMessage* m) {
+  std::atomic<bool> timed_out{false};
+  const uint64_t timer =
+      svc_.streams_->canceller().Add(context_, svc_.limits_.hello_timeout_seconds, &timed_out);
+  const bool read = stream_->Read(m);
+  svc_.streams_->canceller().Remove(timer);
+  if (timed_out.load()) {
+    return Reject(Rejection::kNoHello, grpc::StatusCode::DEADLINE_EXCEEDED,
+                  absl::StrCat("no Hello within ", svc_.limits_.hello_timeout_seconds,
+                               " s of opening the stream (--hello_timeout): a worker sends "
+                               "its Hello first, at once"));
+  }
+  if (!read) {
+    // The client left, or sent half a stream; or gRPC could not parse
+    // what it sent (the sync API says only that no message came).
+    if (context_->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "no hello");
+    return Reject(Rejection::kUnparseable, grpc::StatusCode::INVALID_ARGUMENT,
+                  "the stream ended before its first message could be read as a "
+                  "rog.v1.WorkerMessage: send a Hello first, encoded from proto/rog.proto");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status TrainerService::StreamSession::CheckHello(const pb::WorkerMessage& m) {
+  if (TooLarge(m)) return RefuseTooLarge(m);
+  if (m.kind_case() != pb::WorkerMessage::kHello) {
+    return Reject(Rejection::kNotHello, grpc::StatusCode::INVALID_ARGUMENT,
+                  "the first message of a stream must be a Hello");
+  }
+  if (!ValidWorkerId(m.hello().worker_id())) {
+    return Reject(Rejection::kBadWorkerId, grpc::StatusCode::INVALID_ARGUMENT,
+                  absl::StrCat("worker id '", m.hello().worker_id().substr(0, 80),
+                               "' is invalid: use 1-64 letters, digits, '.', '_' or '-'"));
+  }
+  return grpc::Status::OK;
+}
+
+// The engine's answer to the hello: the stream's session, or a refusal.
+grpc::Status TrainerService::StreamSession::Admit(const pb::Hello& hello) {
+  outbox_ = std::make_shared<StreamOutbox>(context_, stream_, svc_.limits_.max_backlog_bytes,
+                                           &svc_.streams_->canceller());
   Rejection hello_reason = Rejection::kNone;
-  absl::StatusOr<Admission> admitted = engine_->Hello(outbox, m.hello(), peer, &hello_reason);
+  absl::StatusOr<Admission> admitted = svc_.engine_->Hello(outbox_, hello, peer_, &hello_reason);
   if (!admitted.ok()) {
-    outbox->Stop(/*cancel=*/false);
+    outbox_->Stop(/*cancel=*/false);
     const absl::StatusCode code = admitted.status().code();
     if (code == absl::StatusCode::kUnavailable) {
       return ToGrpc(admitted.status());  // retried by the worker; not a bad message
     }
-    return reject(hello_reason, static_cast<grpc::StatusCode>(code),
+    return Reject(hello_reason, static_cast<grpc::StatusCode>(code),
                   std::string(admitted.status().message()));
   }
-  const uint64_t session = admitted->session;
-  const Layout& layout = *admitted->layout;
-  uint64_t expected_seq = admitted->next_uplink_seq;
-  const bool accepts_values = admitted->accepts_values;
-  auto budget = std::make_shared<UplinkBudget>(limits_.max_uplink_bytes);
-  // Every event this stream hands the engine holds part of its budget until
-  // the engine has run it: while the engine thread is behind, the stream
-  // is not read (StreamLimits::max_uplink_bytes). Null when the stream
-  // ended while waiting.
-  const auto hold_for = [&](uint64_t bytes) -> std::shared_ptr<const void> {
-    if (!budget->Acquire(bytes, [&] { return context->IsCancelled() || outbox->ended(); })) {
-      return nullptr;
-    }
-    return std::make_shared<UplinkHold>(budget, bytes);
-  };
+  session_ = admitted->session;
+  layout_ = admitted->layout;
+  expected_seq_ = admitted->next_uplink_seq;
+  accepts_values_ = admitted->accepts_values;
+  budget_ = std::make_shared<UplinkBudget>(svc_.limits_.max_uplink_bytes);
+  return grpc::Status::OK;
+}
+
+// Every event this stream hands the engine holds part of its budget until
+// the engine has run it: while the engine thread is behind, the stream is
+// not read (StreamLimits::max_uplink_bytes). Null when the stream ended
+// while waiting.
+std::shared_ptr<const void> TrainerService::StreamSession::HoldFor(uint64_t bytes) {
+  if (!budget_->Acquire(bytes, [&] { return context_->IsCancelled() || outbox_->ended(); })) {
+    return nullptr;
+  }
+  return std::make_shared<UplinkHold>(budget_, bytes);
+}
+
+// Reads until the stream ends, a message is refused or the worker says
+// goodbye; the refusal's status, else OK.
+grpc::Status TrainerService::StreamSession::ReadMessages() {
   grpc::Status result = grpc::Status::OK;
-  bool clean = false;
-  bool read = false;
-  while ((read = stream->Read(&m))) {
-    if (outbox->ended()) break;
-    if (too_large(m)) {
-      result = refuse_too_large(m);
+  pb::WorkerMessage m;
+  while ((read_ = stream_->Read(&m))) {
+    if (outbox_->ended()) break;
+    if (TooLarge(m)) {
+      result = RefuseTooLarge(m);
       break;
     }
-    switch (m.kind_case()) {
-      case pb::WorkerMessage::kBatch: {
-        UplinkBatch batch;
-        Rejection reason = Rejection::kNone;
-        absl::Status s = ValidateUplinkBatch(m.batch(), layout, expected_seq, accepts_values,
-                                             &batch, &reason, limits_.batch);
-        if (!s.ok()) {
-          result =
-              reject(reason, static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
-          break;
-        }
-        batch.hold = hold_for(HeldBytes(batch));
-        if (batch.hold == nullptr) break;
-        if (batch.seq == expected_seq) ++expected_seq;
-        engine_->Batch(session, std::move(batch));
-        continue;
-      }
-      case pb::WorkerMessage::kAck: {
-        std::shared_ptr<const void> hold = hold_for(kSmallEventBytes);
-        if (hold == nullptr) break;
-        engine_->Ack(session, m.ack(), std::move(hold));
-        continue;
-      }
-      case pb::WorkerMessage::kProgress: {
-        const pb::Progress& p = m.progress();
-        if (!ValidSeconds(p.compute_seconds()) || !ValidSeconds(p.transmit_seconds()) ||
-            !ValidSeconds(p.stall_seconds()) || !ValidSeconds(p.uplink_goodput()) ||
-            !ValidSeconds(p.window_overshoot())) {
-          result = reject(Rejection::kBadProgress, grpc::StatusCode::INVALID_ARGUMENT,
-                          "progress carries a negative or non-finite time or goodput");
-          break;
-        }
-        std::shared_ptr<const void> hold = hold_for(kSmallEventBytes);
-        if (hold == nullptr) break;
-        engine_->Progress(session, p, std::move(hold));
-        continue;
-      }
-      case pb::WorkerMessage::kGoodbye:
-        engine_->Goodbye(session, m.goodbye().reason());
-        clean = true;
-        break;
-      case pb::WorkerMessage::kHello:
-        result = reject(Rejection::kSecondHello, grpc::StatusCode::INVALID_ARGUMENT,
-                        "a stream carries one Hello; open a new stream to reconnect");
-        break;
-      default:
-        result = reject(Rejection::kUnknownMessage, grpc::StatusCode::INVALID_ARGUMENT,
-                        "empty or unknown pb::WorkerMessage (is the SDK newer than rogd?)");
-        break;
-    }
-    break;
+    if (!Handle(m, &result)) break;
   }
-  if (result.ok() && !read && !clean && !outbox->ended() && !context->IsCancelled()) {
+  return result;
+}
+
+// One message after the hello; false when the stream is done reading.
+bool TrainerService::StreamSession::Handle(const pb::WorkerMessage& m, grpc::Status* result) {
+  switch (m.kind_case()) {
+    case pb::WorkerMessage::kBatch: {
+      UplinkBatch batch;
+      Rejection reason = Rejection::kNone;
+      absl::Status s = ValidateUplinkBatch(m.batch(), *layout_, expected_seq_, accepts_values_,
+                                           &batch, &reason, svc_.limits_.batch);
+      if (!s.ok()) {
+        *result = Reject(reason, static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+        return false;
+      }
+      batch.hold = HoldFor(HeldBytes(batch));
+      if (batch.hold == nullptr) return false;
+      if (batch.seq == expected_seq_) ++expected_seq_;
+      svc_.engine_->Batch(session_, std::move(batch));
+      return true;
+    }
+    case pb::WorkerMessage::kAck: {
+      std::shared_ptr<const void> hold = HoldFor(kSmallEventBytes);
+      if (hold == nullptr) return false;
+      svc_.engine_->Ack(session_, m.ack(), std::move(hold));
+      return true;
+    }
+    case pb::WorkerMessage::kProgress:
+      return HandleProgress(m.progress(), result);
+    case pb::WorkerMessage::kGoodbye:
+      svc_.engine_->Goodbye(session_, m.goodbye().reason());
+      clean_ = true;
+      return false;
+    case pb::WorkerMessage::kHello:
+      *result = Reject(Rejection::kSecondHello, grpc::StatusCode::INVALID_ARGUMENT,
+                       "a stream carries one Hello; open a new stream to reconnect");
+      return false;
+    default:
+      *result = Reject(Rejection::kUnknownMessage, grpc::StatusCode::INVALID_ARGUMENT,
+                       "empty or unknown pb::WorkerMessage (is the SDK newer than rogd?)");
+      return false;
+  }
+}
+
+bool TrainerService::StreamSession::HandleProgress(const pb::Progress& p, grpc::Status* result) {
+  if (!ValidSeconds(p.compute_seconds()) || !ValidSeconds(p.transmit_seconds()) ||
+      !ValidSeconds(p.stall_seconds()) || !ValidSeconds(p.uplink_goodput()) ||
+      !ValidSeconds(p.window_overshoot())) {
+    *result = Reject(Rejection::kBadProgress, grpc::StatusCode::INVALID_ARGUMENT,
+                     "progress carries a negative or non-finite time or goodput");
+    return false;
+  }
+  std::shared_ptr<const void> hold = HoldFor(kSmallEventBytes);
+  if (hold == nullptr) return false;
+  svc_.engine_->Progress(session_, p, std::move(hold));
+  return true;
+}
+
+// How the stream ends, once reading is over with `result`.
+grpc::Status TrainerService::StreamSession::End(grpc::Status result) {
+  if (result.ok() && !read_ && !clean_ && !outbox_->ended() && !context_->IsCancelled()) {
     // No Goodbye, not cancelled: the client half-closed, or gRPC could not
     // parse its message (the sync API does not say which).
-    result = reject(Rejection::kUnparseable, grpc::StatusCode::INVALID_ARGUMENT,
+    result = Reject(Rejection::kUnparseable, grpc::StatusCode::INVALID_ARGUMENT,
                     "the stream ended without a Goodbye, or a message could not be read as a "
                     "rog.v1.WorkerMessage: encode messages from proto/rog.proto, and send a "
                     "Goodbye before closing the stream");
   }
-  engine_->Closed(session);
-  if (result.ok() && outbox->backlogged()) {
+  svc_.engine_->Closed(session_);
+  if (result.ok() && outbox_->backlogged()) {
     // Counted here, once: the outbox only ends the stream.
-    result = reject(Rejection::kDownlinkBacklog, grpc::StatusCode::RESOURCE_EXHAUSTED,
-                    std::string(outbox->end_status().message()));
-    outbox->Stop(/*cancel=*/true);
+    result = Reject(Rejection::kDownlinkBacklog, grpc::StatusCode::RESOURCE_EXHAUSTED,
+                    std::string(outbox_->end_status().message()));
+    outbox_->Stop(/*cancel=*/true);
     return result;
   }
-  if (result.ok() && outbox->ended() && (!clean || !outbox->end_status().ok())) {
+  if (result.ok() && outbox_->ended() && (!clean_ || !outbox_->end_status().ok())) {
     // Ended by the engine (replaced, evicted, refused, shutting down; a
     // refusal can come before a Goodbye, which waits for it): its status,
     // also sent in-band as the stream's last message.
-    const absl::Status why = outbox->end_status();
-    outbox->Stop(/*cancel=*/!clean);
+    const absl::Status why = outbox_->end_status();
+    outbox_->Stop(/*cancel=*/!clean_);
     return ToGrpc(why);
   }
-  outbox->Stop(/*cancel=*/!result.ok() ? false : !clean);
+  outbox_->Stop(/*cancel=*/!result.ok() ? false : !clean_);
   return result;
+}
+
+grpc::Status TrainerService::Session(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<pb::ServerMessage, pb::WorkerMessage>* stream) {
+  return StreamSession(this, context, stream).Run();
 }
 
 grpc::Status AdminService::Authorize(grpc::ServerContext* context) const {

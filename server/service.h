@@ -80,7 +80,8 @@ class TrainerService final : public pb::Trainer::Service {
       grpc::ServerReaderWriter<pb::ServerMessage, pb::WorkerMessage>* stream) override;
 
  private:
-  class Streams;  // open streams by worker id, and the timer that cancels them
+  class Streams;        // open streams by worker id, and the timer that cancels them
+  class StreamSession;  // one stream, from its hello to its end
 
   Engine* engine_;
   const TokenAuth* auth_ = nullptr;
