@@ -214,16 +214,26 @@ bool EngineCore::Impl::MayReattach(WorkerRec& q, double now) {
 }
 
 // Whether every other connected attached worker's replica holds all of q's
-// folded updates (its downlink brings them first: AddReattachRows). A
-// worker learns of a reattach only when the directive reaches it, and may
-// start iterations on what it knew before; from the reattach on the bound
-// counts q's iterations, so none of them may be missing then.
+// folded updates (its downlink brings them first: AddReattachRows): sent,
+// and acknowledged, not on their way. A worker learns of a reattach only
+// when the directive reaches it, and may start iterations on what it knew
+// before; from the reattach on the bound counts q's iterations, so none of
+// them may be missing then.
 bool EngineCore::Impl::OthersHoldAll(const WorkerRec& q) const {
+  const VersionStore& global = state->versions();
   for (const auto& w : workers) {
     if (w.get() == &q || w->state != WState::kConnected || !Attached(*w)) continue;
     const VersionStore& copy = state->copy_versions(w->index);
     for (RowId row = 0; row < layout->num_rows(); ++row) {
-      if (copy.Get(row, q.index) < state->versions().Get(row, q.index)) return false;
+      if (copy.Get(row, q.index) < global.Get(row, q.index)) return false;
+    }
+    // A batch in flight that carries some of them: not held yet.
+    for (const InFlight& b : w->inflight) {
+      for (const TakenRow& t : b.taken) {
+        if (q.index < t.versions.size() && t.versions[q.index] < global.Get(t.row, q.index)) {
+          return false;
+        }
+      }
     }
   }
   return true;

@@ -59,11 +59,13 @@ inline std::map<std::string, std::vector<std::pair<absl::Time, absl::Time>>> Det
 }
 
 // As RequireClean, but a start that lacked a peer's iterations while rogd
-// had that peer detached (and for a second after it reattached it, while
-// permissions granted before reach the workers) is what the design allows:
-// a detached worker no longer holds the team at the bound. rogd may detach
-// a worker earlier than a test means to (a loaded machine slows its link's
-// share past the patience); the bound holds by rogd's own account.
+// had that peer detached is what the design allows: a detached worker no
+// longer holds the team at the bound. From its reattach on nothing is
+// excused: rogd reattaches a worker only once every attached peer holds
+// (has acknowledged) all it computed, so a peer starting on what it knew
+// before hearing of the reattach misses nothing. rogd may detach a worker
+// earlier than a test means to (a loaded machine slows its link's share
+// past the patience); the bound holds by rogd's own account.
 inline void RequireClean(Team& team, const std::string& rogd_log) {
   const auto detached = DetachedIntervals(rogd_log);
   for (auto& m : team.members()) {
@@ -74,7 +76,7 @@ inline void RequireClean(Team& team, const std::string& rogd_log) {
       bool excused = false;
       if (auto it = detached.find(v.peer); it != detached.end()) {
         for (const auto& [from, to] : it->second) {
-          excused |= v.at >= from && v.at < to + absl::Seconds(1);
+          excused |= v.at >= from && v.at < to;
         }
       }
       INFO("at " << absl::FormatTime("%H:%M:%E3S", v.at, absl::LocalTimeZone()));
