@@ -18,7 +18,9 @@
 // At most ~50 ms of measured goodput travels unacknowledged, so the cutoff
 // is sharp; what misses it stays in the accumulator for the next iteration.
 // EndIteration does not wait for the last acknowledgements: the next
-// iteration computes while the last batches cross the link.
+// iteration computes while the last batches cross the link. Under ROG it
+// returns once the mandatory rows and the MTA share are on their way; the
+// window's other rows stream on while the next iteration computes.
 // Downlink rows are applied as they arrive, on the stream's thread.
 //
 // Faults: the worker reconnects by itself with backoff and resumes exactly
@@ -92,6 +94,11 @@ struct WorkerOptions {
   // dropped (with a warning, counted in replay_dropped()), and a rogd crash
   // would lose them. 0 disables the replay.
   size_t replay_buffer_bytes = 64 << 20;
+  // ROG: EndIteration returns once the mandatory rows and the MTA share are
+  // on their way; the window's other rows stream on while the next
+  // iteration computes. false: it returns once the window has closed (or
+  // every selected row is on its way), as before 2026-11-25.
+  bool return_after_share = true;
   // Channel credentials; null means an insecure channel (loopback, tests).
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   // The clock the protocol's times and timeouts are read from (windows,

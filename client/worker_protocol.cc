@@ -618,6 +618,8 @@ void WorkerProtocol::FinishBatch(SentBatch sent, pb::RowBatch* b) {
     sent.in_push = true;
     if (OpenPush* p = PushOf(sent)) {
       ++p->unacked;
+      p->stats.bytes += sent.bytes;
+      p->stats.payload += b->payload().size();
       if (sent.sent_at >= p->deadline) p->stats.late_bytes += sent.bytes;
     }
   }
@@ -689,11 +691,15 @@ void WorkerProtocol::CountTimedOutWait(double stalled_seconds, double detached_s
 
 void WorkerProtocol::Begin(double t0, double now, bool waited, double detached_wait,
                            absl::Span<float> params) {
-  // Downlink received since the last stats (also while waiting) counts.
+  // Downlink received since the last stats (also while waiting) counts, and
+  // so does the uplink a window still streaming sent meanwhile.
   IterationStats fresh;
   fresh.rows_down = current_.rows_down;
   fresh.bytes_down = current_.bytes_down;
   fresh.payload_down = current_.payload_down;
+  fresh.rows_up = current_.rows_up;
+  fresh.bytes_up = current_.bytes_up;
+  fresh.payload_up = current_.payload_up;
   current_ = fresh;
   detached_wait = std::min(detached_wait, now - t0);
   const double stalled = waited ? now - t0 - detached_wait : 0;
@@ -755,7 +761,16 @@ bool WorkerProtocol::PushEnds(double now) {
   // Every selected row is on its way: the acknowledgements are not waited
   // for (PushStats reports them). Pacing: ahead of the slowest worker, keep
   // the link for the window.
-  return PlanFinished(now) && !HoldForPace(now, deadline_, state_.clock(), window_.min_iteration());
+  if (HoldForPace(now, deadline_, state_.clock(), window_.min_iteration())) return false;
+  return PlanFinished(now) || (ReturnsAfterShare() && ShareOnItsWay());
+}
+
+bool WorkerProtocol::ReturnsAfterShare() const {
+  return opt_.return_after_share && policy_ == SyncPolicy::kRog;
+}
+
+bool WorkerProtocol::ShareOnItsWay() const {
+  return plan_.next >= std::max(plan_.mandatory, plan_.mta_end);
 }
 
 double WorkerProtocol::PushWakeAt(double now) const {
@@ -764,16 +779,18 @@ double WorkerProtocol::PushWakeAt(double now) const {
 }
 
 IterationStats WorkerProtocol::FinishPush() {
-  transmitting_ = false;
-  plan_ = Plan();
   const double now = Now();
+  // What is left of the window streams on (return_after_share) or is left
+  // in the accumulators.
+  if (!(ReturnsAfterShare() && !plan_.done() && now < deadline_)) {
+    transmitting_ = false;
+    plan_ = Plan();
+  }
   current_.transmit_seconds = now - push_started_;
   total_transmit_ += current_.transmit_seconds;
   for (OpenPush& p : open_pushes_) {
     if (p.phase != phase_) continue;
     p.ended = true;
-    p.stats.bytes = current_.bytes_up;
-    p.stats.payload = current_.payload_up;
   }
   CompletePushes();
   for (auto& [start, push] : pushes_done_) {

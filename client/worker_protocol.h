@@ -42,6 +42,12 @@ struct ProtocolOptions {
   size_t batch_bytes = 16 * 1024;
   double inflight_lead = 0.05;
   size_t replay_buffer_bytes = 64 << 20;
+  // ROG: EndIteration returns once the mandatory rows and the MTA share are
+  // on their way (unless pacing holds it); the window's speculative rows
+  // stream on in the background while the next iteration computes, until
+  // the window closes or the next push starts. Off: it returns once the
+  // window has closed (or every selected row is on its way).
+  bool return_after_share = true;
   // Every reading of time (null: the steady clock).
   std::shared_ptr<const Clock> clock;
 };
@@ -161,6 +167,8 @@ class WorkerProtocol {
   bool WindowOpen(double now) const;
   bool Pushable(RowId row) const;
   bool PlanFinished(double now) const;
+  bool ReturnsAfterShare() const;
+  bool ShareOnItsWay() const;
   pb::Progress MakeProgress(bool stalled, bool flush) const;
   std::string HelloRowDigests() const;
 

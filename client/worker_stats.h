@@ -43,13 +43,15 @@ struct PushStats {
 
 // What one iteration cost and moved.
 struct IterationStats {
-  uint64_t iteration = 0;                  // the clock after this iteration
-  double stall_seconds = 0;                // BeginIteration blocked (policy, reconnect)
-  bool stalled = false;                    // BeginIteration had to wait
-  double compute_seconds = 0;              // BeginIteration's return to EndIteration
-  double transmit_seconds = 0;             // inside EndIteration
-  double window_seconds = 0;               // the uplink window used; 0 = none
-  uint64_t rows_up = 0, bytes_up = 0;      // uplink batches of this iteration
+  uint64_t iteration = 0;       // the clock after this iteration
+  double stall_seconds = 0;     // BeginIteration blocked (policy, reconnect)
+  bool stalled = false;         // BeginIteration had to wait
+  double compute_seconds = 0;   // BeginIteration's return to EndIteration
+  double transmit_seconds = 0;  // inside EndIteration
+  double window_seconds = 0;    // the uplink window used; 0 = none
+  // Uplink batches since the previous EndIteration returned (the window of
+  // the iteration before may stream on after it returned).
+  uint64_t rows_up = 0, bytes_up = 0;
   uint64_t rows_down = 0, bytes_down = 0;  // downlink since the last stats
   // Of bytes_up / bytes_down, the encoded row values; the rest is the index
   // (row ids, counts, version lags) and the batch header.

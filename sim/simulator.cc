@@ -332,8 +332,9 @@ void Simulation::Setup() {
     s.compute_factor = cfg_.compute_factors[w % cfg_.compute_factors.size()];
     s.params.resize(layout_.total_numel());
     s.proto = std::make_unique<WorkerProtocol>(
-        ProtocolOptions{s.id, cfg_.batch_bytes, 0.05, /*replay_buffer_bytes=*/0, clock_}, layout_,
-        initial_);
+        ProtocolOptions{s.id, cfg_.batch_bytes, 0.05, /*replay_buffer_bytes=*/0,
+                        cfg_.return_after_share, clock_},
+        layout_, initial_);
     const Trace* best =
         cfg_.traces.empty() ? &kDefaultTrace : &cfg_.traces[fastest % cfg_.traces.size()];
     if (trace->MbitAt(0) > best->MbitAt(0)) fastest = w;

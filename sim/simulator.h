@@ -76,6 +76,8 @@ struct SimConfig {
   uint64_t max_events = 200'000'000;
   // rogd's team patience in seconds (--patience); 0: off.
   double patience = 0;
+  // The SDK's WorkerOptions::return_after_share.
+  bool return_after_share = true;
   // rogd's --detached_local_steps and --detach_speedup (0: off).
   uint32_t detached_local_steps = 0;
   double detach_speedup = 0;

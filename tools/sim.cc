@@ -51,6 +51,9 @@ ABSL_FLAG(std::string, model, "cnn",
           "Synthetic model layout: cnn (1.7 MB), fmnist (the main job's CNN, 82 KB), convmlp "
           "(fmnist_worker --model=convmlp, 3.2 MB) or tiny");
 ABSL_FLAG(uint32_t, batch_bytes, 16384, "Payload bytes per row batch");
+ABSL_FLAG(bool, return_after_share, true,
+          "ROG: EndIteration returns once the MTA share is on its way; the rest of the window "
+          "streams in the background (the SDK's ProtocolOptions::return_after_share)");
 ABSL_FLAG(double, link_delay, 0.005,
           "One-way delay of every link, each direction, seconds (tools/bench.sh's relays: 0.005)");
 ABSL_FLAG(double, detach_speedup, 0,
@@ -199,6 +202,7 @@ int main(int argc, char** argv) {
   base.trace_scale = absl::GetFlag(FLAGS_trace_scale);
   base.batch_bytes = absl::GetFlag(FLAGS_batch_bytes);
   base.link_delay = absl::GetFlag(FLAGS_link_delay);
+  base.return_after_share = absl::GetFlag(FLAGS_return_after_share);
   base.patience = absl::GetFlag(FLAGS_patience);
   base.detach_speedup = absl::GetFlag(FLAGS_detach_speedup);
   base.detached_local_steps = absl::GetFlag(FLAGS_detached_local_steps);

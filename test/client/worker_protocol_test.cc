@@ -14,19 +14,25 @@ namespace rog {
 namespace {
 
 struct Fixture {
+  explicit Fixture(bool return_after_share = false)
+      : proto(ProtocolOptions{"w1", 64, 0.05, 0, return_after_share, clock}, layout,
+              std::vector<float>(kNumel, 0.0f)) {}
+  // Four rows of 64 bytes: with 64-byte batches, one row per batch.
+  static constexpr size_t kNumel = 64;
   std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
-  Layout layout = *Layout::Create({{"w", {4, 2}}}, 2);
-  WorkerProtocol proto{ProtocolOptions{"w1", 16 * 1024, 0.05, 0, clock}, layout,
-                       std::vector<float>(8, 0.0f)};
-  std::vector<float> params = std::vector<float>(8, 0.0f);
+  Layout layout = *Layout::Create({{"w", {4, 16}}}, 16);
+  WorkerProtocol proto;
+  std::vector<float> params = std::vector<float>(kNumel, 0.0f);
 
-  // A welcome to a worker that joins a team under way (SSP, S=2), the
-  // model in sync already (every row listed as held).
-  void Welcome() {
+  // A welcome to a worker that joins a team under way (SSP, S=2, or ROG,
+  // S=2 with a 10 s window), the model in sync already (every row listed as
+  // held).
+  void Welcome(bool rog = false) {
     pb::Welcome w;
-    w.set_sync(pb::SYNC_SSP);
+    w.set_sync(rog ? pb::SYNC_ROG : pb::SYNC_SSP);
     w.set_staleness(2);
-    w.set_mta(1);
+    w.set_mta(rog ? 0.5 : 1);
+    if (rog) w.mutable_window()->set_seconds(10);
     w.set_codec(pb::CODEC_FP32);
     w.set_stream(1);
     w.set_team_ready(true);
@@ -46,7 +52,7 @@ struct Fixture {
   void Iterate() {
     REQUIRE(proto.MayBegin());
     proto.Begin(clock->Now(), clock->Now(), false, 0, absl::MakeSpan(params));
-    proto.StartPush(std::vector<float>(8, 1.0f));
+    proto.StartPush(std::vector<float>(Fixture::kNumel, 1.0f));
     proto.FinishPush();
   }
 };
@@ -64,7 +70,7 @@ TEST_CASE("local steps count from the clock rogd detached the worker at", "[work
   d.mutable_detached()->set_local_steps(3);
   d.mutable_detached()->set_iteration(1);
   f.Directive(d);
-  f.proto.StartPush(std::vector<float>(8, 1.0f));
+  f.proto.StartPush(std::vector<float>(Fixture::kNumel, 1.0f));
   f.proto.FinishPush();
   CHECK(f.proto.clock() == 2);
   f.Iterate();
@@ -93,20 +99,80 @@ TEST_CASE("a push: progress first, then its rows; it ends once every row is on i
   f.Welcome();
   REQUIRE(f.proto.MayBegin());
   f.proto.Begin(f.clock->Now(), f.clock->Now(), false, 0, absl::MakeSpan(f.params));
-  f.proto.StartPush(std::vector<float>(8, 1.0f));
+  f.proto.StartPush(std::vector<float>(Fixture::kNumel, 1.0f));
   CHECK_FALSE(f.proto.PushEnds(f.clock->Now()));
-  const std::vector<pb::WorkerMessage> out = f.proto.TakeOutgoing();
+  std::vector<pb::WorkerMessage> out = f.proto.TakeOutgoing();
   REQUIRE(out.size() == 2);
   CHECK(out[0].has_progress());
   CHECK(out[0].progress().iteration() == 1);
   REQUIRE(out[1].has_batch());
   CHECK(out[1].batch().seq() == 1);
-  CHECK(out[1].batch().row_delta_size() == 4);  // SSP: every row
+  CHECK(out[1].batch().row_delta_size() == 1);  // 64-byte batches: one row each
+  // SSP: every row is mandatory; the push ends once all are on their way.
+  CHECK_FALSE(f.proto.PushEnds(f.clock->Now()));
+  for (int k = 0; k < 3; ++k) {
+    out = f.proto.TakeOutgoing();
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].has_batch());
+  }
   CHECK(f.proto.PushEnds(f.clock->Now()));
   const IterationStats stats = f.proto.FinishPush();
   CHECK(stats.iteration == 1);
   CHECK(stats.rows_up == 4);
   CHECK(stats.rows_kept == 0);
+}
+
+// Acknowledges every row batch in `out` at once, as rogd would on a fast link.
+void AckAll(WorkerProtocol& proto, const std::vector<pb::WorkerMessage>& out) {
+  for (const pb::WorkerMessage& m : out) {
+    if (!m.has_batch()) continue;
+    pb::ServerMessage ack;
+    ack.mutable_ack()->set_seq(m.batch().seq());
+    ack.mutable_ack()->set_bytes(m.ByteSizeLong());
+    REQUIRE(proto.OnMessage(ack).ok());
+  }
+}
+
+// Row batches among `out`.
+int Batches(const std::vector<pb::WorkerMessage>& out) {
+  int n = 0;
+  for (const pb::WorkerMessage& m : out) n += m.has_batch() ? 1 : 0;
+  return n;
+}
+
+TEST_CASE(
+    "return_after_share: EndIteration may return once the MTA share is on its way; the "
+    "window's other rows stream on until it closes",
+    "[worker][protocol]") {
+  const bool early = GENERATE(false, true);
+  Fixture f(early);
+  f.Welcome(/*rog=*/true);
+  REQUIRE(f.proto.MayBegin());
+  f.proto.Begin(f.clock->Now(), f.clock->Now(), false, 0, absl::MakeSpan(f.params));
+  f.proto.StartPush(std::vector<float>(Fixture::kNumel, 1.0f));
+  // One-row batches: MTA 0.5 of four rows is two of them.
+  int sent = 0;
+  std::vector<pb::WorkerMessage> out = f.proto.TakeOutgoing();
+  sent += Batches(out);
+  AckAll(f.proto, out);
+  CHECK_FALSE(f.proto.PushEnds(f.clock->Now()));
+  out = f.proto.TakeOutgoing();
+  sent += Batches(out);
+  AckAll(f.proto, out);
+  REQUIRE(sent == 2);
+  CAPTURE(early);
+  // The share is on its way and the window is open for 10 s more.
+  CHECK(f.proto.PushEnds(f.clock->Now()) == early);
+  if (!early) return;
+  const IterationStats stats = f.proto.FinishPush();
+  CHECK(stats.rows_up == 2);
+  // The next iteration computes; the rest of the window's rows go meanwhile.
+  out = f.proto.TakeOutgoing();
+  CHECK(Batches(out) == 1);
+  AckAll(f.proto, out);
+  // Once the window has closed, nothing more of that push goes.
+  f.clock->Advance(11);
+  CHECK(Batches(f.proto.TakeOutgoing()) == 0);
 }
 
 }  // namespace
