@@ -196,6 +196,98 @@ Result Measure(const rog::Layout& layout, size_t n, const std::vector<rog::RowId
   return r;
 }
 
+// The values every measurement starts from and pushes, and the row order.
+struct Inputs {
+  std::vector<float> initial, plus, minus;
+  std::vector<rog::RowId> order;
+};
+
+// Random initial values and updates (minus = -plus), from one seeded
+// generator, and the rows in model order or shuffled (--shuffle).
+Inputs MakeInputs(const rog::Layout& layout) {
+  const uint64_t numel = layout.total_numel();
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> init_dist(-0.05f, 0.05f);
+  std::uniform_real_distribution<float> update_dist(-1e-3f, 1e-3f);
+  Inputs in;
+  in.initial.resize(numel);
+  in.plus.resize(numel);
+  in.minus.resize(numel);
+  for (float& x : in.initial) x = init_dist(rng);
+  for (uint64_t i = 0; i < numel; ++i) {
+    in.plus[i] = update_dist(rng);
+    in.minus[i] = -in.plus[i];
+  }
+  in.order.resize(layout.num_rows());
+  for (rog::RowId i = 0; i < in.order.size(); ++i) in.order[i] = i;
+  if (absl::GetFlag(FLAGS_shuffle)) std::shuffle(in.order.begin(), in.order.end(), rng);
+  return in;
+}
+
+// The lines above the table: what is measured, how, and the caches.
+void PrintPreamble(const rog::Layout& layout, uint32_t runs, absl::Duration min_time) {
+  const uint64_t numel = layout.total_numel();
+  const double model_bytes = numel * sizeof(float);
+  std::printf("fold_bench: ServerState::Fold vs memcpy, one process, interleaved runs\n");
+  std::printf(
+      "model: CNN layout, %zu tensors, %zu rows (largest %u floats), %llu floats = %.2f MB "
+      "fp32\n",
+      layout.tensors().size(), layout.num_rows(), layout.max_row_numel(),
+      static_cast<unsigned long long>(numel), model_bytes / 1e6);
+  std::printf("pass: every row pushed once, %s order; %u runs of >= %s each, medians\n",
+              absl::GetFlag(FLAGS_shuffle) ? "shuffled" : "model", runs,
+              absl::FormatDuration(min_time).c_str());
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  std::printf("cache as sysconf reports it: L2 %.1f MB, L3 %.1f MB\n", l2 > 0 ? l2 / 1e6 : 0.0,
+              l3 > 0 ? l3 / 1e6 : 0.0);
+  std::printf(
+      "GB = 1e9 bytes; payload = fp32 bytes pushed; touched = payload x N "
+      "(global + N-1 pending copies)\n\n");
+}
+
+// The table: one row per team size.
+void PrintTable(const rog::Layout& layout, const std::vector<Result>& results) {
+  const double model_bytes = layout.total_numel() * sizeof(float);
+  std::printf("%-4s %9s %10s %16s %9s %12s %12s %12s %10s %10s\n", "N", "working", "rows/s",
+              "payload GB/s", "touched", "us per", "memcpy", "memcpy", "vs memcpy", "vs memcpy");
+  std::printf("%-4s %9s %10s %16s %9s %12s %12s %12s %10s %10s\n", "", "set MB", "(fold)",
+              "(min-max)", "GB/s", "full push", "payload GB/s", "touched GB/s", "payload",
+              "touched");
+  for (const Result& r : results) {
+    const double n = r.workers;
+    // What a pass touches: global + N-1 pending copies + the two update
+    // buffers (memcpy touched: N buffers + the same two).
+    const double working = model_bytes * (n + 2) / 1e6;
+    char range[32];
+    std::snprintf(range, sizeof(range), "%.1f-%.1f", r.fold_min * model_bytes / 1e9,
+                  r.fold_max * model_bytes / 1e9);
+    std::printf("%-4zu %9.1f %10.0f %6.2f %9s %9.2f %12.1f %12.2f %12.2f %9.2f× %9.2f×\n",
+                r.workers, working, r.fold_pass_rate * layout.num_rows(),
+                r.fold_pass_rate * model_bytes / 1e9, range,
+                r.fold_pass_rate * model_bytes * n / 1e9, 1e6 / r.fold_pass_rate,
+                r.copy1_pass_rate * model_bytes / 1e9, r.copyn_pass_rate * model_bytes * n / 1e9,
+                r.ratio_payload, r.ratio_touched);
+  }
+}
+
+// The lines below the table: what the ratios mean, and the fold rate of
+// the --workers team against a 1 Gbit/s link.
+void PrintConclusion(const rog::Layout& layout, const std::vector<Result>& results,
+                     uint32_t workers) {
+  const double model_bytes = layout.total_numel() * sizeof(float);
+  std::printf(
+      "\nvs memcpy = fold throughput / memcpy throughput (median of per-run ratios); "
+      "1.00× = as fast as memcpy.\n");
+  for (const Result& r : results) {
+    if (r.workers != workers) continue;
+    const double gbps = r.fold_pass_rate * model_bytes / 1e9;
+    std::printf(
+        "N=%zu: one engine thread folds %.2f GB/s of fp32 updates, %.0f× what a fully "
+        "used 1 Gbit/s uplink carries.\n",
+        r.workers, gbps, gbps / 0.125);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -225,75 +317,16 @@ int main(int argc, char** argv) {
   std::printf("%s", kDebugWarning);
 #endif
 
-  const uint64_t numel = layout->total_numel();
-  const double model_bytes = numel * sizeof(float);
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> init_dist(-0.05f, 0.05f);
-  std::uniform_real_distribution<float> update_dist(-1e-3f, 1e-3f);
-  std::vector<float> initial(numel), plus(numel), minus(numel);
-  for (float& x : initial) x = init_dist(rng);
-  for (uint64_t i = 0; i < numel; ++i) {
-    plus[i] = update_dist(rng);
-    minus[i] = -plus[i];
-  }
-  std::vector<rog::RowId> order(layout->num_rows());
-  for (rog::RowId i = 0; i < order.size(); ++i) order[i] = i;
-  if (absl::GetFlag(FLAGS_shuffle)) std::shuffle(order.begin(), order.end(), rng);
-
+  const Inputs in = MakeInputs(*layout);
   std::set<size_t> teams = {workers};
   if (absl::GetFlag(FLAGS_sweep)) teams.insert({1, 4, 8});
 
-  std::printf("fold_bench: ServerState::Fold vs memcpy, one process, interleaved runs\n");
-  std::printf(
-      "model: CNN layout, %zu tensors, %zu rows (largest %u floats), %llu floats = %.2f MB "
-      "fp32\n",
-      layout->tensors().size(), layout->num_rows(), layout->max_row_numel(),
-      static_cast<unsigned long long>(numel), model_bytes / 1e6);
-  std::printf("pass: every row pushed once, %s order; %u runs of >= %s each, medians\n",
-              absl::GetFlag(FLAGS_shuffle) ? "shuffled" : "model", runs,
-              absl::FormatDuration(min_time).c_str());
-  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  std::printf("cache as sysconf reports it: L2 %.1f MB, L3 %.1f MB\n", l2 > 0 ? l2 / 1e6 : 0.0,
-              l3 > 0 ? l3 / 1e6 : 0.0);
-  std::printf(
-      "GB = 1e9 bytes; payload = fp32 bytes pushed; touched = payload x N "
-      "(global + N-1 pending copies)\n\n");
-
+  PrintPreamble(*layout, runs, min_time);
   std::vector<Result> results;
   for (size_t n : teams) {
-    results.push_back(Measure(*layout, n, order, initial, plus, minus, runs, min_time));
+    results.push_back(Measure(*layout, n, in.order, in.initial, in.plus, in.minus, runs, min_time));
   }
-
-  std::printf("%-4s %9s %10s %16s %9s %12s %12s %12s %10s %10s\n", "N", "working", "rows/s",
-              "payload GB/s", "touched", "us per", "memcpy", "memcpy", "vs memcpy", "vs memcpy");
-  std::printf("%-4s %9s %10s %16s %9s %12s %12s %12s %10s %10s\n", "", "set MB", "(fold)",
-              "(min-max)", "GB/s", "full push", "payload GB/s", "touched GB/s", "payload",
-              "touched");
-  for (const Result& r : results) {
-    const double n = r.workers;
-    // What a pass touches: global + N-1 pending copies + the two update
-    // buffers (memcpy touched: N buffers + the same two).
-    const double working = model_bytes * (n + 2) / 1e6;
-    char range[32];
-    std::snprintf(range, sizeof(range), "%.1f-%.1f", r.fold_min * model_bytes / 1e9,
-                  r.fold_max * model_bytes / 1e9);
-    std::printf("%-4zu %9.1f %10.0f %6.2f %9s %9.2f %12.1f %12.2f %12.2f %9.2f× %9.2f×\n",
-                r.workers, working, r.fold_pass_rate * layout->num_rows(),
-                r.fold_pass_rate * model_bytes / 1e9, range,
-                r.fold_pass_rate * model_bytes * n / 1e9, 1e6 / r.fold_pass_rate,
-                r.copy1_pass_rate * model_bytes / 1e9, r.copyn_pass_rate * model_bytes * n / 1e9,
-                r.ratio_payload, r.ratio_touched);
-  }
-  std::printf(
-      "\nvs memcpy = fold throughput / memcpy throughput (median of per-run ratios); "
-      "1.00× = as fast as memcpy.\n");
-  for (const Result& r : results) {
-    if (r.workers != workers) continue;
-    const double gbps = r.fold_pass_rate * model_bytes / 1e9;
-    std::printf(
-        "N=%zu: one engine thread folds %.2f GB/s of fp32 updates, %.0f× what a fully "
-        "used 1 Gbit/s uplink carries.\n",
-        r.workers, gbps, gbps / 0.125);
-  }
+  PrintTable(*layout, results);
+  PrintConclusion(*layout, results, workers);
   return 0;
 }

@@ -232,10 +232,45 @@ absl::StatusOr<std::string> SimulatorText() {
   return Read(absl::GetFlag(FLAGS_simulator));
 }
 
-// The patience study: every RESULTS/TIMELINE/POLICY-pSECONDS[-lSTEPS] run.
-int Study(const fs::path& results) {
+// The patience study's runs as read: each run's figures, and its robots'
+// records under the name TIMELINE_POLICY-pSECONDS[-lSTEPS], in the same order.
+struct StudyResults {
   std::vector<rog::StudyRun> runs;
   std::vector<std::pair<std::string, std::vector<rog::RobotRun>>> robot_runs;
+};
+
+// Reads one run's folder, RESULTS/TIMELINE/POLICY-pSECONDS[-lSTEPS], into `study`.
+absl::Status LoadStudyRun(const fs::path& dir, const char* timeline, StudyResults* study) {
+  rog::StudyRun run;
+  run.timeline = timeline;
+  const std::string name = dir.filename().string();
+  std::vector<std::string> parts = absl::StrSplit(name, '-');
+  if (parts.size() < 2 || parts[1].empty() || parts[1][0] != 'p' ||
+      !absl::SimpleAtod(parts[1].substr(1), &run.patience) ||
+      (parts.size() > 2 && (parts[2].empty() || parts[2][0] != 'l' ||
+                            !absl::SimpleAtoi(parts[2].substr(1), &run.local_steps)))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir.string(), ": expected POLICY-pSECONDS[-lSTEPS]"));
+  }
+  run.policy = parts[0];
+  auto r = LoadPolicy(dir, absl::StrCat("outdoors-", timeline, "-w"));
+  if (!r.ok()) return r.status();
+  run.figures = rog::CombinePolicy(run.policy, *r);
+  if (auto json = Read(dir / "workers.json"); json.ok()) {
+    auto late = rog::LateRowsFromWorkersJson(*json);
+    if (!late.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(dir.string(), "/workers.json: ", late.status().message()));
+    }
+    run.figures.late_rows = *late;
+  }
+  study->robot_runs.emplace_back(absl::StrCat(timeline, "_", name), std::move(*r));
+  study->runs.push_back(std::move(run));
+  return absl::OkStatus();
+}
+
+// Reads every run of RESULTS/fast/ and RESULTS/replayed/, in name order.
+absl::Status LoadStudy(const fs::path& results, StudyResults* study) {
   for (const char* timeline : {"fast", "replayed"}) {
     if (!fs::is_directory(results / timeline)) continue;
     std::vector<fs::path> dirs;
@@ -244,31 +279,15 @@ int Study(const fs::path& results) {
     }
     std::sort(dirs.begin(), dirs.end());
     for (const fs::path& dir : dirs) {
-      rog::StudyRun run;
-      run.timeline = timeline;
-      const std::string name = dir.filename().string();
-      std::vector<std::string> parts = absl::StrSplit(name, '-');
-      if (parts.size() < 2 || parts[1].empty() || parts[1][0] != 'p' ||
-          !absl::SimpleAtod(parts[1].substr(1), &run.patience) ||
-          (parts.size() > 2 && (parts[2].empty() || parts[2][0] != 'l' ||
-                                !absl::SimpleAtoi(parts[2].substr(1), &run.local_steps)))) {
-        return Fail(absl::StrCat(dir.string(), ": expected POLICY-pSECONDS[-lSTEPS]"));
-      }
-      run.policy = parts[0];
-      auto r = LoadPolicy(dir, absl::StrCat("outdoors-", timeline, "-w"));
-      if (!r.ok()) return Fail(std::string(r.status().message()));
-      run.figures = rog::CombinePolicy(run.policy, *r);
-      if (auto json = Read(dir / "workers.json"); json.ok()) {
-        auto late = rog::LateRowsFromWorkersJson(*json);
-        if (!late.ok())
-          return Fail(absl::StrCat(dir.string(), "/workers.json: ", late.status().message()));
-        run.figures.late_rows = *late;
-      }
-      robot_runs.emplace_back(absl::StrCat(timeline, "_", name), std::move(*r));
-      runs.push_back(std::move(run));
+      absl::Status s = LoadStudyRun(dir, timeline, study);
+      if (!s.ok()) return s;
     }
   }
-  if (runs.empty()) return Fail(absl::StrCat("no fast/ or replayed/ runs in ", results.string()));
+  return absl::OkStatus();
+}
+
+// The runs in patience.md's order.
+std::vector<rog::StudyRun> SortedStudyRuns(const std::vector<rog::StudyRun>& runs) {
   // Runs without patience first within a timeline, then by patience.
   std::vector<size_t> order(runs.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -282,11 +301,11 @@ int Study(const fs::path& results) {
   });
   std::vector<rog::StudyRun> sorted;
   for (size_t i : order) sorted.push_back(runs[i]);
-  const rog::BenchSettings settings = SettingsFromFlags(
-      absl::StrCat(absl::GetFlag(FLAGS_traces), "/outdoors-{fast,replayed}-w{1..4}.tsv"), 4);
-  absl::Status s = Write(results / "patience.md",
-                         rog::PatienceMarkdown(sorted, settings, absl::GetFlag(FLAGS_patience)));
-  if (!s.ok()) return Fail(std::string(s.message()));
+  return sorted;
+}
+
+// team_TIMELINE_RUN.dat for every run and plots.gp, which plots them.
+absl::Status WriteStudyPlots(const fs::path& results, const StudyResults& study) {
   // Accuracy against wall-clock time, one plot per timeline.
   std::string gp =
       "# Made by //tools:bench_report --study; run with gnuplot in the results folder.\n"
@@ -295,24 +314,41 @@ int Study(const fs::path& results) {
       "set xlabel 'wall-clock time (s)'\n";
   for (const char* timeline : {"fast", "replayed"}) {
     std::string plot;
-    for (size_t k = 0; k < robot_runs.size(); ++k) {
-      if (runs[k].timeline != timeline) continue;
-      const auto curve = rog::TeamAccuracy(robot_runs[k].second);
+    for (size_t k = 0; k < study.robot_runs.size(); ++k) {
+      if (study.runs[k].timeline != timeline) continue;
+      const auto curve = rog::TeamAccuracy(study.robot_runs[k].second);
       std::string dat = "# elapsed_s mean_accuracy\n";
       for (const auto& [t, a] : curve) absl::StrAppend(&dat, absl::StrFormat("%.3f %.4f\n", t, a));
-      const std::string file = absl::StrCat("team_", robot_runs[k].first, ".dat");
+      const std::string file = absl::StrCat("team_", study.robot_runs[k].first, ".dat");
       absl::Status w = Write(results / file, dat);
-      if (!w.ok()) return Fail(std::string(w.message()));
+      if (!w.ok()) return w;
       absl::StrAppend(&plot, plot.empty() ? "" : ", ", "'", file,
                       "' using 1:2 with linespoints title '",
-                      robot_runs[k].first.substr(std::string(timeline).size() + 1), "'");
+                      study.robot_runs[k].first.substr(std::string(timeline).size() + 1), "'");
     }
     if (plot.empty()) continue;
     absl::StrAppend(&gp, "set output 'patience_", timeline, ".png'\n",
                     "set title 'Accuracy against wall-clock time, ", timeline, " timeline'\n",
                     "plot ", plot, "\n");
   }
-  s = Write(results / "plots.gp", gp);
+  return Write(results / "plots.gp", gp);
+}
+
+// The patience study: every RESULTS/TIMELINE/POLICY-pSECONDS[-lSTEPS] run.
+int Study(const fs::path& results) {
+  StudyResults study;
+  absl::Status s = LoadStudy(results, &study);
+  if (!s.ok()) return Fail(std::string(s.message()));
+  if (study.runs.empty()) {
+    return Fail(absl::StrCat("no fast/ or replayed/ runs in ", results.string()));
+  }
+  const std::vector<rog::StudyRun> sorted = SortedStudyRuns(study.runs);
+  const rog::BenchSettings settings = SettingsFromFlags(
+      absl::StrCat(absl::GetFlag(FLAGS_traces), "/outdoors-{fast,replayed}-w{1..4}.tsv"), 4);
+  s = Write(results / "patience.md",
+            rog::PatienceMarkdown(sorted, settings, absl::GetFlag(FLAGS_patience)));
+  if (!s.ok()) return Fail(std::string(s.message()));
+  s = WriteStudyPlots(results, study);
   if (!s.ok()) return Fail(std::string(s.message()));
   std::printf("bench_report: wrote %s/patience.md, team_*.dat, plots.gp\n",
               results.string().c_str());

@@ -486,71 +486,90 @@ std::string Label(const PolicyFigures& p, int staleness) {
   return absl::StrCat(p.policy == "ssp" ? "SSP" : "ROG", "(", staleness, ")");
 }
 
-}  // namespace
-
-std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
-                            const BenchSettings& settings, const std::string& simulator) {
-  std::string md = "# ROG benchmark: BSP, SSP and ROG on replayed robot WiFi traces\n\n";
-  const PolicyFigures* bsp = Find(policies, "bsp");
-  const PolicyFigures* ssp = Find(policies, "ssp");
-  const PolicyFigures* rog = Find(policies, "rog");
+// The accuracy times to target are measured to: --target, else BSP's final
+// accuracy (none without either).
+std::optional<double> TargetAccuracy(const BenchSettings& settings, const PolicyFigures* bsp) {
   std::optional<double> target = settings.target;
   if (!target && bsp != nullptr && bsp->final_accuracy >= 0) target = bsp->final_accuracy;
+  return target;
+}
 
-  if (rog != nullptr) {
-    absl::StrAppend(&md, "Training throughput: **ROG/BSP ",
-                    bsp ? Ratio(rog->iterations_per_s, bsp->iterations_per_s) : "n/a",
-                    "**, **ROG/SSP ",
-                    ssp ? Ratio(rog->iterations_per_s, ssp->iterations_per_s) : "n/a",
-                    "** (iterations per second per robot).");
-    auto fewer = [&](const PolicyFigures* base, absl::string_view name) -> std::string {
-      if (base == nullptr || base->stalls == 0) return "";
-      const double d = 1.0 - static_cast<double>(rog->stalls) / base->stalls;
-      return absl::StrFormat("%.1f%% %s than %s", 100 * std::abs(d), d >= 0 ? "fewer" : "more",
-                             name);
-    };
-    std::string vs_bsp = fewer(bsp, "BSP"), vs_ssp = fewer(ssp, "SSP");
-    if (!vs_bsp.empty() || !vs_ssp.empty()) {
-      absl::StrAppend(&md, " Stall occurrences under ROG: ", vs_bsp,
-                      !vs_bsp.empty() && !vs_ssp.empty() ? ", " : "", vs_ssp, ".");
-    }
-    absl::StrAppend(&md, "\n\n");
+// A "time to target" cell: "–" without a target.
+std::string TimeToTargetCell(const std::vector<std::pair<double, double>>& curve,
+                             std::optional<double> target) {
+  std::string ttt = "–";
+  if (target) {
+    auto t = TimeToAccuracy(curve, *target);
+    ttt = t ? absl::StrFormat("%.0f s", *t) : "not reached";
   }
+  return ttt;
+}
 
-  absl::StrAppend(&md,
+// A "final accuracy" cell: mean (min–max) over robots, "–" if none.
+std::string FinalAccuracyCell(const PolicyFigures& p) {
+  std::string acc = "–";
+  if (p.final_accuracy >= 0) {
+    acc = absl::StrFormat("%.4f (%.4f–%.4f)", p.final_accuracy, p.final_accuracy_min,
+                          p.final_accuracy_max);
+  }
+  return acc;
+}
+
+// The summary's first paragraph: ROG's throughput ratios and its stalls
+// against BSP's and SSP's.
+void AppendRogComparison(std::string* md, const PolicyFigures* bsp, const PolicyFigures* ssp,
+                         const PolicyFigures& rog) {
+  absl::StrAppend(md, "Training throughput: **ROG/BSP ",
+                  bsp ? Ratio(rog.iterations_per_s, bsp->iterations_per_s) : "n/a",
+                  "**, **ROG/SSP ",
+                  ssp ? Ratio(rog.iterations_per_s, ssp->iterations_per_s) : "n/a",
+                  "** (iterations per second per robot).");
+  auto fewer = [&](const PolicyFigures* base, absl::string_view name) -> std::string {
+    if (base == nullptr || base->stalls == 0) return "";
+    const double d = 1.0 - static_cast<double>(rog.stalls) / base->stalls;
+    return absl::StrFormat("%.1f%% %s than %s", 100 * std::abs(d), d >= 0 ? "fewer" : "more", name);
+  };
+  std::string vs_bsp = fewer(bsp, "BSP"), vs_ssp = fewer(ssp, "SSP");
+  if (!vs_bsp.empty() || !vs_ssp.empty()) {
+    absl::StrAppend(md, " Stall occurrences under ROG: ", vs_bsp,
+                    !vs_bsp.empty() && !vs_ssp.empty() ? ", " : "", vs_ssp, ".");
+  }
+  absl::StrAppend(md, "\n\n");
+}
+
+// The summary's main table: one row of figures per policy.
+void AppendPolicyTable(std::string* md, const std::vector<PolicyFigures>& policies, int staleness,
+                       std::optional<double> target) {
+  absl::StrAppend(md,
                   "| | it/s per robot | stall share | detached share | stalls | compute share | "
                   "transmit share | time to target | final accuracy | MB up / down per robot | "
                   "index overhead | link utilisation | overshoot p50 / p99 |\n",
                   "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
                   "|\n");
   for (const PolicyFigures& p : policies) {
-    std::string ttt = "–";
-    if (target) {
-      auto t = TimeToAccuracy(p.team_accuracy, *target);
-      ttt = t ? absl::StrFormat("%.0f s", *t) : "not reached";
-    }
-    std::string acc = "–";
-    if (p.final_accuracy >= 0) {
-      acc = absl::StrFormat("%.4f (%.4f–%.4f)", p.final_accuracy, p.final_accuracy_min,
-                            p.final_accuracy_max);
-    }
+    const std::string ttt = TimeToTargetCell(p.team_accuracy, target);
+    const std::string acc = FinalAccuracyCell(p);
     absl::StrAppend(
-        &md, absl::StrFormat(
-                 "| %s | %.2f | %s | %s | %d | %s | %s | %s | %s | %.1f / %.1f | %.2f%% | %s | "
-                 "%s / %s%s |\n",
-                 Label(p, settings.staleness), p.iterations_per_s, Pct(p.stall_share),
-                 Pct(p.detached_share), p.stalls, Pct(p.compute_share), Pct(p.transmit_share), ttt,
-                 acc, p.mb_up, p.mb_down, 100 * p.index_overhead,
-                 p.link_utilisation > 0 ? Pct(p.link_utilisation) : "–", Ms(p.overshoot_p50),
-                 Ms(p.overshoot_p99),
-                 p.late_push_share > 0
-                     ? absl::StrFormat("; %s without late rows (%s late)",
-                                       Ms(p.on_time_overshoot_p99), Pct(p.late_push_share))
-                     : std::string()));
+        md, absl::StrFormat(
+                "| %s | %.2f | %s | %s | %d | %s | %s | %s | %s | %.1f / %.1f | %.2f%% | %s | "
+                "%s / %s%s |\n",
+                Label(p, staleness), p.iterations_per_s, Pct(p.stall_share), Pct(p.detached_share),
+                p.stalls, Pct(p.compute_share), Pct(p.transmit_share), ttt, acc, p.mb_up, p.mb_down,
+                100 * p.index_overhead, p.link_utilisation > 0 ? Pct(p.link_utilisation) : "–",
+                Ms(p.overshoot_p50), Ms(p.overshoot_p99),
+                p.late_push_share > 0
+                    ? absl::StrFormat("; %s without late rows (%s late)",
+                                      Ms(p.on_time_overshoot_p99), Pct(p.late_push_share))
+                    : std::string()));
   }
+}
+
+// For each policy with windows: its overshoot by window length.
+void AppendOvershootByWindow(std::string* md, const std::vector<PolicyFigures>& policies,
+                             int staleness) {
   for (const PolicyFigures& p : policies) {
     if (p.overshoot_by_window.empty()) continue;
-    absl::StrAppend(&md, "\nOvershoot under ", Label(p, settings.staleness),
+    absl::StrAppend(md, "\nOvershoot under ", Label(p, staleness),
                     " by window length (each push's window end to the estimated arrival of its "
                     "last byte):\n\n| window | pushes | overshoot p50 | p99 |\n| --- | --- | --- | "
                     "--- |\n");
@@ -559,46 +578,57 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
                                     ? absl::StrFormat("over %s", Ms(b.from))
                                     : absl::StrFormat("%s to %s", Ms(b.from), Ms(b.up_to));
       absl::StrAppend(
-          &md, absl::StrFormat("| %s | %d | %s | %s |\n", range, b.pushes, Ms(b.p50), Ms(b.p99)));
+          md, absl::StrFormat("| %s | %d | %s | %s |\n", range, b.pushes, Ms(b.p50), Ms(b.p99)));
     }
   }
+}
+
+// rogd's split of the stall share by cause, if any policy has it.
+void AppendStallCauses(std::string* md, const std::vector<PolicyFigures>& policies, int staleness) {
   bool causes = false;
   for (const PolicyFigures& p : policies) causes = causes || p.stall_cause_s.size() == 3;
-  if (causes) {
-    absl::StrAppend(
-        &md,
-        "\nStall share by what the stalled robot waited for, as rogd saw it (`rogctl workers`; "
-        "from the robot's stall report to its release, so a little under the robots' own stall "
-        "share): a peer still computing the iteration the bound needs, a peer's push of rows it "
-        "has, rogd's delivery of rows it holds. The simulator's split below is on the same "
-        "terms.\n\n| | peer compute | peer uplink | downlink |\n| --- | --- | --- | --- |\n");
-    for (const PolicyFigures& p : policies) {
-      if (p.stall_cause_s.size() != 3) continue;
-      double span = 0;
-      for (const RobotFigures& r : p.robots) span += r.span_s;
-      const auto share = [&](int c) { return Pct(span > 0 ? p.stall_cause_s[c] / span : 0); };
-      absl::StrAppend(&md, absl::StrFormat("| %s | %s | %s | %s |\n", Label(p, settings.staleness),
-                                           share(0), share(1), share(2)));
-    }
-  }
-  absl::StrAppend(&md, "\nPer robot (iterations/s, stall share, final accuracy):\n\n");
+  if (!causes) return;
+  absl::StrAppend(
+      md,
+      "\nStall share by what the stalled robot waited for, as rogd saw it (`rogctl workers`; "
+      "from the robot's stall report to its release, so a little under the robots' own stall "
+      "share): a peer still computing the iteration the bound needs, a peer's push of rows it "
+      "has, rogd's delivery of rows it holds. The simulator's split below is on the same "
+      "terms.\n\n| | peer compute | peer uplink | downlink |\n| --- | --- | --- | --- |\n");
   for (const PolicyFigures& p : policies) {
-    absl::StrAppend(&md, "- ", Label(p, settings.staleness), ":");
+    if (p.stall_cause_s.size() != 3) continue;
+    double span = 0;
+    for (const RobotFigures& r : p.robots) span += r.span_s;
+    const auto share = [&](int c) { return Pct(span > 0 ? p.stall_cause_s[c] / span : 0); };
+    absl::StrAppend(md, absl::StrFormat("| %s | %s | %s | %s |\n", Label(p, staleness), share(0),
+                                        share(1), share(2)));
+  }
+}
+
+// One line per policy with each robot's iterations/s, stall share and final
+// accuracy.
+void AppendPerRobot(std::string* md, const std::vector<PolicyFigures>& policies, int staleness) {
+  absl::StrAppend(md, "\nPer robot (iterations/s, stall share, final accuracy):\n\n");
+  for (const PolicyFigures& p : policies) {
+    absl::StrAppend(md, "- ", Label(p, staleness), ":");
     for (const RobotFigures& r : p.robots) {
       absl::StrAppend(
-          &md, absl::StrFormat(" %s %.2f it/s, %s, %.4f", r.id, r.iterations_per_s,
-                               Pct(r.span_s > 0 ? r.stall_s / r.span_s : 0), r.final_accuracy));
+          md, absl::StrFormat(" %s %.2f it/s, %s, %.4f", r.id, r.iterations_per_s,
+                              Pct(r.span_s > 0 ? r.stall_s / r.span_s : 0), r.final_accuracy));
       if (r.disconnects > 0) {
-        absl::StrAppend(&md, absl::StrFormat(" (%d disconnect%s)", r.disconnects,
-                                             r.disconnects == 1 ? "" : "s"));
+        absl::StrAppend(md, absl::StrFormat(" (%d disconnect%s)", r.disconnects,
+                                            r.disconnects == 1 ? "" : "s"));
       }
-      absl::StrAppend(&md, ";");
+      absl::StrAppend(md, ";");
     }
-    md.back() = '\n';
+    md->back() = '\n';
   }
+}
 
+// What each column of the summary means.
+void AppendHowToRead(std::string* md, const BenchSettings& settings, std::optional<double> target) {
   absl::StrAppend(
-      &md, "\nHow to read it:\n\n",
+      md, "\nHow to read it:\n\n",
       "- *it/s per robot*: iterations over the span from a robot's first iteration start to "
       "its last iteration end, averaged over robots. Shares split that span: compute (forward, "
       "backward, optimizer step), transmit (inside EndStep: ROG holds the link for its window), "
@@ -622,9 +652,13 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
       "only optional rows: rows the staleness bound made mandatory, or that a stalled robot "
       "asked for, go whatever the window. Where some pushes sent such rows after their window "
       "closed (*late*), the cell also gives p99 over the other pushes and the late share.\n");
+}
 
+// The summary's settings list, with each policy's compute per iteration.
+void AppendSummarySettings(std::string* md, const std::vector<PolicyFigures>& policies,
+                           const BenchSettings& settings) {
   absl::StrAppend(
-      &md, "\nSettings:\n\n",
+      md, "\nSettings:\n\n",
       absl::StrFormat("- %d robots, S=%d (SSP and ROG), codec %s, trace scale %g\n",
                       settings.robots, settings.staleness, settings.codec, settings.trace_scale),
       "- traces: ", settings.traces, "; links: ",
@@ -636,13 +670,32 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
                       settings.profile));
   for (const PolicyFigures& p : policies) {
     if (p.compute_per_iteration_s <= 0) continue;
-    absl::StrAppend(&md,
+    absl::StrAppend(md,
                     absl::StrFormat("- compute per iteration under %s: %.1f ms (mean; real compute "
                                     "before any --compute_time padding: %.1f ms)\n",
                                     Label(p, settings.staleness), 1e3 * p.compute_per_iteration_s,
                                     1e3 * p.real_compute_per_iteration_s));
   }
-  absl::StrAppend(&md, "- CPU: ", settings.cpu, "\n", "- command: `", settings.command, "`\n");
+  absl::StrAppend(md, "- CPU: ", settings.cpu, "\n", "- command: `", settings.command, "`\n");
+}
+
+}  // namespace
+
+std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
+                            const BenchSettings& settings, const std::string& simulator) {
+  std::string md = "# ROG benchmark: BSP, SSP and ROG on replayed robot WiFi traces\n\n";
+  const PolicyFigures* bsp = Find(policies, "bsp");
+  const PolicyFigures* ssp = Find(policies, "ssp");
+  const PolicyFigures* rog = Find(policies, "rog");
+  const std::optional<double> target = TargetAccuracy(settings, bsp);
+
+  if (rog != nullptr) AppendRogComparison(&md, bsp, ssp, *rog);
+  AppendPolicyTable(&md, policies, settings.staleness, target);
+  AppendOvershootByWindow(&md, policies, settings.staleness);
+  AppendStallCauses(&md, policies, settings.staleness);
+  AppendPerRobot(&md, policies, settings.staleness);
+  AppendHowToRead(&md, settings, target);
+  AppendSummarySettings(&md, policies, settings);
   AppendSimulator(&md, simulator);
   return md;
 }
@@ -675,30 +728,29 @@ std::string SpreadText(const Spread& s, int digits, double factor = 1,
   return absl::StrCat(mean, " (", lo, "–", hi, unit, ")");
 }
 
-}  // namespace
+// One policy's figures over the repeats, for the summary over repeats.
+struct RepeatRow {
+  std::string label;
+  std::vector<double> ips, rog_ratio, stall, detached, ttt, ttt_share, acc;
+  int not_reached = 0, present = 0;
+};
 
-std::string RepeatsMarkdown(const std::vector<std::vector<PolicyFigures>>& repeats,
-                            const BenchSettings& settings, const RepeatGoals& goals,
-                            const std::string& title, const std::string& simulator) {
-  std::string md = absl::StrCat("# ", title, "\n\n");
+// BSP's, SSP's and ROG's rows, each repeat's figures added to them; a ratio
+// or time share is taken within its repeat.
+std::vector<RepeatRow> RepeatRows(const std::vector<std::vector<PolicyFigures>>& repeats,
+                                  const BenchSettings& settings) {
   const char* kPolicies[] = {"bsp", "ssp", "rog"};
-  struct Row {
-    std::string label;
-    std::vector<double> ips, rog_ratio, stall, detached, ttt, ttt_share, acc;
-    int not_reached = 0, present = 0;
-  };
-  std::vector<Row> rows(3);
+  std::vector<RepeatRow> rows(3);
   for (const auto& rep : repeats) {
     const PolicyFigures* bsp = Find(rep, "bsp");
     const PolicyFigures* rog = Find(rep, "rog");
-    std::optional<double> target = settings.target;
-    if (!target && bsp != nullptr && bsp->final_accuracy >= 0) target = bsp->final_accuracy;
+    const std::optional<double> target = TargetAccuracy(settings, bsp);
     std::optional<double> bsp_time;
     if (target && bsp != nullptr) bsp_time = TimeToAccuracy(bsp->team_accuracy, *target);
     for (int k = 0; k < 3; ++k) {
       const PolicyFigures* p = Find(rep, kPolicies[k]);
       if (p == nullptr) continue;
-      Row& r = rows[k];
+      RepeatRow& r = rows[k];
       r.label = Label(*p, settings.staleness);
       ++r.present;
       r.ips.push_back(p->iterations_per_s);
@@ -719,43 +771,44 @@ std::string RepeatsMarkdown(const std::vector<std::vector<PolicyFigures>>& repea
       }
     }
   }
-  const Spread rog_bsp = SpreadOf(rows[0].rog_ratio);
-  const Spread rog_ssp = SpreadOf(rows[1].rog_ratio);
-  absl::StrAppend(&md, repeats.size(), repeats.size() == 1 ? " repeat" : " repeats",
-                  " per policy. Training throughput (iterations per second per robot; ratios "
-                  "taken within each repeat; mean (min–max)): **ROG/BSP ",
-                  SpreadText(rog_bsp, 2, 1, "×"), "**, **ROG/SSP ", SpreadText(rog_ssp, 2, 1, "×"),
-                  "**.\n\n");
-  const std::string target_name = settings.target
-                                      ? absl::StrFormat("accuracy %.4f", *settings.target)
-                                      : std::string("BSP's final accuracy");
+  return rows;
+}
+
+// The table over repeats, one row per policy run, and how to read it.
+void AppendRepeatsTable(std::string* md, const std::vector<RepeatRow>& rows,
+                        const BenchSettings& settings, const std::string& target_name) {
   absl::StrAppend(
-      &md, "| | it/s per robot | ROG's ratio to it | stall share | detached share | time to ",
+      md, "| | it/s per robot | ROG's ratio to it | stall share | detached share | time to ",
       target_name,
       " | share of BSP's time | final accuracy |\n"
       "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
-  for (const Row& r : rows) {
+  for (const RepeatRow& r : rows) {
     if (r.present == 0) continue;
     std::string ttt = SpreadText(SpreadOf(r.ttt), 0, 1, " s");
     if (r.not_reached > 0) {
       ttt = absl::StrCat(r.ttt.empty() ? "" : ttt + "; ", "not reached in ", r.not_reached, " of ",
                          r.present);
     }
-    absl::StrAppend(&md, "| ", r.label, " | ", SpreadText(SpreadOf(r.ips), 3), " | ",
+    absl::StrAppend(md, "| ", r.label, " | ", SpreadText(SpreadOf(r.ips), 3), " | ",
                     SpreadText(SpreadOf(r.rog_ratio), 2, 1, "×"), " | ",
                     SpreadText(SpreadOf(r.stall), 1, 100, "%"), " | ",
                     SpreadText(SpreadOf(r.detached), 1, 100, "%"), " | ", ttt, " | ",
                     SpreadText(SpreadOf(r.ttt_share), 2), " | ", SpreadText(SpreadOf(r.acc), 4),
                     " |\n");
   }
-  absl::StrAppend(&md,
+  absl::StrAppend(md,
                   "\nRanges are the lowest and highest over the repeats. A ratio is ROG's "
                   "iterations/s over the policy's in the same repeat; ",
                   settings.target ? "every repeat has the same target accuracy.\n"
                                   : "time to BSP's final accuracy takes each repeat's own BSP "
                                     "run as the target.\n");
+}
 
-  // The goals, checked against the means.
+// The goals, checked against the means: one line per goal set.
+std::vector<std::string> RepeatGoalLines(const std::vector<RepeatRow>& rows,
+                                         const RepeatGoals& goals, const std::string& target_name) {
+  const Spread rog_bsp = SpreadOf(rows[0].rog_ratio);
+  const Spread rog_ssp = SpreadOf(rows[1].rog_ratio);
   const auto verdict = [](bool known, bool met) -> std::string {
     return !known ? "not measured" : met ? "**met**" : "**not met**";
   };
@@ -795,15 +848,16 @@ std::string RepeatsMarkdown(const std::vector<std::vector<PolicyFigures>>& repea
         verdict(rog_acc.n > 0 && best >= 0, rog_acc.mean >= best - goals.accuracy_points / 100),
         SpreadText(rog_acc, 4), best));
   }
-  if (!lines.empty()) {
-    absl::StrAppend(&md, "\n## Goals", goals.source.empty() ? "" : " (" + goals.source + ")",
-                    "\n\n", absl::StrJoin(lines, "\n"), "\n");
-  }
+  return lines;
+}
 
-  absl::StrAppend(&md, "\n## Settings\n\n");
-  for (const std::string& m : settings.more) absl::StrAppend(&md, "- ", m, "\n");
+// The summary's settings section, with the compute per iteration over every run.
+void AppendRepeatsSettings(std::string* md, const std::vector<std::vector<PolicyFigures>>& repeats,
+                           const BenchSettings& settings) {
+  absl::StrAppend(md, "\n## Settings\n\n");
+  for (const std::string& m : settings.more) absl::StrAppend(md, "- ", m, "\n");
   absl::StrAppend(
-      &md,
+      md,
       absl::StrFormat("- %d robots, S=%d, codec %s, traces %s × %g\n", settings.robots,
                       settings.staleness, settings.codec, settings.traces, settings.trace_scale),
       "- links: ", settings.links.empty() ? "user-space relays" : settings.links, "\n",
@@ -818,11 +872,40 @@ std::string RepeatsMarkdown(const std::vector<std::vector<PolicyFigures>>& repea
     }
   }
   if (!compute.empty()) {
-    absl::StrAppend(&md, "- compute per iteration: ", SpreadText(SpreadOf(compute), 1, 1e3, " ms"),
+    absl::StrAppend(md, "- compute per iteration: ", SpreadText(SpreadOf(compute), 1, 1e3, " ms"),
                     " over the runs (real compute before padding: ",
                     SpreadText(SpreadOf(real), 1, 1e3, " ms"), ")\n");
   }
-  absl::StrAppend(&md, "- CPU: ", settings.cpu, "\n", "- command: `", settings.command, "`\n");
+  absl::StrAppend(md, "- CPU: ", settings.cpu, "\n", "- command: `", settings.command, "`\n");
+}
+
+}  // namespace
+
+std::string RepeatsMarkdown(const std::vector<std::vector<PolicyFigures>>& repeats,
+                            const BenchSettings& settings, const RepeatGoals& goals,
+                            const std::string& title, const std::string& simulator) {
+  std::string md = absl::StrCat("# ", title, "\n\n");
+  const std::vector<RepeatRow> rows = RepeatRows(repeats, settings);
+  const Spread rog_bsp = SpreadOf(rows[0].rog_ratio);
+  const Spread rog_ssp = SpreadOf(rows[1].rog_ratio);
+  absl::StrAppend(&md, repeats.size(), repeats.size() == 1 ? " repeat" : " repeats",
+                  " per policy. Training throughput (iterations per second per robot; ratios "
+                  "taken within each repeat; mean (min–max)): **ROG/BSP ",
+                  SpreadText(rog_bsp, 2, 1, "×"), "**, **ROG/SSP ", SpreadText(rog_ssp, 2, 1, "×"),
+                  "**.\n\n");
+  const std::string target_name = settings.target
+                                      ? absl::StrFormat("accuracy %.4f", *settings.target)
+                                      : std::string("BSP's final accuracy");
+  AppendRepeatsTable(&md, rows, settings, target_name);
+
+  // The goals, checked against the means.
+  const std::vector<std::string> lines = RepeatGoalLines(rows, goals, target_name);
+  if (!lines.empty()) {
+    absl::StrAppend(&md, "\n## Goals", goals.source.empty() ? "" : " (" + goals.source + ")",
+                    "\n\n", absl::StrJoin(lines, "\n"), "\n");
+  }
+
+  AppendRepeatsSettings(&md, repeats, settings);
   AppendSimulator(&md, simulator);
   return md;
 }
@@ -868,111 +951,109 @@ absl::StatusOr<std::vector<double>> StallCausesFromWorkersJson(absl::string_view
   return causes;
 }
 
-std::string PatienceMarkdown(const std::vector<StudyRun>& runs, const BenchSettings& settings,
-                             double main_patience) {
-  std::string md = "# Team patience: each policy with and without it, on both timelines\n\n";
+namespace {
+
+// The runs' timelines, in the order they first appear.
+std::vector<std::string> Timelines(const std::vector<StudyRun>& runs) {
   std::vector<std::string> timelines;
   for (const StudyRun& r : runs) {
     if (std::find(timelines.begin(), timelines.end(), r.timeline) == timelines.end()) {
       timelines.push_back(r.timeline);
     }
   }
-  const auto find = [&](absl::string_view timeline, absl::string_view policy,
-                        double patience) -> const StudyRun* {
-    for (const StudyRun& r : runs) {
-      if (r.timeline == timeline && r.policy == policy && r.patience == patience) return &r;
-    }
-    return nullptr;
-  };
-  const auto name = [&](const StudyRun& r) {
-    const std::string p = Label(r.figures, settings.staleness);
-    if (r.patience <= 0) return absl::StrCat(p, ", no patience");
-    return absl::StrCat(
-        p, absl::StrFormat(", patience %gs", r.patience),
-        r.local_steps > 0 ? absl::StrCat(", ", r.local_steps, " local steps") : std::string());
-  };
-  std::vector<std::string> goals;
-  for (const std::string& t : timelines) {
-    const StudyRun* bsp0 = find(t, "bsp", 0);
-    std::optional<double> target;
-    if (bsp0 != nullptr && bsp0->figures.final_accuracy >= 0) {
-      target = bsp0->figures.final_accuracy;
-    }
-    absl::StrAppend(&md, "## ", t, " timeline\n\n");
-    if (target) {
-      absl::StrAppend(
-          &md,
-          absl::StrFormat("Target accuracy: %.4f (BSP without patience, final).\n\n", *target));
-    }
-    absl::StrAppend(&md,
-                    "| run | it/s per robot | vs. no patience | stall share | detached share | "
-                    "local steps | late rows | time to target | final accuracy |\n",
-                    "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-    for (const StudyRun& r : runs) {
-      if (r.timeline != t) continue;
-      const PolicyFigures& f = r.figures;
-      const StudyRun* base = find(t, r.policy, 0);
-      std::string ttt = "–";
-      if (target) {
-        auto tt = TimeToAccuracy(f.team_accuracy, *target);
-        ttt = tt ? absl::StrFormat("%.0f s", *tt) : "not reached";
-      }
-      absl::StrAppend(
-          &md, absl::StrFormat("| %s | %.2f | %s | %s | %s | %d | %s | %s | %s |\n", name(r),
-                               f.iterations_per_s,
-                               base != nullptr && base != &r
-                                   ? Ratio(f.iterations_per_s, base->figures.iterations_per_s)
-                                   : "–",
-                               Pct(f.stall_share), Pct(f.detached_share), f.local_steps,
-                               f.late_rows >= 0 ? absl::StrCat(f.late_rows) : "–", ttt,
-                               f.final_accuracy >= 0
-                                   ? absl::StrFormat("%.4f (%.4f–%.4f)", f.final_accuracy,
-                                                     f.final_accuracy_min, f.final_accuracy_max)
-                                   : "–"));
-    }
-    absl::StrAppend(&md, "\n");
-    // The goals of issue 10, for the main patience.
-    const StudyRun* rog0 = find(t, "rog", 0);
-    const StudyRun* rogp = nullptr;
-    for (const StudyRun& r : runs) {
-      if (r.timeline != t || r.policy != "rog" || r.patience <= 0 || r.local_steps > 0) continue;
-      if (rogp == nullptr || r.patience == main_patience) rogp = &r;
-    }
-    if (rog0 != nullptr && rogp != nullptr) {
-      const double ratio = rog0->figures.iterations_per_s > 0
-                               ? rogp->figures.iterations_per_s / rog0->figures.iterations_per_s
-                               : 0;
-      std::string line =
-          absl::StrFormat("%s: %s / ROG without patience = %s it/s", t, name(*rogp),
-                          Ratio(rogp->figures.iterations_per_s, rog0->figures.iterations_per_s));
-      if (t == "replayed")
-        absl::StrAppend(&line, ratio >= 5 ? " (goal ≥ 5×: met)" : " (goal ≥ 5×: not met)");
-      if (t == "fast")
-        absl::StrAppend(&line,
-                        ratio >= 1 ? " (goal: no worse: met)" : " (goal: no worse: not met)");
-      if (target && bsp0 != nullptr) {
-        auto tb = TimeToAccuracy(bsp0->figures.team_accuracy, *target);
-        auto tr = TimeToAccuracy(rogp->figures.team_accuracy, *target);
-        absl::StrAppend(&line, "; time to BSP's final accuracy ",
-                        tr ? absl::StrFormat("%.0f s", *tr) : "not reached", " vs BSP's ",
-                        tb ? absl::StrFormat("%.0f s", *tb) : "not reached");
-      }
-      if (bsp0 != nullptr && bsp0->figures.final_accuracy >= 0 &&
-          rogp->figures.final_accuracy >= 0) {
-        absl::StrAppend(&line, absl::StrFormat("; final accuracy %+.2f points vs BSP",
-                                               100 * (rogp->figures.final_accuracy -
-                                                      bsp0->figures.final_accuracy)));
-      }
-      goals.push_back(line);
-    }
+  return timelines;
+}
+
+// The run of `policy` with `patience` on `timeline`; nullptr if there is none.
+const StudyRun* FindRun(const std::vector<StudyRun>& runs, absl::string_view timeline,
+                        absl::string_view policy, double patience) {
+  for (const StudyRun& r : runs) {
+    if (r.timeline == timeline && r.policy == policy && r.patience == patience) return &r;
   }
-  if (!goals.empty()) {
-    absl::StrAppend(&md, "## Goals\n\n");
-    for (const std::string& g : goals) absl::StrAppend(&md, "- ", g, "\n");
-    absl::StrAppend(&md, "\n");
+  return nullptr;
+}
+
+// A run's name in patience.md, e.g. "ROG(4), patience 0.5s, 2 local steps".
+std::string RunName(const StudyRun& r, int staleness) {
+  const std::string p = Label(r.figures, staleness);
+  if (r.patience <= 0) return absl::StrCat(p, ", no patience");
+  return absl::StrCat(
+      p, absl::StrFormat(", patience %gs", r.patience),
+      r.local_steps > 0 ? absl::StrCat(", ", r.local_steps, " local steps") : std::string());
+}
+
+// One timeline's section: its heading, its target and a table row per run.
+void AppendTimeline(std::string* md, const std::vector<StudyRun>& runs, const std::string& t,
+                    int staleness, std::optional<double> target) {
+  absl::StrAppend(md, "## ", t, " timeline\n\n");
+  if (target) {
+    absl::StrAppend(
+        md, absl::StrFormat("Target accuracy: %.4f (BSP without patience, final).\n\n", *target));
   }
+  absl::StrAppend(md,
+                  "| run | it/s per robot | vs. no patience | stall share | detached share | "
+                  "local steps | late rows | time to target | final accuracy |\n",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const StudyRun& r : runs) {
+    if (r.timeline != t) continue;
+    const PolicyFigures& f = r.figures;
+    const StudyRun* base = FindRun(runs, t, r.policy, 0);
+    const std::string ttt = TimeToTargetCell(f.team_accuracy, target);
+    absl::StrAppend(md,
+                    absl::StrFormat("| %s | %.2f | %s | %s | %s | %d | %s | %s | %s |\n",
+                                    RunName(r, staleness), f.iterations_per_s,
+                                    base != nullptr && base != &r
+                                        ? Ratio(f.iterations_per_s, base->figures.iterations_per_s)
+                                        : "–",
+                                    Pct(f.stall_share), Pct(f.detached_share), f.local_steps,
+                                    f.late_rows >= 0 ? absl::StrCat(f.late_rows) : "–", ttt,
+                                    FinalAccuracyCell(f)));
+  }
+  absl::StrAppend(md, "\n");
+}
+
+// The goals of issue 10 on timeline `t`, for the main patience: ROG with it
+// against ROG without, then against BSP; nullopt without those runs.
+std::optional<std::string> TimelineGoal(const std::vector<StudyRun>& runs, const std::string& t,
+                                        int staleness, double main_patience,
+                                        std::optional<double> target) {
+  const StudyRun* bsp0 = FindRun(runs, t, "bsp", 0);
+  const StudyRun* rog0 = FindRun(runs, t, "rog", 0);
+  const StudyRun* rogp = nullptr;
+  for (const StudyRun& r : runs) {
+    if (r.timeline != t || r.policy != "rog" || r.patience <= 0 || r.local_steps > 0) continue;
+    if (rogp == nullptr || r.patience == main_patience) rogp = &r;
+  }
+  if (rog0 == nullptr || rogp == nullptr) return std::nullopt;
+  const double ratio = rog0->figures.iterations_per_s > 0
+                           ? rogp->figures.iterations_per_s / rog0->figures.iterations_per_s
+                           : 0;
+  std::string line =
+      absl::StrFormat("%s: %s / ROG without patience = %s it/s", t, RunName(*rogp, staleness),
+                      Ratio(rogp->figures.iterations_per_s, rog0->figures.iterations_per_s));
+  if (t == "replayed")
+    absl::StrAppend(&line, ratio >= 5 ? " (goal ≥ 5×: met)" : " (goal ≥ 5×: not met)");
+  if (t == "fast")
+    absl::StrAppend(&line, ratio >= 1 ? " (goal: no worse: met)" : " (goal: no worse: not met)");
+  if (target && bsp0 != nullptr) {
+    auto tb = TimeToAccuracy(bsp0->figures.team_accuracy, *target);
+    auto tr = TimeToAccuracy(rogp->figures.team_accuracy, *target);
+    absl::StrAppend(&line, "; time to BSP's final accuracy ",
+                    tr ? absl::StrFormat("%.0f s", *tr) : "not reached", " vs BSP's ",
+                    tb ? absl::StrFormat("%.0f s", *tb) : "not reached");
+  }
+  if (bsp0 != nullptr && bsp0->figures.final_accuracy >= 0 && rogp->figures.final_accuracy >= 0) {
+    absl::StrAppend(&line, absl::StrFormat("; final accuracy %+.2f points vs BSP",
+                                           100 * (rogp->figures.final_accuracy -
+                                                  bsp0->figures.final_accuracy)));
+  }
+  return line;
+}
+
+// patience.md's last paragraphs: how to read it and the study's settings.
+void AppendPatienceFooter(std::string* md, const BenchSettings& settings) {
   absl::StrAppend(
-      &md, "How to read it: *it/s per robot* as in summary.md (a detached robot that pauses ",
+      md, "How to read it: *it/s per robot* as in summary.md (a detached robot that pauses ",
       "counts with its few iterations); *detached share*: BeginStep's wait while rogd had the ",
       "robot detached, over the span; *late rows*: rows rogd folded from robots while they were ",
       "detached; *time to target*: when the team's mean accuracy first reached the target.\n\n",
@@ -982,6 +1063,32 @@ std::string PatienceMarkdown(const std::vector<StudyRun>& runs, const BenchSetti
       settings.links.empty() ? absl::StrCat("relays, one-way delay ", settings.delay)
                              : settings.links,
       "); CPU: ", settings.cpu, "; command: `", settings.command, "`\n");
+}
+
+}  // namespace
+
+std::string PatienceMarkdown(const std::vector<StudyRun>& runs, const BenchSettings& settings,
+                             double main_patience) {
+  std::string md = "# Team patience: each policy with and without it, on both timelines\n\n";
+  std::vector<std::string> goals;
+  for (const std::string& t : Timelines(runs)) {
+    const StudyRun* bsp0 = FindRun(runs, t, "bsp", 0);
+    std::optional<double> target;
+    if (bsp0 != nullptr && bsp0->figures.final_accuracy >= 0) {
+      target = bsp0->figures.final_accuracy;
+    }
+    AppendTimeline(&md, runs, t, settings.staleness, target);
+    // The goals of issue 10, for the main patience.
+    std::optional<std::string> goal =
+        TimelineGoal(runs, t, settings.staleness, main_patience, target);
+    if (goal) goals.push_back(*goal);
+  }
+  if (!goals.empty()) {
+    absl::StrAppend(&md, "## Goals\n\n");
+    for (const std::string& g : goals) absl::StrAppend(&md, "- ", g, "\n");
+    absl::StrAppend(&md, "\n");
+  }
+  AppendPatienceFooter(&md, settings);
   return md;
 }
 

@@ -154,6 +154,19 @@ struct RateProxy::State {
   }
 
   void Run();
+  // The descriptors to poll: wake_fd, listen_fd, then each connection's two.
+  void PollFds(std::vector<pollfd>* fds) const;
+  // Waits in ppoll for an event or the next deadline; false if ppoll failed.
+  bool Poll(std::vector<pollfd>* fds, double now) const;
+  // Handles what poll reported: wake-ups, reset requests, connections'
+  // events and new connections.
+  void OnPolled(const std::vector<pollfd>& fds);
+  // Closes every connection if ResetConnections asked for it.
+  void ServeResets();
+  // Writes what is due and serializes what the links let through, each way.
+  void Forward(double now);
+  // Forwards FINs and drops the connections that are closed.
+  void Reap();
   void Accept();
   void CloseConn(Conn& c, bool reset);
   void OnEvents(Conn& c, const short revents[2]);
@@ -171,80 +184,13 @@ void RateProxy::State::Run() {
   std::vector<pollfd> fds;
   double now = Now();
   while (!stop.load()) {
-    fds.clear();
-    fds.push_back({wake_fd, POLLIN, 0});
-    fds.push_back({listen_fd, POLLIN, 0});
-    for (const auto& c : conns) {
-      for (int k = 0; k < 2; ++k) {
-        short events = 0;
-        if (c->connecting) {
-          if (k == 1) events = POLLOUT;
-        } else {
-          const Half& in = c->half[k];  // k is the source of direction k
-          if (!in.eof && in.queue.size() < options.queue_bytes) events |= POLLIN;
-          if (c->half[1 - k].blocked) events |= POLLOUT;
-        }
-        // A hung-up socket that we ask nothing of would wake poll forever.
-        const bool skip = events == 0 && c->hup[k];
-        fds.push_back({skip ? -1 : c->fd[k], events, 0});
-      }
-    }
-    const double deadline = NextDeadline(now);
-    timespec timeout;
-    timespec* timeout_ptr = nullptr;
-    if (deadline < kNever) {
-      // Rounded up to the microsecond so that we do not wake just before.
-      const double wait = std::max(0.0, deadline - now) + 1e-6;
-      timeout.tv_sec = static_cast<time_t>(wait);
-      timeout.tv_nsec = static_cast<long>((wait - timeout.tv_sec) * 1e9);
-      timeout_ptr = &timeout;
-    }
-    if (ppoll(fds.data(), fds.size(), timeout_ptr, nullptr) < 0 && errno != EINTR) break;
+    PollFds(&fds);
+    if (!Poll(&fds, now)) break;
     if (stop.load()) break;
     now = Now();
-
-    if (fds[0].revents & POLLIN) {
-      uint64_t value;
-      ssize_t ignored = read(wake_fd, &value, sizeof(value));
-      (void)ignored;
-    }
-    {
-      std::lock_guard<std::mutex> lock(reset_mu);
-      if (reset_done < reset_requested) {
-        for (auto& c : conns) CloseConn(*c, /*reset=*/true);
-        conns.clear();
-        reset_done = reset_requested;
-        reset_cv.notify_all();
-      }
-    }
-    // Connections accepted below were not polled this round.
-    const size_t polled = std::min(conns.size(), (fds.size() - 2) / 2);
-    for (size_t i = 0; i < polled; ++i) {
-      const short revents[2] = {fds[2 + 2 * i].revents, fds[3 + 2 * i].revents};
-      OnEvents(*conns[i], revents);
-    }
-    if (fds[1].revents & POLLIN) Accept();
-
-    for (int d = 0; d < 2; ++d) {
-      for (auto& c : conns) {
-        if (!c->connecting && !c->dead) WriteDue(*c, d, now);
-      }
-      ApplyRate(d, now);
-      Serialize(d, now, /*partial=*/false);
-      // With no delay, what was just serialized is due already.
-      for (auto& c : conns) {
-        if (!c->connecting && !c->dead) WriteDue(*c, d, now);
-      }
-    }
-    for (auto& c : conns) {
-      if (!c->connecting && !c->dead) FinishHalves(*c);
-    }
-    auto is_closed = [this](std::unique_ptr<Conn>& c) {
-      const bool done = c->half[0].shut && c->half[1].shut;
-      if (c->dead || done) CloseConn(*c, /*reset=*/false);
-      return c->dead || done;
-    };
-    conns.erase(std::remove_if(conns.begin(), conns.end(), is_closed), conns.end());
+    OnPolled(fds);
+    Forward(now);
+    Reap();
   }
   for (auto& c : conns) CloseConn(*c, /*reset=*/false);
   conns.clear();
@@ -252,6 +198,93 @@ void RateProxy::State::Run() {
   std::lock_guard<std::mutex> lock(reset_mu);
   reset_done = std::numeric_limits<uint64_t>::max();
   reset_cv.notify_all();
+}
+
+void RateProxy::State::PollFds(std::vector<pollfd>* fds) const {
+  fds->clear();
+  fds->push_back({wake_fd, POLLIN, 0});
+  fds->push_back({listen_fd, POLLIN, 0});
+  for (const auto& c : conns) {
+    for (int k = 0; k < 2; ++k) {
+      short events = 0;
+      if (c->connecting) {
+        if (k == 1) events = POLLOUT;
+      } else {
+        const Half& in = c->half[k];  // k is the source of direction k
+        if (!in.eof && in.queue.size() < options.queue_bytes) events |= POLLIN;
+        if (c->half[1 - k].blocked) events |= POLLOUT;
+      }
+      // A hung-up socket that we ask nothing of would wake poll forever.
+      const bool skip = events == 0 && c->hup[k];
+      fds->push_back({skip ? -1 : c->fd[k], events, 0});
+    }
+  }
+}
+
+bool RateProxy::State::Poll(std::vector<pollfd>* fds, double now) const {
+  const double deadline = NextDeadline(now);
+  timespec timeout;
+  timespec* timeout_ptr = nullptr;
+  if (deadline < kNever) {
+    // Rounded up to the microsecond so that we do not wake just before.
+    const double wait = std::max(0.0, deadline - now) + 1e-6;
+    timeout.tv_sec = static_cast<time_t>(wait);
+    timeout.tv_nsec = static_cast<long>((wait - timeout.tv_sec) * 1e9);
+    timeout_ptr = &timeout;
+  }
+  return !(ppoll(fds->data(), fds->size(), timeout_ptr, nullptr) < 0 && errno != EINTR);
+}
+
+void RateProxy::State::OnPolled(const std::vector<pollfd>& fds) {
+  if (fds[0].revents & POLLIN) {
+    uint64_t value;
+    ssize_t ignored = read(wake_fd, &value, sizeof(value));
+    (void)ignored;
+  }
+  ServeResets();
+  // Connections accepted below were not polled this round.
+  const size_t polled = std::min(conns.size(), (fds.size() - 2) / 2);
+  for (size_t i = 0; i < polled; ++i) {
+    const short revents[2] = {fds[2 + 2 * i].revents, fds[3 + 2 * i].revents};
+    OnEvents(*conns[i], revents);
+  }
+  if (fds[1].revents & POLLIN) Accept();
+}
+
+void RateProxy::State::ServeResets() {
+  std::lock_guard<std::mutex> lock(reset_mu);
+  if (reset_done < reset_requested) {
+    for (auto& c : conns) CloseConn(*c, /*reset=*/true);
+    conns.clear();
+    reset_done = reset_requested;
+    reset_cv.notify_all();
+  }
+}
+
+void RateProxy::State::Forward(double now) {
+  for (int d = 0; d < 2; ++d) {
+    for (auto& c : conns) {
+      if (!c->connecting && !c->dead) WriteDue(*c, d, now);
+    }
+    ApplyRate(d, now);
+    Serialize(d, now, /*partial=*/false);
+    // With no delay, what was just serialized is due already.
+    for (auto& c : conns) {
+      if (!c->connecting && !c->dead) WriteDue(*c, d, now);
+    }
+  }
+}
+
+void RateProxy::State::Reap() {
+  for (auto& c : conns) {
+    if (!c->connecting && !c->dead) FinishHalves(*c);
+  }
+  auto is_closed = [this](std::unique_ptr<Conn>& c) {
+    const bool done = c->half[0].shut && c->half[1].shut;
+    if (c->dead || done) CloseConn(*c, /*reset=*/false);
+    return c->dead || done;
+  };
+  conns.erase(std::remove_if(conns.begin(), conns.end(), is_closed), conns.end());
 }
 
 void RateProxy::State::Accept() {

@@ -138,67 +138,66 @@ int Fail(const absl::Status& status) {
   return 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "Simulates one ROG server and N workers on replayed bandwidth traces and compares "
-      "BSP, SSP(S) and ROG(S) on the same workload, optionally with team patience.\n"
-      "Example: bazel run //tools:sim -- --seconds=300 --staleness=4\n"
-      "         bazel run //tools:sim -- --trace_filter=outdoors-replayed --patience=1\n");
-  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
-  if (rest.size() > 1) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrCat("unexpected argument '", rest[1], "'; flags look like --name=value")));
-  }
+// The policies of --sync, in the order given.
+absl::StatusOr<std::vector<rog::SyncPolicy>> PoliciesFromFlags() {
   std::vector<rog::SyncPolicy> policies;
   for (absl::string_view p : absl::StrSplit(absl::GetFlag(FLAGS_sync), ',', absl::SkipEmpty())) {
     absl::StatusOr<rog::SyncPolicy> policy = rog::ParseSyncPolicy(p);
-    if (!policy.ok()) return Fail(policy.status());
+    if (!policy.ok()) return policy.status();
     policies.push_back(*policy);
   }
-  absl::StatusOr<rog::Codec> codec = rog::ParseCodec(absl::GetFlag(FLAGS_codec));
-  if (!codec.ok()) return Fail(codec.status());
-  absl::StatusOr<rog::Layout> layout = rog::SyntheticLayout(absl::GetFlag(FLAGS_model));
-  if (!layout.ok()) return Fail(layout.status());
+  return policies;
+}
+
+// The traces of --traces and --trace_filter, with --trace_time_scale applied.
+absl::StatusOr<std::vector<rog::Trace>> TracesFromFlags() {
   absl::StatusOr<std::vector<rog::Trace>> traces =
       LoadTraces(absl::GetFlag(FLAGS_traces), absl::GetFlag(FLAGS_trace_filter));
-  if (!traces.ok()) return Fail(traces.status());
+  if (!traces.ok()) return traces.status();
   const double time_scale = absl::GetFlag(FLAGS_trace_time_scale);
   if (!(time_scale > 0) || time_scale > 100) {
-    return Fail(absl::InvalidArgumentError("--trace_time_scale must be > 0 and <= 100"));
+    return absl::InvalidArgumentError("--trace_time_scale must be > 0 and <= 100");
   }
   for (rog::Trace& t : *traces) t = t.TimeScaled(time_scale);
-  if (const double ratio = absl::GetFlag(FLAGS_solve_trace_scale); ratio != 0) {
-    const double compute = absl::GetFlag(FLAGS_compute_seconds);
-    const double median = rog::Trace::MedianMbit(*traces);
-    if (!(ratio > 0) || !(compute > 0) || !(median > 0)) {
-      return Fail(absl::InvalidArgumentError(
-          "--solve_trace_scale needs a ratio > 0, --compute_seconds > 0 and traces whose "
-          "median rate is above 0"));
-    }
-    uint64_t bytes = 0;
-    for (const rog::RowInfo& r : layout->rows()) bytes += rog::EncodedSize(*codec, r.numel);
-    // Both ways: the push and the pull of every row, in the codec's bytes.
-    const double seconds_at_scale_1 = 2.0 * bytes / (median * 1e6 / 8);
-    const double scale = seconds_at_scale_1 / (ratio * compute);
-    std::printf(
-        "trace_scale %.6g: the whole model (%s, codec %s, %.3f MB encoded) pushed and pulled "
-        "at the traces' median %.3f Mbit/s x %.6g takes %.3f s = %.2f x the %.3f s compute\n",
-        scale, absl::GetFlag(FLAGS_model).c_str(), std::string(rog::CodecName(*codec)).c_str(),
-        bytes / 1e6, median, scale, seconds_at_scale_1 / scale, ratio, compute);
-    return 0;
-  }
+  return traces;
+}
 
+// --solve_trace_scale: prints the trace scale at which moving the whole
+// model both ways at the traces' median rate takes `ratio` times the compute.
+int SolveTraceScale(double ratio, rog::Codec codec, const rog::Layout& layout,
+                    const std::vector<rog::Trace>& traces) {
+  const double compute = absl::GetFlag(FLAGS_compute_seconds);
+  const double median = rog::Trace::MedianMbit(traces);
+  if (!(ratio > 0) || !(compute > 0) || !(median > 0)) {
+    return Fail(absl::InvalidArgumentError(
+        "--solve_trace_scale needs a ratio > 0, --compute_seconds > 0 and traces whose "
+        "median rate is above 0"));
+  }
+  uint64_t bytes = 0;
+  for (const rog::RowInfo& r : layout.rows()) bytes += rog::EncodedSize(codec, r.numel);
+  // Both ways: the push and the pull of every row, in the codec's bytes.
+  const double seconds_at_scale_1 = 2.0 * bytes / (median * 1e6 / 8);
+  const double scale = seconds_at_scale_1 / (ratio * compute);
+  std::printf(
+      "trace_scale %.6g: the whole model (%s, codec %s, %.3f MB encoded) pushed and pulled "
+      "at the traces' median %.3f Mbit/s x %.6g takes %.3f s = %.2f x the %.3f s compute\n",
+      scale, absl::GetFlag(FLAGS_model).c_str(), std::string(rog::CodecName(codec)).c_str(),
+      bytes / 1e6, median, scale, seconds_at_scale_1 / scale, ratio, compute);
+  return 0;
+}
+
+// The simulation every policy shares, from the flags (the policy aside).
+absl::StatusOr<rog::SimConfig> ConfigFromFlags(rog::Codec codec,
+                                               const std::vector<rog::Trace>& traces) {
   rog::SimConfig base;
   base.staleness = absl::GetFlag(FLAGS_staleness);
-  base.codec = *codec;
+  base.codec = codec;
   base.workers = absl::GetFlag(FLAGS_workers);
   base.seconds = absl::GetFlag(FLAGS_seconds);
   base.seed = absl::GetFlag(FLAGS_seed);
   base.compute_seconds = absl::GetFlag(FLAGS_compute_seconds);
   base.compute_jitter = absl::GetFlag(FLAGS_compute_jitter);
-  base.traces = *traces;
+  base.traces = traces;
   base.trace_scale = absl::GetFlag(FLAGS_trace_scale);
   base.batch_bytes = absl::GetFlag(FLAGS_batch_bytes);
   base.link_delay = absl::GetFlag(FLAGS_link_delay);
@@ -207,19 +206,22 @@ int main(int argc, char** argv) {
   base.detach_speedup = absl::GetFlag(FLAGS_detach_speedup);
   base.detached_local_steps = absl::GetFlag(FLAGS_detached_local_steps);
   if (!(base.patience >= 0)) {
-    return Fail(absl::InvalidArgumentError("--patience must be >= 0 seconds (0: off)"));
+    return absl::InvalidArgumentError("--patience must be >= 0 seconds (0: off)");
   }
-  const bool patience = base.patience > 0;
+  return base;
+}
 
+// The lines above the table: the model and settings, then each worker's link.
+void PrintSettings(const rog::Layout& layout, const rog::SimConfig& base) {
   std::printf(
       "model %s: %zu tensors, %zu rows, %.2f MB fp32 | %zu workers | S=%u (MTA %.3f) | "
       "codec %s | %.0f s | compute %.2f s ±%.0f%% | link delay %.0f ms | seed %llu\n",
-      absl::GetFlag(FLAGS_model).c_str(), layout->tensors().size(), layout->num_rows(),
-      layout->total_numel() * 4 / 1e6, base.workers, base.staleness,
+      absl::GetFlag(FLAGS_model).c_str(), layout.tensors().size(), layout.num_rows(),
+      layout.total_numel() * 4 / 1e6, base.workers, base.staleness,
       rog::MinimumTransmissionAmount(base.staleness),
       std::string(rog::CodecName(base.codec)).c_str(), base.seconds, base.compute_seconds,
       base.compute_jitter * 100, 1e3 * base.link_delay, static_cast<unsigned long long>(base.seed));
-  if (patience) {
+  if (base.patience > 0) {
     std::printf("  team patience %.3g s, detached workers run up to %u local steps\n",
                 base.patience, base.detached_local_steps);
     if (base.detach_speedup > 0) {
@@ -237,6 +239,10 @@ int main(int argc, char** argv) {
                 std::filesystem::path(t.name()).filename().c_str(), t.mean_mbit(),
                 base.trace_scale);
   }
+}
+
+// The table's two heading lines.
+void PrintTableHead(bool patience) {
   // Without patience the table is exactly what it always was (tools/bench.sh
   // embeds it); with patience three columns come before the per-worker ones.
   const std::string extra_head1 =
@@ -248,79 +254,149 @@ int main(int argc, char** argv) {
               "oversh.", "oversh.", extra_head1.c_str(), "per-worker it/s");
   std::printf("%-6s %7s %8s %8s %8s %7s %7s %7s %8s %8s %8s %8s%s\n", "", "", "share", "share",
               "share", "", "mean", "max", "", "", "p50 ms", "p99 ms", extra_head2.c_str());
-  double bsp = 0, ssp = 0, rog_ips = 0;
-  std::vector<std::string> causes;
-  bool ok = true;
-  for (rog::SyncPolicy policy : policies) {
-    rog::SimConfig cfg = base;
-    cfg.policy = policy;
-    absl::StatusOr<rog::SimReport> r = rog::RunSimulation(cfg, *layout);
-    if (!r.ok()) return Fail(r.status());
-    std::vector<double> overshoots;
-    std::vector<std::string> per_worker;
-    double stale_sum = 0;
-    uint64_t stale_max = 0;
-    double compute = 0, transmit = 0;
-    for (const rog::SimWorkerReport& w : r->workers) {
-      compute += w.compute_seconds;
-      transmit += w.transmit_seconds;
-      overshoots.insert(overshoots.end(), w.overshoots.begin(), w.overshoots.end());
-      per_worker.push_back(absl::StrFormat("%.3f", w.iterations / r->seconds));
-      stale_sum += w.mean_staleness;
-      stale_max = std::max(stale_max, w.max_staleness);
-    }
-    const bool has_window = !overshoots.empty();
-    const double worker_seconds = r->seconds * r->workers.size();
-    const std::string extra =
-        patience
-            ? absl::StrFormat(" %7.1f%% %9s %8d", 100 * r->detached_share(),
-                              absl::StrCat(r->detaches(), "/", r->reattaches()), r->late_rows())
-            : "";
-    std::printf(
-        "%-6s %7.3f %7.1f%% %7.1f%% %7.1f%% %7llu %7.2f %7llu %8.1f %8.1f %8s %8s%s %s\n",
-        std::string(rog::SyncPolicyName(policy)).c_str(), r->iterations_per_second(),
-        100 * compute / worker_seconds, 100 * transmit / worker_seconds, 100 * r->stall_share(),
-        static_cast<unsigned long long>(r->stalls()), stale_sum / r->workers.size(),
-        static_cast<unsigned long long>(stale_max), r->bytes_up() / 1e6, r->bytes_down() / 1e6,
-        has_window ? absl::StrFormat("%.0f", 1e3 * Percentile(overshoots, 0.5)).c_str() : "-",
-        has_window ? absl::StrFormat("%.0f", 1e3 * Percentile(overshoots, 0.99)).c_str() : "-",
-        extra.c_str(), absl::StrJoin(per_worker, " ").c_str());
-    if (absl::GetFlag(FLAGS_transitions)) {
-      for (const rog::SimTransition& t : r->transitions) {
-        std::printf("       %9.3f s  %s\n", t.time, t.reason.c_str());
-      }
-    }
-    if (r->bound_violations != 0 || r->max_replica_error != 0 || r->max_sum_error != 0) {
-      if (rog::IsLossless(cfg.codec)) ok = false;
-      std::printf("       ! bound violations %llu of %llu checks, replica error %g, sum error %g\n",
-                  static_cast<unsigned long long>(r->bound_violations),
-                  static_cast<unsigned long long>(r->bound_checks), r->max_replica_error,
-                  r->max_sum_error);
-    }
-    double cause[3] = {0, 0, 0};
-    for (const rog::SimWorkerReport& w : r->workers) {
-      for (int c = 0; c < 3; ++c) cause[c] += w.stall_cause_seconds[c];
-    }
-    causes.push_back(absl::StrFormat("%-6s %13.1f%% %13.1f%% %13.1f%%",
-                                     std::string(rog::SyncPolicyName(policy)),
-                                     100 * cause[rog::kStallPeerCompute] / worker_seconds,
-                                     100 * cause[rog::kStallPeerUplink] / worker_seconds,
-                                     100 * cause[rog::kStallDownlink] / worker_seconds));
-    if (policy == rog::SyncPolicy::kBsp) bsp = r->iterations_per_second();
-    if (policy == rog::SyncPolicy::kSsp) ssp = r->iterations_per_second();
-    if (policy == rog::SyncPolicy::kRog) rog_ips = r->iterations_per_second();
+}
+
+// One policy's row of the table.
+void PrintRow(rog::SyncPolicy policy, const rog::SimReport& r, bool patience) {
+  std::vector<double> overshoots;
+  std::vector<std::string> per_worker;
+  double stale_sum = 0;
+  uint64_t stale_max = 0;
+  double compute = 0, transmit = 0;
+  for (const rog::SimWorkerReport& w : r.workers) {
+    compute += w.compute_seconds;
+    transmit += w.transmit_seconds;
+    overshoots.insert(overshoots.end(), w.overshoots.begin(), w.overshoots.end());
+    per_worker.push_back(absl::StrFormat("%.3f", w.iterations / r.seconds));
+    stale_sum += w.mean_staleness;
+    stale_max = std::max(stale_max, w.max_staleness);
   }
+  const bool has_window = !overshoots.empty();
+  const double worker_seconds = r.seconds * r.workers.size();
+  const std::string extra =
+      patience ? absl::StrFormat(" %7.1f%% %9s %8d", 100 * r.detached_share(),
+                                 absl::StrCat(r.detaches(), "/", r.reattaches()), r.late_rows())
+               : "";
+  std::printf(
+      "%-6s %7.3f %7.1f%% %7.1f%% %7.1f%% %7llu %7.2f %7llu %8.1f %8.1f %8s %8s%s %s\n",
+      std::string(rog::SyncPolicyName(policy)).c_str(), r.iterations_per_second(),
+      100 * compute / worker_seconds, 100 * transmit / worker_seconds, 100 * r.stall_share(),
+      static_cast<unsigned long long>(r.stalls()), stale_sum / r.workers.size(),
+      static_cast<unsigned long long>(stale_max), r.bytes_up() / 1e6, r.bytes_down() / 1e6,
+      has_window ? absl::StrFormat("%.0f", 1e3 * Percentile(overshoots, 0.5)).c_str() : "-",
+      has_window ? absl::StrFormat("%.0f", 1e3 * Percentile(overshoots, 0.99)).c_str() : "-",
+      extra.c_str(), absl::StrJoin(per_worker, " ").c_str());
+}
+
+// With --transitions: every detach and reattach of the run, under its row.
+void PrintTransitions(const rog::SimReport& r) {
+  for (const rog::SimTransition& t : r.transitions) {
+    std::printf("       %9.3f s  %s\n", t.time, t.reason.c_str());
+  }
+}
+
+// Prints a line if the run broke the staleness bound or lost updates;
+// returns false if it did so with a lossless codec.
+bool CheckInvariants(const rog::SimConfig& cfg, const rog::SimReport& r) {
+  bool ok = true;
+  if (r.bound_violations != 0 || r.max_replica_error != 0 || r.max_sum_error != 0) {
+    if (rog::IsLossless(cfg.codec)) ok = false;
+    std::printf("       ! bound violations %llu of %llu checks, replica error %g, sum error %g\n",
+                static_cast<unsigned long long>(r.bound_violations),
+                static_cast<unsigned long long>(r.bound_checks), r.max_replica_error,
+                r.max_sum_error);
+  }
+  return ok;
+}
+
+// One policy's line of the stall causes table.
+std::string StallCauses(rog::SyncPolicy policy, const rog::SimReport& r) {
+  const double worker_seconds = r.seconds * r.workers.size();
+  double cause[3] = {0, 0, 0};
+  for (const rog::SimWorkerReport& w : r.workers) {
+    for (int c = 0; c < 3; ++c) cause[c] += w.stall_cause_seconds[c];
+  }
+  return absl::StrFormat("%-6s %13.1f%% %13.1f%% %13.1f%%",
+                         std::string(rog::SyncPolicyName(policy)),
+                         100 * cause[rog::kStallPeerCompute] / worker_seconds,
+                         100 * cause[rog::kStallPeerUplink] / worker_seconds,
+                         100 * cause[rog::kStallDownlink] / worker_seconds);
+}
+
+// The iterations per second of BSP, SSP and ROG (0: not run).
+struct Throughputs {
+  double bsp = 0, ssp = 0, rog = 0;
+};
+
+// The lines below the table: stall causes, ROG's ratios and the invariants.
+void PrintSummary(const std::vector<std::string>& causes, const Throughputs& ips, bool patience,
+                  bool ok) {
   std::printf(
       "\nstall share by what the stalled worker waited for: a peer still computing the\n"
       "iteration the bound needs, a peer's push of rows it has, rogd's delivery of rows it holds\n"
       "policy  peer compute   peer uplink      downlink\n");
   for (const std::string& line : causes) std::printf("%s\n", line.c_str());
   std::printf("\n");
-  if (rog_ips > 0 && bsp > 0) std::printf("ROG/BSP throughput: %.2fx\n", rog_ips / bsp);
-  if (rog_ips > 0 && ssp > 0) std::printf("ROG/SSP throughput: %.2fx\n", rog_ips / ssp);
+  if (ips.rog > 0 && ips.bsp > 0) std::printf("ROG/BSP throughput: %.2fx\n", ips.rog / ips.bsp);
+  if (ips.rog > 0 && ips.ssp > 0) std::printf("ROG/SSP throughput: %.2fx\n", ips.rog / ips.ssp);
   std::printf(
       "invariants (staleness bound at every compute start%s, exact conservation after "
       "draining): %s\n",
       patience ? " among attached workers" : "", ok ? "hold" : "VIOLATED");
+}
+
+// Runs every policy on the same workload and prints the table and what
+// follows it; the exit status: 0 if the invariants held.
+int ComparePolicies(const std::vector<rog::SyncPolicy>& policies, const rog::Layout& layout,
+                    const rog::SimConfig& base) {
+  const bool patience = base.patience > 0;
+  PrintTableHead(patience);
+  Throughputs ips;
+  std::vector<std::string> causes;
+  bool ok = true;
+  for (rog::SyncPolicy policy : policies) {
+    rog::SimConfig cfg = base;
+    cfg.policy = policy;
+    absl::StatusOr<rog::SimReport> r = rog::RunSimulation(cfg, layout);
+    if (!r.ok()) return Fail(r.status());
+    PrintRow(policy, *r, patience);
+    if (absl::GetFlag(FLAGS_transitions)) PrintTransitions(*r);
+    if (!CheckInvariants(cfg, *r)) ok = false;
+    causes.push_back(StallCauses(policy, *r));
+    if (policy == rog::SyncPolicy::kBsp) ips.bsp = r->iterations_per_second();
+    if (policy == rog::SyncPolicy::kSsp) ips.ssp = r->iterations_per_second();
+    if (policy == rog::SyncPolicy::kRog) ips.rog = r->iterations_per_second();
+  }
+  PrintSummary(causes, ips, patience, ok);
   return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Simulates one ROG server and N workers on replayed bandwidth traces and compares "
+      "BSP, SSP(S) and ROG(S) on the same workload, optionally with team patience.\n"
+      "Example: bazel run //tools:sim -- --seconds=300 --staleness=4\n"
+      "         bazel run //tools:sim -- --trace_filter=outdoors-replayed --patience=1\n");
+  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() > 1) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument '", rest[1], "'; flags look like --name=value")));
+  }
+  absl::StatusOr<std::vector<rog::SyncPolicy>> policies = PoliciesFromFlags();
+  if (!policies.ok()) return Fail(policies.status());
+  absl::StatusOr<rog::Codec> codec = rog::ParseCodec(absl::GetFlag(FLAGS_codec));
+  if (!codec.ok()) return Fail(codec.status());
+  absl::StatusOr<rog::Layout> layout = rog::SyntheticLayout(absl::GetFlag(FLAGS_model));
+  if (!layout.ok()) return Fail(layout.status());
+  absl::StatusOr<std::vector<rog::Trace>> traces = TracesFromFlags();
+  if (!traces.ok()) return Fail(traces.status());
+  if (const double ratio = absl::GetFlag(FLAGS_solve_trace_scale); ratio != 0) {
+    return SolveTraceScale(ratio, *codec, *layout, *traces);
+  }
+  absl::StatusOr<rog::SimConfig> base = ConfigFromFlags(*codec, *traces);
+  if (!base.ok()) return Fail(base.status());
+  PrintSettings(*layout, *base);
+  return ComparePolicies(*policies, *layout, *base);
 }

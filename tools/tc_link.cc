@@ -26,10 +26,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -128,6 +131,164 @@ std::string RunTc(const Target& target, const std::string& command) {
   return out.empty() ? absl::StrCat("tc exited with status ", status) : out;
 }
 
+// The links' shape, from the flags.
+struct LinkSettings {
+  double scale = 0;
+  uint64_t queue_bytes = 0;
+  double min_kbit = 0;
+};
+
+// Checks --scale, --queue_bytes and --min_rate_kbit into `s`; the error
+// names the flag.
+absl::Status ParseLinkSettings(const std::map<std::string, std::string>& flags, LinkSettings* s) {
+  const std::string& scale = flags.at("scale");
+  if (!absl::SimpleAtod(scale, &s->scale) || !std::isfinite(s->scale) || s->scale <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--scale=", scale, " must be a number > 0"));
+  }
+  const std::string& queue = flags.at("queue_bytes");
+  if (!absl::SimpleAtoi(queue, &s->queue_bytes) || s->queue_bytes < 4096 ||
+      s->queue_bytes > (1u << 30)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--queue_bytes=", queue, " must be an integer between 4096 and 1073741824"));
+  }
+  const std::string& min_kbit = flags.at("min_rate_kbit");
+  if (!absl::SimpleAtod(min_kbit, &s->min_kbit) || !std::isfinite(s->min_kbit) || s->min_kbit < 8) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--min_rate_kbit=", min_kbit, " must be a number >= 8 (kbit/s)"));
+  }
+  return absl::OkStatus();
+}
+
+// The devices of --target (NETNS:DEV, comma-separated).
+absl::StatusOr<std::vector<Target>> ParseTargets(const std::string& spec) {
+  std::vector<Target> targets;
+  for (absl::string_view t : absl::StrSplit(spec, ',')) {
+    const size_t colon = t.find(':');
+    Target target;
+    target.netns = std::string(colon == absl::string_view::npos ? "" : t.substr(0, colon));
+    target.dev = std::string(colon == absl::string_view::npos ? t : t.substr(colon + 1));
+    if (target.netns == "-") target.netns.clear();
+    if (target.dev.empty() || target.dev.size() > 15 ||
+        target.dev.find_first_of("' /") != std::string::npos ||
+        target.netns.find_first_of("' /") != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--target=", t,
+                       " must be NETNS:DEV, a network namespace and a device name of at "
+                       "most 15 characters"));
+    }
+    targets.push_back(target);
+  }
+  return targets;
+}
+
+// The links' goodput at trace time `t`, bytes per second.
+double RateAt(const rog::Trace& trace, const LinkSettings& s, double t) {
+  const double floor = s.min_kbit * 1000 / 8;
+  return std::max(floor, trace.MbitAt(t) * s.scale * kBytesPerMbit);
+}
+
+// Sets each target's first qdisc.
+absl::Status SetFirstQdiscs(const std::vector<Target>& targets, double bytes_per_sec,
+                            uint64_t queue_bytes) {
+  // The first qdisc synchronously, so that a missing device, namespace or
+  // permission is an error here and not a line lost in a batch.
+  for (const Target& t : targets) {
+    const std::string said = RunTc(t, QdiscCommand("replace", t.dev, bytes_per_sec, queue_bytes));
+    if (!said.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot set a tbf qdisc on ", t.dev,
+                       t.netns.empty() ? "" : absl::StrCat(" in network namespace ", t.netns), ": ",
+                       said, " (tc_link needs root, or CAP_NET_ADMIN, and tc)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Blocks SIGTERM and SIGINT, for sigtimedwait, and returns them.
+sigset_t BlockStopSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+// Starts a `tc -batch` for each target, to take its rate changes.
+absl::Status StartBatches(std::vector<Target>* targets) {
+  for (Target& t : *targets) {
+    t.batch = popen(Shell(TcArgs(t, {"-force", "-batch", "-"})).c_str(), "w");
+    if (t.batch == nullptr) {
+      return absl::InternalError(absl::StrCat("cannot start tc -batch for ", t.dev));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The line that says what tc_link replays on which devices, and when its
+// trace time 0 was.
+void PrintStartLine(const std::vector<Target>& targets,
+                    const std::map<std::string, std::string>& flags, const rog::Trace& trace,
+                    const LinkSettings& s) {
+  std::vector<std::string> names;
+  for (const Target& t : targets) names.push_back(t.netns.empty() ? t.dev : t.netns + ":" + t.dev);
+  std::fprintf(
+      stderr,
+      "tc_link: tbf on %s, trace %s (%zu samples, period %.3f s, mean %.3f Mbit/s) x %g, "
+      "time x %s, queue %llu bytes, no added delay, trace time 0 at unix %.6f\n",
+      absl::StrJoin(names, ", ").c_str(), flags.at("trace").c_str(), trace.samples(),
+      trace.period(), trace.mean_mbit(), s.scale, flags.at("time_scale").c_str(),
+      static_cast<unsigned long long>(s.queue_bytes),
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  std::fflush(stderr);
+}
+
+// Sends every target's tc the new rate; false if one stopped taking commands.
+bool ChangeRate(const std::vector<Target>& targets, double bytes_per_sec, uint64_t queue_bytes) {
+  bool ok = true;
+  for (const Target& t : targets) {
+    const std::string line = QdiscCommand("change", t.dev, bytes_per_sec, queue_bytes) + "\n";
+    if (std::fputs(line.c_str(), t.batch) < 0 || std::fflush(t.batch) != 0) {
+      std::fprintf(stderr, "tc_link: tc for %s stopped taking commands\n", t.dev.c_str());
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+// `wait` seconds as a timeout for sigtimedwait, a microsecond late rather
+// than early.
+timespec Timeout(double wait) {
+  timespec timeout;
+  timeout.tv_sec = static_cast<time_t>(wait);
+  timeout.tv_nsec = static_cast<long>((wait - timeout.tv_sec) * 1e9) + 1000;
+  if (timeout.tv_nsec >= 1000000000) {
+    timeout.tv_sec += 1;
+    timeout.tv_nsec -= 1000000000;
+  }
+  return timeout;
+}
+
+// Changes the rate sample by sample from `start` until SIGTERM or SIGINT
+// (returned in `got`) or until a tc stops taking commands; the exit status.
+int Replay(const std::vector<Target>& targets, const rog::Trace& trace, const LinkSettings& s,
+           std::chrono::steady_clock::time_point start, const sigset_t& signals, int* got) {
+  double next_change = trace.NextChange(0);
+  for (;;) {
+    const double now =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (now >= next_change) {
+      // Evaluated past the boundary, so that rounding cannot pick the sample before.
+      if (!ChangeRate(targets, RateAt(trace, s, now), s.queue_bytes)) return 1;
+      next_change = trace.NextChange(now);
+    }
+    const double wait = std::max(0.0, next_change - now);
+    const timespec timeout = Timeout(wait);
+    *got = sigtimedwait(&signals, nullptr, &timeout);
+    if (*got == SIGTERM || *got == SIGINT) return 0;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -139,108 +300,26 @@ int main(int argc, char** argv) {
     PrintHelp();
     return 0;
   }
-  double scale = 0, min_kbit = 0;
-  if (!absl::SimpleAtod(flags["scale"], &scale) || !std::isfinite(scale) || scale <= 0) {
-    return Fail(absl::StrCat("--scale=", flags["scale"], " must be a number > 0"));
-  }
-  uint64_t queue_bytes = 0;
-  if (!absl::SimpleAtoi(flags["queue_bytes"], &queue_bytes) || queue_bytes < 4096 ||
-      queue_bytes > (1u << 30)) {
-    return Fail(absl::StrCat("--queue_bytes=", flags["queue_bytes"],
-                             " must be an integer between 4096 and 1073741824"));
-  }
-  if (!absl::SimpleAtod(flags["min_rate_kbit"], &min_kbit) || !std::isfinite(min_kbit) ||
-      min_kbit < 8) {
-    return Fail(absl::StrCat("--min_rate_kbit=", flags["min_rate_kbit"],
-                             " must be a number >= 8 (kbit/s)"));
-  }
-  std::vector<Target> targets;
-  for (absl::string_view t : absl::StrSplit(flags["target"], ',')) {
-    const size_t colon = t.find(':');
-    Target target;
-    target.netns = std::string(colon == absl::string_view::npos ? "" : t.substr(0, colon));
-    target.dev = std::string(colon == absl::string_view::npos ? t : t.substr(colon + 1));
-    if (target.netns == "-") target.netns.clear();
-    if (target.dev.empty() || target.dev.size() > 15 ||
-        target.dev.find_first_of("' /") != std::string::npos ||
-        target.netns.find_first_of("' /") != std::string::npos) {
-      return Fail(absl::StrCat("--target=", t,
-                               " must be NETNS:DEV, a network namespace and a device name of at "
-                               "most 15 characters"));
-    }
-    targets.push_back(target);
-  }
+  LinkSettings settings;
+  absl::Status parsed = ParseLinkSettings(flags, &settings);
+  if (!parsed.ok()) return Fail(std::string(parsed.message()));
+  absl::StatusOr<std::vector<Target>> targets = ParseTargets(flags["target"]);
+  if (!targets.ok()) return Fail(std::string(targets.status().message()));
   absl::StatusOr<rog::Trace> trace = rog::ReadTraceFlags(flags);
   if (!trace.ok()) return Fail(std::string(trace.status().message()));
-  const double floor = min_kbit * 1000 / 8;
-  auto rate_at = [&](double t) {
-    return std::max(floor, trace->MbitAt(t) * scale * kBytesPerMbit);
-  };
 
-  // The first qdisc synchronously, so that a missing device, namespace or
-  // permission is an error here and not a line lost in a batch.
-  for (const Target& t : targets) {
-    const std::string said = RunTc(t, QdiscCommand("replace", t.dev, rate_at(0), queue_bytes));
-    if (!said.empty()) {
-      return Fail(
-          absl::StrCat("cannot set a tbf qdisc on ", t.dev,
-                       t.netns.empty() ? "" : absl::StrCat(" in network namespace ", t.netns), ": ",
-                       said, " (tc_link needs root, or CAP_NET_ADMIN, and tc)"));
-    }
-  }
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  absl::Status first = SetFirstQdiscs(*targets, RateAt(*trace, settings, 0), settings.queue_bytes);
+  if (!first.ok()) return Fail(std::string(first.message()));
+  const sigset_t signals = BlockStopSignals();
   signal(SIGPIPE, SIG_IGN);
-  for (Target& t : targets) {
-    t.batch = popen(Shell(TcArgs(t, {"-force", "-batch", "-"})).c_str(), "w");
-    if (t.batch == nullptr) return Fail(absl::StrCat("cannot start tc -batch for ", t.dev));
-  }
+  absl::Status started = StartBatches(&*targets);
+  if (!started.ok()) return Fail(std::string(started.message()));
   const auto start = std::chrono::steady_clock::now();
-  std::vector<std::string> names;
-  for (const Target& t : targets) names.push_back(t.netns.empty() ? t.dev : t.netns + ":" + t.dev);
-  std::fprintf(
-      stderr,
-      "tc_link: tbf on %s, trace %s (%zu samples, period %.3f s, mean %.3f Mbit/s) x %g, "
-      "time x %s, queue %llu bytes, no added delay, trace time 0 at unix %.6f\n",
-      absl::StrJoin(names, ", ").c_str(), flags["trace"].c_str(), trace->samples(), trace->period(),
-      trace->mean_mbit(), scale, flags["time_scale"].c_str(),
-      static_cast<unsigned long long>(queue_bytes),
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
-  std::fflush(stderr);
+  PrintStartLine(*targets, flags, *trace, settings);
 
-  double next_change = trace->NextChange(0);
-  int got = 0, code = 0;
-  for (;;) {
-    const double now =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (now >= next_change) {
-      // Evaluated past the boundary, so that rounding cannot pick the sample before.
-      const double rate = rate_at(now);
-      for (Target& t : targets) {
-        const std::string line = QdiscCommand("change", t.dev, rate, queue_bytes) + "\n";
-        if (std::fputs(line.c_str(), t.batch) < 0 || std::fflush(t.batch) != 0) {
-          std::fprintf(stderr, "tc_link: tc for %s stopped taking commands\n", t.dev.c_str());
-          code = 1;
-        }
-      }
-      if (code != 0) break;
-      next_change = trace->NextChange(now);
-    }
-    const double wait = std::max(0.0, next_change - now);
-    timespec timeout;
-    timeout.tv_sec = static_cast<time_t>(wait);
-    timeout.tv_nsec = static_cast<long>((wait - timeout.tv_sec) * 1e9) + 1000;
-    if (timeout.tv_nsec >= 1000000000) {
-      timeout.tv_sec += 1;
-      timeout.tv_nsec -= 1000000000;
-    }
-    got = sigtimedwait(&signals, nullptr, &timeout);
-    if (got == SIGTERM || got == SIGINT) break;
-  }
-  for (Target& t : targets) pclose(t.batch);
+  int got = 0;
+  const int code = Replay(*targets, *trace, settings, start, signals, &got);
+  for (Target& t : *targets) pclose(t.batch);
   if (code == 0) {
     std::fprintf(stderr, "tc_link: %s received: stopped (the qdiscs stay until the devices go)\n",
                  got == SIGTERM ? "SIGTERM" : "SIGINT");

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -83,6 +84,195 @@ double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+// The link the relay emulates and where it listens, from the flags.
+struct RelaySettings {
+  std::string upstream;
+  std::string listen;
+  int listen_port = 0;
+  double scale = 0;
+  absl::Duration delay;
+  uint64_t queue_bytes = 0;
+  double min_rate = 0;
+  double log_every = 0;
+};
+
+// Checks --upstream and --listen into `s`; the error names the flag.
+absl::Status ParseAddresses(const std::map<std::string, std::string>& flags, RelaySettings* s) {
+  s->upstream = flags.at("upstream");
+  std::string host;
+  int port = 0;
+  if (!SplitHostPort(s->upstream, 1, &host, &port)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--upstream=", s->upstream, " is not host:port"));
+  }
+  if (!IsLoopbackHost(host)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--upstream=", s->upstream,
+                     " is not on loopback; the relay only forwards to 127.0.0.0/8 or "
+                     "localhost"));
+  }
+  s->listen = flags.at("listen");
+  if (!SplitHostPort(s->listen, 0, &host, &s->listen_port) ||
+      (host != "127.0.0.1" && host != "localhost")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--listen=", s->listen, " must be 127.0.0.1:PORT (port 0: a free one)"));
+  }
+  return absl::OkStatus();
+}
+
+// Checks the link's flags (rate scale, delay, queue, rate floor) and
+// --log_every into `s`; the error names the flag.
+absl::Status ParseLink(const std::map<std::string, std::string>& flags, RelaySettings* s) {
+  const std::string& scale = flags.at("scale");
+  if (!absl::SimpleAtod(scale, &s->scale) || !std::isfinite(s->scale) || s->scale <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--scale=", scale, " must be a number > 0"));
+  }
+  const std::string& delay = flags.at("delay");
+  if (!absl::ParseDuration(delay, &s->delay) || s->delay < absl::ZeroDuration() ||
+      s->delay > absl::Seconds(10)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--delay=", delay, " must be a duration between 0 and 10s, e.g. 5ms"));
+  }
+  const std::string& queue = flags.at("queue_bytes");
+  if (!absl::SimpleAtoi(queue, &s->queue_bytes) || s->queue_bytes == 0 ||
+      s->queue_bytes > (1u << 30)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--queue_bytes=", queue, " must be an integer between 1 and 1073741824"));
+  }
+  const std::string& min_rate = flags.at("min_rate_bytes");
+  if (!absl::SimpleAtod(min_rate, &s->min_rate) || !std::isfinite(s->min_rate) || s->min_rate < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--min_rate_bytes=", min_rate, " must be a number >= 0 (bytes per second)"));
+  }
+  const std::string& log_every = flags.at("log_every");
+  if (!absl::SimpleAtod(log_every, &s->log_every) || !std::isfinite(s->log_every) ||
+      s->log_every < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--log_every=", log_every, " must be seconds >= 0"));
+  }
+  return absl::OkStatus();
+}
+
+// The link's rate at trace time `t`, bytes per second.
+double RateAt(const rog::Trace& trace, const RelaySettings& s, double t) {
+  return std::max(s.min_rate, trace.MbitAt(t) * s.scale * kBytesPerMbit);
+}
+
+// Blocks SIGTERM and SIGINT in this thread (and the threads it starts);
+// returns them, for sigtimedwait.
+sigset_t BlockStopSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+// The line that says what the relay replays, and when its trace time 0 was.
+void PrintStartLine(const rog::RateProxy& proxy, const RelaySettings& s,
+                    const std::map<std::string, std::string>& flags, const rog::Trace& trace) {
+  std::fprintf(
+      stderr,
+      "trace_relay: 127.0.0.1:%d -> %s, trace %s (%zu samples, period %.3f s, mean "
+      "%.3f Mbit/s) x %g, time x %s, delay %s, queue %llu bytes, trace time 0 at unix %.6f\n",
+      proxy.port(), s.upstream.c_str(), flags.at("trace").c_str(), trace.samples(), trace.period(),
+      trace.mean_mbit(), s.scale, flags.at("time_scale").c_str(),
+      absl::FormatDuration(s.delay).c_str(), static_cast<unsigned long long>(s.queue_bytes),
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+// Writes `port` to `port_file` (a tmp file, then renamed), if one is given.
+absl::Status WritePortFile(const std::string& port_file, int port) {
+  if (port_file.empty()) return absl::OkStatus();
+  const std::string tmp = port_file + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << port << "\n";
+    out.close();
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
+  }
+  if (std::rename(tmp.c_str(), port_file.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", port_file));
+  }
+  return absl::OkStatus();
+}
+
+// The bytes forwarded each way at the last --log_every line, and when.
+struct Logged {
+  uint64_t bytes[2] = {0, 0};
+  double at = 0;
+};
+
+// A --log_every line: the rate and the bytes forwarded each way since the last.
+void LogThroughput(const rog::RateProxy& proxy, double now, Logged* logged) {
+  using Dir = rog::RateProxy::Direction;
+  const uint64_t up = proxy.bytes_forwarded(Dir::kUp);
+  const uint64_t down = proxy.bytes_forwarded(Dir::kDown);
+  const double span = std::max(1e-9, now - logged->at);
+  std::fprintf(stderr,
+               "trace_relay: t=%.1fs rate %.3f Mbit/s; up %llu bytes (%.3f Mbit/s), down "
+               "%llu bytes (%.3f Mbit/s); %d connections\n",
+               now, proxy.rate(Dir::kUp) / kBytesPerMbit, static_cast<unsigned long long>(up),
+               (up - logged->bytes[0]) / span / kBytesPerMbit,
+               static_cast<unsigned long long>(down),
+               (down - logged->bytes[1]) / span / kBytesPerMbit, proxy.open_connections());
+  std::fflush(stderr);
+  logged->bytes[0] = up;
+  logged->bytes[1] = down;
+  logged->at = now;
+}
+
+// `wait` seconds as a timeout for sigtimedwait, a microsecond late rather
+// than early.
+timespec Timeout(double wait) {
+  timespec timeout;
+  timeout.tv_sec = static_cast<time_t>(wait);
+  timeout.tv_nsec = static_cast<long>((wait - timeout.tv_sec) * 1e9) + 1000;
+  if (timeout.tv_nsec >= 1000000000) {
+    timeout.tv_sec += 1;
+    timeout.tv_nsec -= 1000000000;
+  }
+  return timeout;
+}
+
+// Sets the proxy's rate sample by sample from `start` and logs every
+// --log_every, until SIGTERM or SIGINT; returns the signal.
+int Replay(rog::RateProxy& proxy, const rog::Trace& trace, const RelaySettings& s,
+           std::chrono::steady_clock::time_point start, const sigset_t& signals) {
+  double next_change = trace.NextChange(0);
+  double next_log = s.log_every > 0 ? s.log_every : INFINITY;
+  Logged logged;
+  for (;;) {
+    double now = Seconds(std::chrono::steady_clock::now() - start);
+    if (now >= next_change) {
+      // Evaluated at `now` (past the boundary), not at the boundary itself,
+      // so that rounding cannot pick the sample before.
+      proxy.SetRate(RateAt(trace, s, now));
+      next_change = trace.NextChange(now);
+    }
+    if (now >= next_log) {
+      LogThroughput(proxy, now, &logged);
+      while (next_log <= now) next_log += s.log_every;
+    }
+    const double wait = std::max(0.0, std::min(next_change, next_log) - now);
+    const timespec timeout = Timeout(wait);
+    const int got = sigtimedwait(&signals, nullptr, &timeout);
+    if (got == SIGTERM || got == SIGINT) return got;
+  }
+}
+
+// Closes the relay and says how many bytes it forwarded each way.
+void Stop(std::unique_ptr<rog::RateProxy> proxy, int signal) {
+  using Dir = rog::RateProxy::Direction;
+  const uint64_t up = proxy->bytes_forwarded(Dir::kUp);
+  const uint64_t down = proxy->bytes_forwarded(Dir::kDown);
+  proxy.reset();  // closes the listener and every connection
+  std::fprintf(stderr, "trace_relay: %s received: stopped; forwarded up %llu, down %llu bytes\n",
+               signal == SIGTERM ? "SIGTERM" : "SIGINT", static_cast<unsigned long long>(up),
+               static_cast<unsigned long long>(down));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,150 +284,34 @@ int main(int argc, char** argv) {
     PrintHelp();
     return 0;
   }
-
-  const std::string upstream = flags["upstream"];
-  std::string host;
-  int port = 0;
-  if (!SplitHostPort(upstream, 1, &host, &port)) {
-    return Fail(absl::StrCat("--upstream=", upstream, " is not host:port"));
-  }
-  if (!IsLoopbackHost(host)) {
-    return Fail(absl::StrCat("--upstream=", upstream,
-                             " is not on loopback; the relay only forwards to 127.0.0.0/8 or "
-                             "localhost"));
-  }
-  const std::string listen = flags["listen"];
-  int listen_port = 0;
-  if (!SplitHostPort(listen, 0, &host, &listen_port) ||
-      (host != "127.0.0.1" && host != "localhost")) {
-    return Fail(absl::StrCat("--listen=", listen, " must be 127.0.0.1:PORT (port 0: a free one)"));
-  }
-  double scale = 0;
-  if (!absl::SimpleAtod(flags["scale"], &scale) || !std::isfinite(scale) || scale <= 0) {
-    return Fail(absl::StrCat("--scale=", flags["scale"], " must be a number > 0"));
-  }
-  absl::Duration delay;
-  if (!absl::ParseDuration(flags["delay"], &delay) || delay < absl::ZeroDuration() ||
-      delay > absl::Seconds(10)) {
-    return Fail(absl::StrCat("--delay=", flags["delay"],
-                             " must be a duration between 0 and 10s, e.g. 5ms"));
-  }
-  uint64_t queue_bytes = 0;
-  if (!absl::SimpleAtoi(flags["queue_bytes"], &queue_bytes) || queue_bytes == 0 ||
-      queue_bytes > (1u << 30)) {
-    return Fail(absl::StrCat("--queue_bytes=", flags["queue_bytes"],
-                             " must be an integer between 1 and 1073741824"));
-  }
-  double min_rate = 0;
-  if (!absl::SimpleAtod(flags["min_rate_bytes"], &min_rate) || !std::isfinite(min_rate) ||
-      min_rate < 0) {
-    return Fail(absl::StrCat("--min_rate_bytes=", flags["min_rate_bytes"],
-                             " must be a number >= 0 (bytes per second)"));
-  }
-  double log_every = 0;
-  if (!absl::SimpleAtod(flags["log_every"], &log_every) || !std::isfinite(log_every) ||
-      log_every < 0) {
-    return Fail(absl::StrCat("--log_every=", flags["log_every"], " must be seconds >= 0"));
-  }
-
-  const std::string trace_path = flags["trace"];
+  RelaySettings settings;
+  absl::Status parsed = ParseAddresses(flags, &settings);
+  if (parsed.ok()) parsed = ParseLink(flags, &settings);
+  if (!parsed.ok()) return Fail(std::string(parsed.message()));
   absl::StatusOr<rog::Trace> trace = rog::ReadTraceFlags(flags);
   if (!trace.ok()) return Fail(std::string(trace.status().message()));
-  auto rate_at = [&](double t) {
-    return std::max(min_rate, trace->MbitAt(t) * scale * kBytesPerMbit);
-  };
 
   // Signals are taken by this thread with sigtimedwait; every other thread
   // (the proxy's) blocks them, so they must be blocked before it starts.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const sigset_t signals = BlockStopSignals();
 
   rog::RateProxy::Options options;
-  options.rate_bytes_per_sec = rate_at(0);
-  options.delay_seconds = absl::ToDoubleSeconds(delay);
-  options.queue_bytes = queue_bytes;
-  options.listen_port = listen_port;
-  absl::StatusOr<std::unique_ptr<rog::RateProxy>> proxy = rog::RateProxy::Start(upstream, options);
+  options.rate_bytes_per_sec = RateAt(*trace, settings, 0);
+  options.delay_seconds = absl::ToDoubleSeconds(settings.delay);
+  options.queue_bytes = settings.queue_bytes;
+  options.listen_port = settings.listen_port;
+  absl::StatusOr<std::unique_ptr<rog::RateProxy>> proxy =
+      rog::RateProxy::Start(settings.upstream, options);
   if (!proxy.ok()) {
-    return Fail(absl::StrCat("cannot start on ", listen, ": ", proxy.status().message()));
+    return Fail(absl::StrCat("cannot start on ", settings.listen, ": ", proxy.status().message()));
   }
   const auto start = std::chrono::steady_clock::now();
-  std::fprintf(
-      stderr,
-      "trace_relay: 127.0.0.1:%d -> %s, trace %s (%zu samples, period %.3f s, mean "
-      "%.3f Mbit/s) x %g, time x %s, delay %s, queue %llu bytes, trace time 0 at unix %.6f\n",
-      (*proxy)->port(), upstream.c_str(), trace_path.c_str(), trace->samples(), trace->period(),
-      trace->mean_mbit(), scale, flags["time_scale"].c_str(), absl::FormatDuration(delay).c_str(),
-      static_cast<unsigned long long>(queue_bytes),
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
-  const std::string port_file = flags["listen_port_file"];
-  if (!port_file.empty()) {
-    const std::string tmp = port_file + ".tmp";
-    {
-      std::ofstream out(tmp);
-      out << (*proxy)->port() << "\n";
-      out.close();
-      if (!out) return Fail(absl::StrCat("cannot write ", tmp));
-    }
-    if (std::rename(tmp.c_str(), port_file.c_str()) != 0) {
-      return Fail(absl::StrCat("cannot rename ", tmp, " to ", port_file));
-    }
-  }
+  PrintStartLine(**proxy, settings, flags, *trace);
+  absl::Status written = WritePortFile(flags.at("listen_port_file"), (*proxy)->port());
+  if (!written.ok()) return Fail(std::string(written.message()));
   std::fflush(stderr);
 
-  using Dir = rog::RateProxy::Direction;
-  double next_change = trace->NextChange(0);
-  double next_log = log_every > 0 ? log_every : INFINITY;
-  uint64_t logged[2] = {0, 0};
-  double logged_at = 0;
-  int signal = 0;
-  for (;;) {
-    double now = Seconds(std::chrono::steady_clock::now() - start);
-    if (now >= next_change) {
-      // Evaluated at `now` (past the boundary), not at the boundary itself,
-      // so that rounding cannot pick the sample before.
-      (*proxy)->SetRate(rate_at(now));
-      next_change = trace->NextChange(now);
-    }
-    if (now >= next_log) {
-      const uint64_t up = (*proxy)->bytes_forwarded(Dir::kUp);
-      const uint64_t down = (*proxy)->bytes_forwarded(Dir::kDown);
-      const double span = std::max(1e-9, now - logged_at);
-      std::fprintf(stderr,
-                   "trace_relay: t=%.1fs rate %.3f Mbit/s; up %llu bytes (%.3f Mbit/s), down "
-                   "%llu bytes (%.3f Mbit/s); %d connections\n",
-                   now, (*proxy)->rate(Dir::kUp) / kBytesPerMbit,
-                   static_cast<unsigned long long>(up), (up - logged[0]) / span / kBytesPerMbit,
-                   static_cast<unsigned long long>(down), (down - logged[1]) / span / kBytesPerMbit,
-                   (*proxy)->open_connections());
-      std::fflush(stderr);
-      logged[0] = up;
-      logged[1] = down;
-      logged_at = now;
-      while (next_log <= now) next_log += log_every;
-    }
-    const double wait = std::max(0.0, std::min(next_change, next_log) - now);
-    timespec timeout;
-    timeout.tv_sec = static_cast<time_t>(wait);
-    timeout.tv_nsec = static_cast<long>((wait - timeout.tv_sec) * 1e9) + 1000;
-    if (timeout.tv_nsec >= 1000000000) {
-      timeout.tv_sec += 1;
-      timeout.tv_nsec -= 1000000000;
-    }
-    const int got = sigtimedwait(&signals, nullptr, &timeout);
-    if (got == SIGTERM || got == SIGINT) {
-      signal = got;
-      break;
-    }
-  }
-  const uint64_t up = (*proxy)->bytes_forwarded(Dir::kUp);
-  const uint64_t down = (*proxy)->bytes_forwarded(Dir::kDown);
-  (*proxy).reset();  // closes the listener and every connection
-  std::fprintf(stderr, "trace_relay: %s received: stopped; forwarded up %llu, down %llu bytes\n",
-               signal == SIGTERM ? "SIGTERM" : "SIGINT", static_cast<unsigned long long>(up),
-               static_cast<unsigned long long>(down));
+  const int signal = Replay(**proxy, *trace, settings, start, signals);
+  Stop(*std::move(proxy), signal);
   return 0;
 }

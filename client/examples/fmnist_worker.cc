@@ -401,6 +401,239 @@ class Evaluator {
   std::thread thread_;
 };
 
+// Checks the flags that say what this robot is and does; false after saying
+// what is wrong.
+bool FlagsOk() {
+  if (!absl::GetFlag(FLAGS_pretrain_only) && absl::GetFlag(FLAGS_id).empty()) {
+    std::fprintf(stderr, "fmnist_worker: --id is required (e.g. --id=robot1)\n");
+    return false;
+  }
+  const int shard = absl::GetFlag(FLAGS_shard), shards = absl::GetFlag(FLAGS_shards);
+  if (shards < 1 || shard < 0 || shard >= shards) {
+    std::fprintf(stderr, "fmnist_worker: need 0 <= --shard < --shards\n");
+    return false;
+  }
+  const std::string model = absl::GetFlag(FLAGS_model);
+  if (model != "cnn" && model != "convmlp") {
+    std::fprintf(stderr, "fmnist_worker: --model must be cnn or convmlp (got '%s')\n",
+                 model.c_str());
+    return false;
+  }
+  const double compute_time = absl::ToDoubleSeconds(absl::GetFlag(FLAGS_compute_time));
+  if (!(compute_time >= 0) || compute_time > 3600) {
+    std::fprintf(stderr, "fmnist_worker: --compute_time must be between 0 and 1h\n");
+    return false;
+  }
+  return true;
+}
+
+// This robot's shard of the degraded training images.
+Data DegradedShard(const Data& train, int shard, int shards, uint64_t seed) {
+  std::vector<int64_t> mine;
+  const int64_t n = train.images.size(0);
+  if (absl::GetFlag(FLAGS_non_iid)) {
+    auto order = std::get<1>(train.labels.sort(/*stable=*/true, 0, false));
+    const int64_t from = n * shard / shards, to = n * (shard + 1) / shards;
+    for (int64_t i = from; i < to; ++i) mine.push_back(order[i].item<int64_t>());
+  } else {
+    for (int64_t i = shard; i < n; i += shards) mine.push_back(i);
+  }
+  const auto sel = torch::tensor(mine);
+  Data d;
+  d.images = Degrade(train.images.index_select(0, sel), seed + shard);
+  d.labels = train.labels.index_select(0, sel);
+  return d;
+}
+
+// Joins the team at --server as worker `id`, training `net`.
+absl::StatusOr<std::unique_ptr<rog::TorchWorker>> JoinTeam(Net& net, const std::string& id) {
+  rog::WorkerOptions options;
+  options.server = absl::GetFlag(FLAGS_server);
+  options.worker_id = id;
+  rog::ApplySecurityFlags(options);
+  return rog::TorchWorker::Start(*net, options);
+}
+
+// One robot's adaptation with its team: the training loop on its shard,
+// evaluations and progress lines on schedule, and what it adds up for the
+// final line. The clock starts when it is made.
+class Adaptation {
+ public:
+  Adaptation(const std::string& id, Net net, rog::TorchWorker* rog, const Data& shard,
+             uint64_t seed, int shard_index, double compute_time)
+      : id_(id),
+        net_(net),
+        rog_(rog),
+        images_(shard.images),
+        labels_(shard.labels),
+        compute_time_(compute_time),
+        opt_(net->parameters(), torch::optim::SGDOptions(absl::GetFlag(FLAGS_lr))),
+        rng_(seed * 131 + shard_index),
+        pick_(0, images_.size(0) - 1),
+        t0_(std::chrono::steady_clock::now()) {}
+
+  // Adapts until --seconds have passed: 0, or 1 after saying what failed.
+  int Run(Evaluator* evaluator, CsvFiles* csv);
+  // The team's final sync, the last evaluations and the final line.
+  void Finish(Evaluator* evaluator, CsvFiles* csv, const torch::Tensor& test_images,
+              const torch::Tensor& test_labels);
+
+ private:
+  double Elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  }
+  // Evaluations and progress lines when due; also while BeginStep waits
+  // (a detached robot's model, as it stands, is evaluated on schedule).
+  void Tick(Evaluator* evaluator);
+  // BeginStep, waiting in slices; `waited` is the time waited while attached.
+  absl::Status Begin(Evaluator* evaluator, double* waited);
+  // One SGD step on a batch of the shard, padded to --compute_time; returns
+  // the real compute time.
+  double Compute();
+  // Records an iteration EndStep returned and adds it up.
+  void Record(const rog::IterationStats& st, double real_compute, CsvFiles* csv);
+
+  const std::string id_;
+  Net net_;
+  rog::TorchWorker* const rog_;
+  const torch::Tensor images_, labels_;
+  const double compute_time_;
+  const int batch_ = absl::GetFlag(FLAGS_batch);
+  torch::optim::SGD opt_;
+  std::mt19937_64 rng_;
+  std::uniform_int_distribution<int64_t> pick_;
+  const std::chrono::steady_clock::time_point t0_;
+  double stall_ = 0, next_eval_ = 0, next_progress_ = 0, real_compute_total_ = 0;
+  uint64_t stalls_ = 0, up_ = 0, down_ = 0, iter_ = 0, steps_ = 0;
+  // The worker's wait totals when the last record was written.
+  double stall_total_ = 0, detached_total_ = 0;
+};
+
+void Adaptation::Tick(Evaluator* evaluator) {
+  if (Elapsed() >= next_eval_) {
+    evaluator->Snapshot(net_, Elapsed(), iter_);
+    next_eval_ += absl::GetFlag(FLAGS_eval_every);
+  }
+  if (Elapsed() >= next_progress_) {
+    // acc: the latest score the evaluator finished ("-" before the first).
+    const double acc = evaluator->latest();
+    std::printf("progress id=%s t=%.1f iter=%lu steps=%lu acc=%s stall=%.3f\n", id_.c_str(),
+                Elapsed(), static_cast<unsigned long>(iter_), static_cast<unsigned long>(steps_),
+                acc < 0 ? "-" : absl::StrFormat("%.4f", acc).c_str(),
+                stall_ / std::max(Elapsed(), 1e-9));
+    std::fflush(stdout);
+    next_progress_ = Elapsed() + absl::GetFlag(FLAGS_progress_every);
+  }
+}
+
+absl::Status Adaptation::Begin(Evaluator* evaluator, double* waited) {
+  // Wait in slices, so that the adaptation time ends on time even while
+  // rogd has this robot detached (its link too slow for the team; it
+  // pauses until reattached). Any other wait longer than 120 s fails.
+  absl::Status s;
+  while (Elapsed() < absl::GetFlag(FLAGS_seconds)) {
+    const double slice = std::min(std::min(5.0, std::max(0.0, next_eval_ - Elapsed())),
+                                  absl::GetFlag(FLAGS_seconds) - Elapsed());
+    s = rog_->BeginStep(std::max(slice, 0.01));
+    if (!absl::IsDeadlineExceeded(s)) break;
+    if (!rog_->worker().detached()) *waited += slice;
+    if (*waited >= 120) break;
+    Tick(evaluator);
+  }
+  return s;
+}
+
+double Adaptation::Compute() {
+  const auto compute_start = std::chrono::steady_clock::now();
+  std::vector<int64_t> idx(batch_);
+  for (auto& i : idx) i = pick_(rng_);
+  auto b = torch::tensor(idx);
+  opt_.zero_grad();
+  auto loss =
+      torch::nll_loss(net_->forward(images_.index_select(0, b)), labels_.index_select(0, b));
+  loss.backward();
+  opt_.step();
+  const double real_compute =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - compute_start).count();
+  real_compute_total_ += real_compute;
+  if (real_compute < compute_time_) {
+    std::this_thread::sleep_until(compute_start + std::chrono::duration<double>(compute_time_));
+  }
+  return real_compute;
+}
+
+void Adaptation::Record(const rog::IterationStats& st, double real_compute, CsvFiles* csv) {
+  iter_ = st.iteration;
+  ++steps_;
+  csv->Iteration(st, st.detached ? 1 : 0, real_compute);
+  stall_total_ = rog_->worker().stall_seconds();
+  detached_total_ = rog_->worker().detached_seconds();
+  stall_ += st.stall_seconds;
+  stalls_ += st.stalled;
+  up_ += st.bytes_up;
+  down_ += st.bytes_down;
+}
+
+int Adaptation::Run(Evaluator* evaluator, CsvFiles* csv) {
+  while (Elapsed() < absl::GetFlag(FLAGS_seconds)) {
+    Tick(evaluator);
+    double waited = 0;
+    absl::Status s = Begin(evaluator, &waited);
+    if (absl::IsDeadlineExceeded(s) && waited < 120) {
+      // The time is up while waiting: record the wait.
+      rog::IterationStats tail;
+      tail.iteration = iter_;
+      tail.stall_seconds = rog_->worker().stall_seconds() - stall_total_;
+      tail.detached_seconds = rog_->worker().detached_seconds() - detached_total_;
+      csv->Iteration(tail, 2, 0);
+      break;
+    }
+    if (!s.ok()) {
+      std::fprintf(stderr, "fmnist_worker %s: %s\n", id_.c_str(), std::string(s.message()).c_str());
+      return 1;
+    }
+    const double real_compute = Compute();
+    absl::StatusOr<rog::IterationStats> st = rog_->EndStep();
+    if (!st.ok()) {
+      std::fprintf(stderr, "fmnist_worker %s: %s\n", id_.c_str(),
+                   std::string(st.status().message()).c_str());
+      return 1;
+    }
+    Record(*st, real_compute, csv);
+  }
+  return 0;
+}
+
+void Adaptation::Finish(Evaluator* evaluator, CsvFiles* csv, const torch::Tensor& test_images,
+                        const torch::Tensor& test_labels) {
+  // Push everything, take what the team pushed, evaluate that, leave.
+  absl::Status s = rog_->worker().Sync(60);
+  if (s.ok()) rog_->LoadReplica();
+  if (s.ok()) s = rog_->worker().Close(30);
+  if (!s.ok())
+    std::fprintf(stderr, "fmnist_worker %s: close: %s\n", id_.c_str(),
+                 std::string(s.message()).c_str());
+  const double end = Elapsed();
+  // The scores still queued, then the final one (after the team's sync),
+  // written last as ID.acc.csv promises.
+  evaluator->Stop();
+  if (evaluator->dropped() > 0) {
+    std::fprintf(stderr,
+                 "fmnist_worker %s: evaluation fell behind; %lu snapshots were not scored "
+                 "(raise --eval_every or lower --eval_images)\n",
+                 id_.c_str(), static_cast<unsigned long>(evaluator->dropped()));
+  }
+  const double acc = Accuracy(net_, test_images, test_labels);
+  csv->Accuracy(UnixSeconds(), end, iter_, acc);
+  std::printf(
+      "final id=%s t=%.1f iter=%lu steps=%lu acc=%.4f stall=%.3f detached=%.3f stalls=%lu "
+      "up_mb=%.2f down_mb=%.2f real_compute_ms=%.2f\n",
+      id_.c_str(), end, static_cast<unsigned long>(iter_), static_cast<unsigned long>(steps_), acc,
+      stall_ / std::max(end, 1e-9), rog_->worker().detached_seconds() / std::max(end, 1e-9),
+      static_cast<unsigned long>(stalls_), up_ / 1e6, down_ / 1e6,
+      steps_ > 0 ? 1e3 * real_compute_total_ / steps_ : 0.0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -411,28 +644,11 @@ int main(int argc, char** argv) {
   rog::ListExampleFlagsInHelp();
   absl::ParseCommandLine(argc, argv);
   torch::set_num_threads(1);
+  if (!FlagsOk()) return 2;
   const std::string id = absl::GetFlag(FLAGS_id);
   const int shard = absl::GetFlag(FLAGS_shard), shards = absl::GetFlag(FLAGS_shards);
-  if (!absl::GetFlag(FLAGS_pretrain_only) && id.empty()) {
-    std::fprintf(stderr, "fmnist_worker: --id is required (e.g. --id=robot1)\n");
-    return 2;
-  }
-  if (shards < 1 || shard < 0 || shard >= shards) {
-    std::fprintf(stderr, "fmnist_worker: need 0 <= --shard < --shards\n");
-    return 2;
-  }
-  const std::string model = absl::GetFlag(FLAGS_model);
-  if (model != "cnn" && model != "convmlp") {
-    std::fprintf(stderr, "fmnist_worker: --model must be cnn or convmlp (got '%s')\n",
-                 model.c_str());
-    return 2;
-  }
-  const bool convmlp = model == "convmlp";
+  const bool convmlp = absl::GetFlag(FLAGS_model) == "convmlp";
   const double compute_time = absl::ToDoubleSeconds(absl::GetFlag(FLAGS_compute_time));
-  if (!(compute_time >= 0) || compute_time > 3600) {
-    std::fprintf(stderr, "fmnist_worker: --compute_time must be between 0 and 1h\n");
-    return 2;
-  }
   const std::string dir = absl::GetFlag(FLAGS_data_dir);
   const Data train = Load(dir, "train"), test = Load(dir, "t10k");
   Net net(convmlp);
@@ -447,37 +663,13 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  // This robot's shard of the degraded training images.
-  std::vector<int64_t> mine;
-  const int64_t n = train.images.size(0);
-  if (absl::GetFlag(FLAGS_non_iid)) {
-    auto order = std::get<1>(train.labels.sort(/*stable=*/true, 0, false));
-    const int64_t from = n * shard / shards, to = n * (shard + 1) / shards;
-    for (int64_t i = from; i < to; ++i) mine.push_back(order[i].item<int64_t>());
-  } else {
-    for (int64_t i = shard; i < n; i += shards) mine.push_back(i);
-  }
-  const auto sel = torch::tensor(mine);
-  const auto images = Degrade(train.images.index_select(0, sel), seed + shard);
-  const auto labels = train.labels.index_select(0, sel);
-
-  rog::WorkerOptions options;
-  options.server = absl::GetFlag(FLAGS_server);
-  options.worker_id = id;
-  rog::ApplySecurityFlags(options);
-  auto rog = rog::TorchWorker::Start(*net, options);
+  const Data mine = DegradedShard(train, shard, shards, seed);
+  auto rog = JoinTeam(net, id);
   if (!rog.ok()) {
     std::fprintf(stderr, "fmnist_worker: %s\n", std::string(rog.status().message()).c_str());
     return 2;
   }
-  torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(absl::GetFlag(FLAGS_lr)));
-  std::mt19937_64 rng(seed * 131 + shard);
-  std::uniform_int_distribution<int64_t> pick(0, images.size(0) - 1);
-  const auto t0 = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  double stall = 0, next_eval = 0, next_progress = 0, real_compute_total = 0;
+  Adaptation adaptation(id, net, rog->get(), mine, seed, shard, compute_time);
   CsvFiles csv;
   if (!absl::GetFlag(FLAGS_csv_dir).empty()) {
     absl::Status s = csv.Open(absl::GetFlag(FLAGS_csv_dir), id);
@@ -487,112 +679,7 @@ int main(int argc, char** argv) {
     }
   }
   Evaluator evaluator(convmlp, test_images, test_labels, &csv);
-  uint64_t stalls = 0, up = 0, down = 0, iter = 0, steps = 0;
-  // The worker's wait totals when the last record was written.
-  double stall_total = 0, detached_total = 0;
-  const int batch = absl::GetFlag(FLAGS_batch);
-  // Evaluations and progress lines when due; also while BeginStep waits
-  // (a detached robot's model, as it stands, is evaluated on schedule).
-  const auto tick = [&] {
-    if (elapsed() >= next_eval) {
-      evaluator.Snapshot(net, elapsed(), iter);
-      next_eval += absl::GetFlag(FLAGS_eval_every);
-    }
-    if (elapsed() >= next_progress) {
-      // acc: the latest score the evaluator finished ("-" before the first).
-      const double acc = evaluator.latest();
-      std::printf("progress id=%s t=%.1f iter=%lu steps=%lu acc=%s stall=%.3f\n", id.c_str(),
-                  elapsed(), static_cast<unsigned long>(iter), static_cast<unsigned long>(steps),
-                  acc < 0 ? "-" : absl::StrFormat("%.4f", acc).c_str(),
-                  stall / std::max(elapsed(), 1e-9));
-      std::fflush(stdout);
-      next_progress = elapsed() + absl::GetFlag(FLAGS_progress_every);
-    }
-  };
-  while (elapsed() < absl::GetFlag(FLAGS_seconds)) {
-    tick();
-    // Wait in slices, so that the adaptation time ends on time even while
-    // rogd has this robot detached (its link too slow for the team; it
-    // pauses until reattached). Any other wait longer than 120 s fails.
-    absl::Status s;
-    double waited = 0;
-    while (elapsed() < absl::GetFlag(FLAGS_seconds)) {
-      const double slice = std::min(std::min(5.0, std::max(0.0, next_eval - elapsed())),
-                                    absl::GetFlag(FLAGS_seconds) - elapsed());
-      s = (*rog)->BeginStep(std::max(slice, 0.01));
-      if (!absl::IsDeadlineExceeded(s)) break;
-      if (!(*rog)->worker().detached()) waited += slice;
-      if (waited >= 120) break;
-      tick();
-    }
-    if (absl::IsDeadlineExceeded(s) && waited < 120) {
-      // The time is up while waiting: record the wait.
-      rog::IterationStats tail;
-      tail.iteration = iter;
-      tail.stall_seconds = (*rog)->worker().stall_seconds() - stall_total;
-      tail.detached_seconds = (*rog)->worker().detached_seconds() - detached_total;
-      csv.Iteration(tail, 2, 0);
-      break;
-    }
-    if (!s.ok()) {
-      std::fprintf(stderr, "fmnist_worker %s: %s\n", id.c_str(), std::string(s.message()).c_str());
-      return 1;
-    }
-    const auto compute_start = std::chrono::steady_clock::now();
-    std::vector<int64_t> idx(batch);
-    for (auto& i : idx) i = pick(rng);
-    auto b = torch::tensor(idx);
-    opt.zero_grad();
-    auto loss = torch::nll_loss(net->forward(images.index_select(0, b)), labels.index_select(0, b));
-    loss.backward();
-    opt.step();
-    const double real_compute =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - compute_start).count();
-    real_compute_total += real_compute;
-    if (real_compute < compute_time) {
-      std::this_thread::sleep_until(compute_start + std::chrono::duration<double>(compute_time));
-    }
-    absl::StatusOr<rog::IterationStats> st = (*rog)->EndStep();
-    if (!st.ok()) {
-      std::fprintf(stderr, "fmnist_worker %s: %s\n", id.c_str(),
-                   std::string(st.status().message()).c_str());
-      return 1;
-    }
-    iter = st->iteration;
-    ++steps;
-    csv.Iteration(*st, st->detached ? 1 : 0, real_compute);
-    stall_total = (*rog)->worker().stall_seconds();
-    detached_total = (*rog)->worker().detached_seconds();
-    stall += st->stall_seconds;
-    stalls += st->stalled;
-    up += st->bytes_up;
-    down += st->bytes_down;
-  }
-  // Push everything, take what the team pushed, evaluate that, leave.
-  absl::Status s = (*rog)->worker().Sync(60);
-  if (s.ok()) (*rog)->LoadReplica();
-  if (s.ok()) s = (*rog)->worker().Close(30);
-  if (!s.ok())
-    std::fprintf(stderr, "fmnist_worker %s: close: %s\n", id.c_str(),
-                 std::string(s.message()).c_str());
-  const double end = elapsed();
-  // The scores still queued, then the final one (after the team's sync),
-  // written last as ID.acc.csv promises.
-  evaluator.Stop();
-  if (evaluator.dropped() > 0) {
-    std::fprintf(stderr,
-                 "fmnist_worker %s: evaluation fell behind; %lu snapshots were not scored "
-                 "(raise --eval_every or lower --eval_images)\n",
-                 id.c_str(), static_cast<unsigned long>(evaluator.dropped()));
-  }
-  const double acc = Accuracy(net, test_images, test_labels);
-  csv.Accuracy(UnixSeconds(), end, iter, acc);
-  std::printf(
-      "final id=%s t=%.1f iter=%lu steps=%lu acc=%.4f stall=%.3f detached=%.3f stalls=%lu "
-      "up_mb=%.2f down_mb=%.2f real_compute_ms=%.2f\n",
-      id.c_str(), end, static_cast<unsigned long>(iter), static_cast<unsigned long>(steps), acc,
-      stall / std::max(end, 1e-9), (*rog)->worker().detached_seconds() / std::max(end, 1e-9),
-      static_cast<unsigned long>(stalls), up / 1e6, down / 1e6,
-      steps > 0 ? 1e3 * real_compute_total / steps : 0.0);
+  if (const int code = adaptation.Run(&evaluator, &csv); code != 0) return code;
+  adaptation.Finish(&evaluator, &csv, test_images, test_labels);
   return 0;
 }

@@ -73,6 +73,51 @@ double Step(const std::vector<float>& params, const Truth& truth, std::mt19937& 
   return loss;
 }
 
+// The training loop's settings, buffers and running totals.
+struct Training {
+  double lr = 0;
+  std::chrono::microseconds compute{0};  // extra time per iteration (--compute_ms)
+  std::vector<float> params, grad, update;
+  double stall = 0, transmit = 0, loss = 0;
+  uint64_t stalls = 0, bytes_up = 0, bytes_down = 0;
+};
+
+// One iteration: waits for rogd's go, takes a step on a batch and pushes the
+// update; a line every --report_every. False (having said why) on an error.
+bool Iterate(rog::Worker& worker, const std::string& id, const Truth& truth, std::mt19937& rng,
+             Training* t) {
+  // Blocks while rogd's policy says so; says why after 120 s.
+  absl::Status s = worker.BeginIteration(absl::MakeSpan(t->params), 120);
+  if (!s.ok()) {
+    std::fprintf(stderr, "linreg_worker %s: %s\n", id.c_str(), std::string(s.message()).c_str());
+    return false;
+  }
+  t->loss = Step(t->params, truth, rng, absl::GetFlag(FLAGS_batch), &t->grad);
+  for (size_t j = 0; j < t->grad.size(); ++j) {
+    t->update[j] = static_cast<float>(-t->lr * t->grad[j]);
+  }
+  std::this_thread::sleep_for(t->compute);
+  absl::StatusOr<rog::IterationStats> st = worker.EndIteration(t->update);
+  if (!st.ok()) {
+    std::fprintf(stderr, "linreg_worker %s: %s\n", id.c_str(),
+                 std::string(st.status().message()).c_str());
+    return false;
+  }
+  t->stall += st->stall_seconds;
+  t->stalls += st->stalled;
+  t->transmit += st->transmit_seconds;
+  t->bytes_up += st->bytes_up;
+  t->bytes_down += st->bytes_down;
+  if (st->iteration % absl::GetFlag(FLAGS_report_every) == 0) {
+    std::printf("%s: iteration %lu  loss %.5f  stalled %.2f s (%lu times)  up %lu B  down %lu B\n",
+                id.c_str(), static_cast<unsigned long>(st->iteration), t->loss, t->stall,
+                static_cast<unsigned long>(t->stalls), static_cast<unsigned long>(t->bytes_up),
+                static_cast<unsigned long>(t->bytes_down));
+    std::fflush(stdout);
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -108,42 +153,15 @@ int main(int argc, char** argv) {
 
   const Truth truth;
   std::mt19937 rng(1000 + absl::GetFlag(FLAGS_shard));
-  std::vector<float> params(layout->total_numel()), grad, update(layout->total_numel());
-  const double lr = absl::GetFlag(FLAGS_lr);
-  const auto compute =
+  Training t;
+  t.params.resize(layout->total_numel());
+  t.update.resize(layout->total_numel());
+  t.lr = absl::GetFlag(FLAGS_lr);
+  t.compute =
       std::chrono::microseconds(static_cast<int64_t>(absl::GetFlag(FLAGS_compute_ms) * 1000));
-  double stall = 0, transmit = 0, loss = 0;
-  uint64_t stalls = 0, bytes_up = 0, bytes_down = 0;
   const auto t0 = std::chrono::steady_clock::now();
   while ((*worker)->clock() < static_cast<uint64_t>(iterations)) {
-    // Blocks while rogd's policy says so; says why after 120 s.
-    absl::Status s = (*worker)->BeginIteration(absl::MakeSpan(params), 120);
-    if (!s.ok()) {
-      std::fprintf(stderr, "linreg_worker %s: %s\n", id.c_str(), std::string(s.message()).c_str());
-      return 1;
-    }
-    loss = Step(params, truth, rng, absl::GetFlag(FLAGS_batch), &grad);
-    for (size_t j = 0; j < grad.size(); ++j) update[j] = static_cast<float>(-lr * grad[j]);
-    std::this_thread::sleep_for(compute);
-    absl::StatusOr<rog::IterationStats> st = (*worker)->EndIteration(update);
-    if (!st.ok()) {
-      std::fprintf(stderr, "linreg_worker %s: %s\n", id.c_str(),
-                   std::string(st.status().message()).c_str());
-      return 1;
-    }
-    stall += st->stall_seconds;
-    stalls += st->stalled;
-    transmit += st->transmit_seconds;
-    bytes_up += st->bytes_up;
-    bytes_down += st->bytes_down;
-    if (st->iteration % absl::GetFlag(FLAGS_report_every) == 0) {
-      std::printf(
-          "%s: iteration %lu  loss %.5f  stalled %.2f s (%lu times)  up %lu B  down %lu B\n",
-          id.c_str(), static_cast<unsigned long>(st->iteration), loss, stall,
-          static_cast<unsigned long>(stalls), static_cast<unsigned long>(bytes_up),
-          static_cast<unsigned long>(bytes_down));
-      std::fflush(stdout);
-    }
+    if (!Iterate(**worker, id, truth, rng, &t)) return 1;
   }
   // Push everything, receive everything, leave the team.
   absl::Status s = (*worker)->Sync(60);
@@ -156,6 +174,6 @@ int main(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf(
       "%s: done, %d iterations in %.2f s, last loss %.5f, stalled %.2f s, transmit %.2f s\n",
-      id.c_str(), iterations, seconds, loss, stall, transmit);
+      id.c_str(), iterations, seconds, t.loss, t.stall, t.transmit);
   return 0;
 }
