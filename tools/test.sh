@@ -4,7 +4,8 @@
 # `N passed, M failed` that counts Catch2 test cases across all test
 # binaries, plus one case for the documentation (tools/check_docs.sh), one
 # for the layers (tools/check_layers.sh), one for the C++ formatting
-# (tools/check_format.sh), one for the deployment (test/deploy/install_test.sh,
+# (tools/check_format.sh), one for function lengths
+# (tools/check_function_length.py), one for the deployment (test/deploy/install_test.sh,
 # skipped with ROG_SKIP_DEPLOY=1), one for the main job
 # (`tools/run.sh --quick`) and one for the benchmark
 # (`tools/bench.sh --profile=tiny`), these two skipped with ROG_SKIP_RUN=1,
@@ -141,6 +142,11 @@ fi
 # The C++ formatting (tools/check_format.sh: clang-format --dry-run).
 if [ "$has_pattern" -eq 0 ]; then
   script_case 120 '^check_format: ok ' 25 tools/check_format.sh
+fi
+
+# No function of the product over 80 lines (tools/check_function_length.py).
+if [ "$has_pattern" -eq 0 ]; then
+  script_case 60 '^check_function_length: ok ' 30 python3 tools/check_function_length.py
 fi
 
 # Every libFuzzer target for a bounded time, one test case each (the
