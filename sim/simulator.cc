@@ -15,6 +15,7 @@
 #include "proto/convert.h"
 #include "server/engine_core.h"
 #include "server/uplink_batch.h"
+#include "sim/invariants.h"
 #include "spdlog/spdlog.h"
 
 namespace rog {
@@ -188,10 +189,10 @@ struct SimWorker {
   uint64_t push_tag = 0;
   uint64_t iterations = 0;  // updates it computed (its counters' value)
   std::vector<float> params;
-  // rogd's view: attached, and the raises of its versions at reattaches
-  // (its iterations then, versions raised past them).
+  // rogd's view: attached (the bound counts it).
   bool attached = true;
-  std::vector<std::pair<uint64_t, uint64_t>> raises;
+  // Its iterations, numbered by the clock each ended at (sim/invariants.h).
+  IterationLog log;
 
   SimWorkerReport report;
   double staleness_sum = 0;
@@ -246,9 +247,6 @@ class Simulation {
   void EndPush(size_t w);
   void Stop(size_t w);
   bool AllIn(Phase phase) const;
-  // The version a replica holding `count` real iterations of worker q holds:
-  // a reattach raised q's versions past iterations it never ran.
-  double EffectiveVersion(size_t q, double count) const;
 
   void Check();
   void Report();
@@ -520,13 +518,9 @@ void Simulation::OnDirectiveSent(size_t w, const pb::Directive& d) {
     if (Training()) report_.transitions.push_back({now_ - start_, w, false, d.detached().reason()});
   }
   if (d.has_reattached() && !s.attached) {
+    // Its next iteration is numbered past rogd's clock for it: the versions
+    // in between are claimed, never computed (IterationLog).
     s.attached = true;
-    // Every iteration it computed is folded (rogd's MayReattach); the
-    // versions are raised past them to rogd's clock for it.
-    const uint64_t own = s.proto->clock();
-    if (d.reattached().iteration() > own) {
-      s.raises.emplace_back(s.iterations, d.reattached().iteration() - own);
-    }
     if (Training()) {
       report_.transitions.push_back({now_ - start_, w, true, d.reattached().reason()});
     }
@@ -688,40 +682,26 @@ void Simulation::TryBegin(size_t w) {
            w);
 }
 
+// The staleness bound at w's start, against every peer rogd holds attached
+// (sim/invariants.h).
 void Simulation::CheckBound(size_t w) {
   // Counters are exact only when nothing is lost in coding, and only the
   // training time counts.
   if (!IsLossless(cfg_.codec) || !Training()) return;
   SimWorker& s = workers_[w];
-  const size_t n = workers_.size();
   const uint64_t clock = s.proto->clock();
-  const uint64_t needed = NeededVersion(clock, bound_);
-  const std::vector<float>& replica = s.proto->replica();
   bool violated = false;
-  for (RowId r = 0; r < layout_.num_rows(); ++r) {
-    const RowInfo& info = layout_.row(r);
-    if (info.numel < n) continue;
-    for (size_t q = 0; q < n; ++q) {
-      if (q == w || !workers_[q].attached) continue;
-      const double held = EffectiveVersion(q, replica[info.offset + q] - initial_[info.offset + q]);
-      if (held < static_cast<double>(needed)) violated = true;
-      const double lag = std::max(0.0, static_cast<double>(clock) - held);
-      s.report.max_staleness =
-          std::max<uint64_t>(s.report.max_staleness, static_cast<uint64_t>(lag));
-      s.staleness_sum += lag;
-      s.staleness_n += 1;
-    }
+  for (size_t q = 0; q < workers_.size(); ++q) {
+    if (q == w || !workers_[q].attached) continue;
+    const PeerAtStart p = CheckPeerAtStart(layout_, s.proto->replica(), initial_, q,
+                                           workers_[q].log, /*join=*/0, clock, bound_);
+    violated |= !p.ok;
+    s.report.max_staleness = std::max(s.report.max_staleness, p.max_lag);
+    s.staleness_sum += p.lag_sum;
+    s.staleness_n += p.rows;
   }
   ++report_.bound_checks;
   if (violated) ++report_.bound_violations;
-}
-
-double Simulation::EffectiveVersion(size_t q, double count) const {
-  double version = count;
-  for (const auto& raise : workers_[q].raises) {
-    if (count >= static_cast<double>(raise.first)) version += static_cast<double>(raise.second);
-  }
-  return version;
 }
 
 void Simulation::OnComputeDone(size_t w) {
@@ -734,6 +714,7 @@ void Simulation::OnComputeDone(size_t w) {
     return;
   }
   MakeUpdate(w);
+  s.log.Add(s.proto->clock() + 1);
   ++s.iterations;
   ++s.report.iterations;
   s.proto->StartPush(update_);
@@ -757,8 +738,8 @@ void Simulation::MakeUpdate(size_t w) {
     const uint32_t amp = amplitude_[r];
     float* u = update_.data() + info.offset;
     for (uint32_t j = 0; j < info.numel; ++j) {
-      if (info.numel >= n && j < n) {
-        u[j] = j == w ? 1.0f : 0.0f;  // the counters
+      if (j < n) {
+        u[j] = j == w ? 1.0f : 0.0f;  // the markers (sim/invariants.h)
       } else {
         u[j] = static_cast<float>(static_cast<int64_t>(rng.Next() % (2 * amp + 1)) - amp);
       }
@@ -826,26 +807,14 @@ void Simulation::Check() {
   absl::StatusOr<ModelSnapshot> model = rogd_->Export();
   if (!model.ok()) return;
   const std::vector<float>& global = model->values;
+  report_.max_sum_error = ConservationError(global, initial_, true_sum_);
+  // A replica differs from rogd's model by what its accumulators still
+  // hold: nothing with a lossless codec, a residual with a lossy one.
   for (const SimWorker& s : workers_) {
-    const std::vector<float>& replica = s.proto->replica();
-    for (size_t j = 0; j < global.size(); ++j) {
-      report_.max_replica_error =
-          std::max(report_.max_replica_error, std::fabs(double{replica[j]} - global[j]));
-    }
+    report_.max_replica_error =
+        std::max(report_.max_replica_error, MaxDifference(s.proto->replica(), global));
   }
-  for (size_t j = 0; j < global.size(); ++j) {
-    report_.max_sum_error = std::max(report_.max_sum_error,
-                                     std::fabs((double{global[j]} - initial_[j]) - true_sum_[j]));
-  }
-  // What the accumulators still hold: the replica less rogd's model, as
-  // far as this worker's own updates go (a lossy codec's residual).
-  for (const SimWorker& s : workers_) {
-    const std::vector<float>& replica = s.proto->replica();
-    for (size_t j = 0; j < global.size(); ++j) {
-      report_.max_residual =
-          std::max(report_.max_residual, std::fabs(double{replica[j]} - global[j]));
-    }
-  }
+  report_.max_residual = report_.max_replica_error;
 }
 
 void Simulation::Report() {

@@ -23,15 +23,14 @@
 // checks below run.
 //
 // Updates are integer-valued so float sums are exact. Element j of every row
-// with at least N elements is a counter: worker j adds 1 to it every
-// iteration and nobody else touches it. A replica's counters therefore say,
+// with more than j elements is worker j's marker: it adds 1 there every
+// iteration and nobody else touches it. A replica's markers therefore say,
 // independently of any version bookkeeping, how many iterations of each
 // worker it holds; the simulator checks the staleness bound against them at
-// every compute start among the workers rogd holds attached (a reattach
-// raises a worker's versions past iterations it never ran; the check
-// counts those as held by a replica that holds every real iteration before
-// them). After the drain, every replica must equal rogd's model and rogd's
-// model minus the initial values the sum of every update (lossless codecs).
+// every compute start among the workers rogd holds attached, and after the
+// drain every replica must equal rogd's model and rogd's model minus the
+// initial values the sum of every update (lossless codecs). The checks are
+// sim/invariants.h's, the ones the integration tests make on real teams.
 #ifndef ROG_SIM_SIMULATOR_H_
 #define ROG_SIM_SIMULATOR_H_
 

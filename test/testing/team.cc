@@ -101,52 +101,31 @@ void Team::SetJoinClock(int marker, uint64_t clock) {
 std::vector<Violation> Team::CheckStart(Member* m, uint64_t clock,
                                         const std::vector<float>& params) {
   const absl::Time started = absl::Now();
-  if (clock <= bound_) return {};
-  const uint64_t needed = clock - bound_;
-  // Per checked marker: its join clock, and how many iterations it computed
-  // after joining and up to `needed`. Not needed - join: rogd moves a
-  // worker's clock forward when it reattaches it (the iterations it skipped
-  // count for nobody), so a worker's clock may be ahead of its count.
-  struct Checked {
-    uint64_t join, needed_count, clock_count;
-  };
-  std::map<int, Checked> checked;
+  // Per checked marker (sim/invariants.h): its join clock and its
+  // iterations, numbered by the clock each ended at (rogd moves a worker's
+  // clock forward when it reattaches it: the iterations it skipped count
+  // for nobody).
+  std::map<int, std::pair<uint64_t, IterationLog>> checked;
   std::map<int, std::string> ids;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ids = ids_;
-    for (const auto& [marker, join] : join_clock_) {
-      const std::vector<uint64_t>& done = computed_[marker];
-      const auto from = std::upper_bound(done.begin(), done.end(), join);
-      const auto to = std::upper_bound(done.begin(), done.end(), needed);
-      const auto now = std::upper_bound(done.begin(), done.end(), clock);
-      checked[marker] = Checked{join, from < to ? static_cast<uint64_t>(to - from) : 0,
-                                from < now ? static_cast<uint64_t>(now - from) : 0};
-    }
+    for (const auto& [marker, join] : join_clock_) checked[marker] = {join, computed_[marker]};
   }
   ++m->starts_checked;
   std::vector<Violation> violations;
   for (const auto& [marker, entry] : checked) {
-    const uint64_t join = entry.join;
-    if (marker == m->marker || needed <= join) continue;
-    bool seen = false;
-    for (RowId r = 0; r < layout_.num_rows(); ++r) {
-      const RowInfo& row = layout_.row(r);
-      if (row.numel <= static_cast<uint32_t>(marker)) continue;
-      const size_t at = row.offset + marker;
-      const double held = std::llround(params[at] - initial_[at]);
-      const double want = static_cast<double>(entry.needed_count);
-      if (held < want && !seen) {
-        seen = true;
-        violations.push_back(
-            Violation{started, ids[marker],
-                      absl::StrCat(m->id, " started iteration ", clock + 1, " holding ", held,
-                                   " iterations of marker ", marker, " in row ", layout_.RowName(r),
-                                   "; the bound needs ", want)});
-      }
-      const double lag = static_cast<double>(entry.clock_count) - held;
-      if (lag > m->max_lag) m->max_lag = static_cast<uint64_t>(lag);
+    if (marker == m->marker) continue;
+    const PeerAtStart p = CheckPeerAtStart(layout_, params, initial_, marker, entry.second,
+                                           entry.first, clock, bound_);
+    if (!p.ok) {
+      violations.push_back(
+          Violation{started, ids[marker],
+                    absl::StrCat(m->id, " started iteration ", clock + 1, " holding ", p.held,
+                                 " iterations of marker ", marker, " in row ",
+                                 layout_.RowName(p.short_row), "; the bound needs ", p.needed)});
     }
+    if (p.max_lag > m->max_lag) m->max_lag = p.max_lag;
   }
   return violations;
 }
@@ -167,10 +146,8 @@ void Team::Loop(Member* m, uint64_t until_clock, double compute_ms) {
       // Recorded before it is pushed: a peer may hold it as soon as
       // EndIteration starts.
       std::lock_guard<std::mutex> lock(mu_);
-      std::vector<uint64_t>& done = computed_[m->marker];
       // A new incarnation that rejoined behind its old clock numbers anew.
-      if (!done.empty() && done.back() >= clock + 1) done.clear();
-      done.push_back(clock + 1);
+      computed_[m->marker].Add(clock + 1);
     }
     if (compute_ms > 0) {
       std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int>(compute_ms * 1000)));
@@ -210,29 +187,25 @@ std::string Team::Drain(double timeout_seconds) {
 
 std::string Team::CheckConservation(const std::vector<float>& global,
                                     const std::vector<std::vector<double>>& extra) {
-  if (global.size() != initial_.size()) {
-    return absl::StrCat("global model has ", global.size(), " values, expected ", initial_.size());
-  }
-  std::vector<double> want(initial_.begin(), initial_.end());
+  std::vector<double> sum(initial_.size(), 0.0);
   for (const auto& m : members_) {
-    for (size_t j = 0; j < want.size(); ++j) want[j] += m->sum[j];
+    for (size_t j = 0; j < sum.size() && j < m->sum.size(); ++j) sum[j] += m->sum[j];
   }
   for (const auto& e : extra) {
-    for (size_t j = 0; j < want.size(); ++j) want[j] += e[j];
+    for (size_t j = 0; j < sum.size() && j < e.size(); ++j) sum[j] += e[j];
   }
-  for (size_t j = 0; j < want.size(); ++j) {
-    if (static_cast<double>(global[j]) != want[j]) {
-      return absl::StrCat("global[", j, "] = ", global[j],
-                          " but initial + all updates = ", want[j]);
-    }
+  if (std::string problem = ConservationProblem(global, initial_, sum); !problem.empty()) {
+    return problem;
   }
   for (const auto& m : members_) {
     if (!m->worker) continue;
     const std::vector<float> replica = m->worker->Replica();
-    for (size_t j = 0; j < replica.size(); ++j) {
-      if (replica[j] != global[j]) {
-        return absl::StrCat(m->id, "'s replica[", j, "] = ", replica[j],
-                            " but global = ", global[j]);
+    if (MaxDifference(replica, global) != 0) {
+      for (size_t j = 0; j < replica.size(); ++j) {
+        if (replica[j] != global[j]) {
+          return absl::StrCat(m->id, "'s replica[", j, "] = ", replica[j],
+                              " but global = ", global[j]);
+        }
       }
     }
   }

@@ -1,6 +1,7 @@
 // A team of rog::Workers training a test model against a real rogd, with the
 // checks every integration test makes: the staleness bound at each
-// iteration start and exact conservation after draining.
+// iteration start and exact conservation after draining, the same checks
+// the simulator makes (sim/invariants.h).
 //
 // Updates are small integers, so fp32 sums are exact whatever the order of
 // folding. Each worker owns a marker element in every row (element m for
@@ -20,6 +21,7 @@
 #include "absl/time/time.h"
 #include "client/worker.h"
 #include "common/layout.h"
+#include "sim/invariants.h"
 
 namespace rog {
 
@@ -108,8 +110,8 @@ class Team {
   std::map<int, uint64_t> join_clock_;  // attached members by marker
   std::map<int, std::string> ids_;      // every member's id by marker
   std::atomic<bool> stop_{false};
-  // By marker, ascending: the clock each iteration it computed ended at.
-  std::map<int, std::vector<uint64_t>> computed_;
+  // By marker: the clock each iteration it computed ended at.
+  std::map<int, IterationLog> computed_;
   std::vector<std::unique_ptr<Member>> members_;
 };
 
