@@ -136,8 +136,10 @@ absl::Status EngineCore::Impl::Restore(const std::string& path) {
   const size_t rows = restored_layout->num_rows();
   const size_t n = c.workers();
   ServerState::Parts parts;
-  std::vector<std::unique_ptr<WorkerRec>> recs(n);
+  // ReadParts checks the team size against the worker records the file
+  // holds: only then is it a size to allocate from.
   if (std::string why = ReadParts(c, rows, &parts); !why.empty()) return bad(why);
+  std::vector<std::unique_ptr<WorkerRec>> recs(n);
   if (std::string why = ReadWorkerRecords(c, rows, Now(), &recs); !why.empty()) return bad(why);
   absl::StatusOr<std::unique_ptr<ServerState>> s =
       ServerState::Restore(*restored_layout, std::move(parts));

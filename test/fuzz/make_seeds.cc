@@ -151,6 +151,13 @@ void CheckpointSeeds() {
     PutU64(&file, Fnv1a64(payload));
     Write("checkpoint", "file_" + std::to_string(n) + "_workers", file);
   }
+  // A team size the records do not back: the restore once sized its
+  // worker table from it (32 GiB) before any check.
+  pb::Checkpoint huge;
+  *huge.mutable_layout() = LayoutToProto(layout);
+  huge.set_global(FloatsToBytes(Values(layout.total_numel(), 1)));
+  huge.set_workers(0xfffffffeu);
+  Write("checkpoint", "payload_huge_team", std::string(1, '\1') + huge.SerializeAsString());
 }
 
 }  // namespace

@@ -447,6 +447,13 @@ TEST_CASE("restoring a checkpoint whose sizes do not match the file allocates no
       c.add_worker()->set_index(static_cast<uint32_t>(w));
     }
   }
+  SECTION("a team of 2^32 - 2 workers and no records") {
+    // Found by //test/fuzz:checkpoint_fuzzer in CI: the restore sized its
+    // worker records (8 bytes each, 32 GiB) from the team size before
+    // checking it against the records in the file.
+    set_layout(*Layout::Create({{"s", {}}}));
+    c.set_workers(0xfffffffeu);
+  }
   const std::string path = dir + "/rogd.ckpt";
   EngineOptions options;
   options.init_path = path;
