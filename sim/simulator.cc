@@ -671,7 +671,10 @@ void Simulation::TryBegin(size_t w) {
   s.proto->Begin(s.wait_start, now_, s.waited, s.detached_wait, absl::MakeSpan(s.params));
   if (s.proto->detached()) {
     if (Training()) ++s.report.local_steps;
-  } else {
+  } else if (s.attached) {
+    // rogd's decision counts, not the SDK's knowledge of it: a worker rogd
+    // has detached is out of the team's bound while the directive is still
+    // on its way (behind an obstacle that may be many seconds).
     CheckBound(w);
   }
   Rng rng(SeedFor(cfg_.seed, w, s.iterations, 2));

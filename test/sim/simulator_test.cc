@@ -3,7 +3,9 @@
 #include "sim/simulator.h"
 
 #include <cstdio>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -393,6 +395,44 @@ TEST_CASE(
   }
   // The team as a whole (worker 0 included) made more iterations.
   CHECK(on.iterations_per_second() > 1.2 * off.iterations_per_second());
+}
+
+// Found by the return_after_share A/B (2026-11-25, regime point C = 0.2 s,
+// R = 4, patience 0.5 s, seed 1): rogd detached worker 2 when its link
+// died, and the directive took 8 s to reach it; meanwhile worker 1
+// reattached, and worker 2, not knowing it was out, started iterations
+// without worker 1's rows. The simulator counted that as a broken bound;
+// rogd's bound is for the workers it holds attached, from its decision on.
+TEST_CASE("a worker rogd detached is out of the bound while the directive is on its way",
+          "[simulator][patience]") {
+  SimConfig c;
+  c.staleness = 4;
+  c.workers = 4;
+  c.seconds = 120;
+  c.compute_seconds = 0.2;
+  c.compute_jitter = 0;
+  c.patience = 0.5;
+  c.trace_scale = 0.0188598;
+  c.seed = 1;
+  for (int w = 1; w <= 4; ++w) {
+    const std::string path = absl::StrCat("tools/traces/outdoors-fast-w", w, ".tsv");
+    std::ifstream in(path);
+    REQUIRE(in.good());
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<Trace> t = Trace::Parse(text.str(), path);
+    REQUIRE(t.ok());
+    c.traces.push_back(*std::move(t));
+  }
+  absl::StatusOr<Layout> layout = SyntheticLayout("fmnist");
+  REQUIRE(layout.ok());
+  absl::StatusOr<SimReport> r = RunSimulation(c, *layout);
+  REQUIRE(r.ok());
+  CHECK(r->detaches() > 0);
+  CHECK(r->bound_checks > 0);
+  CHECK(r->bound_violations == 0);
+  CHECK(r->max_replica_error == 0.0);
+  CHECK(r->max_sum_error == 0.0);
 }
 
 TEST_CASE("a negative patience or a detach speedup of 1 or less is refused",
