@@ -1,5 +1,6 @@
 #include "tools/link_cli.h"
 
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -122,6 +123,26 @@ absl::StatusOr<Trace> ReadTraceFlags(const std::map<std::string, std::string>& f
   absl::StatusOr<Trace> trace = ReadTraceFile(flags.at("trace"));
   if (!trace.ok()) return trace.status();
   return trace->TimeScaled(k);
+}
+
+sigset_t BlockStopSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+timespec SigwaitTimeout(double wait) {
+  timespec timeout;
+  timeout.tv_sec = static_cast<time_t>(wait);
+  timeout.tv_nsec = static_cast<long>((wait - timeout.tv_sec) * 1e9) + 1000;
+  if (timeout.tv_nsec >= 1000000000) {
+    timeout.tv_sec += 1;
+    timeout.tv_nsec -= 1000000000;
+  }
+  return timeout;
 }
 
 }  // namespace rog

@@ -1,9 +1,13 @@
 // What the link emulators (trace_relay, tc_link) share on their command
 // line: a small --name=value parser, so that every mistake exits 2 with one
 // clear line (Abseil's flags exit 1 for an unknown flag and print pages of
-// help), and reading a trace file with errors that name it.
+// help), reading a trace file with errors that name it, and the stop
+// signals their replay loops wait for.
 #ifndef ROG_TOOLS_LINK_CLI_H_
 #define ROG_TOOLS_LINK_CLI_H_
+
+#include <signal.h>
+#include <time.h>
 
 #include <map>
 #include <string>
@@ -42,6 +46,15 @@ inline constexpr FlagSpec kTimeScaleFlag = {
 
 // The trace of --trace with --time_scale applied; errors name the flag.
 absl::StatusOr<Trace> ReadTraceFlags(const std::map<std::string, std::string>& flags);
+
+// Blocks SIGTERM and SIGINT in the calling thread (and the threads it
+// starts later), so that the replay loop takes them with sigtimedwait;
+// returns the set.
+sigset_t BlockStopSignals();
+
+// `wait` seconds as a timeout for sigtimedwait, a microsecond late rather
+// than early.
+timespec SigwaitTimeout(double wait);
 
 }  // namespace rog
 

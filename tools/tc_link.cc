@@ -204,16 +204,6 @@ absl::Status SetFirstQdiscs(const std::vector<Target>& targets, double bytes_per
   return absl::OkStatus();
 }
 
-// Blocks SIGTERM and SIGINT, for sigtimedwait, and returns them.
-sigset_t BlockStopSignals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  return signals;
-}
-
 // Starts a `tc -batch` for each target, to take its rate changes.
 absl::Status StartBatches(std::vector<Target>* targets) {
   for (Target& t : *targets) {
@@ -256,19 +246,6 @@ bool ChangeRate(const std::vector<Target>& targets, double bytes_per_sec, uint64
   return ok;
 }
 
-// `wait` seconds as a timeout for sigtimedwait, a microsecond late rather
-// than early.
-timespec Timeout(double wait) {
-  timespec timeout;
-  timeout.tv_sec = static_cast<time_t>(wait);
-  timeout.tv_nsec = static_cast<long>((wait - timeout.tv_sec) * 1e9) + 1000;
-  if (timeout.tv_nsec >= 1000000000) {
-    timeout.tv_sec += 1;
-    timeout.tv_nsec -= 1000000000;
-  }
-  return timeout;
-}
-
 // Changes the rate sample by sample from `start` until SIGTERM or SIGINT
 // (returned in `got`) or until a tc stops taking commands; the exit status.
 int Replay(const std::vector<Target>& targets, const rog::Trace& trace, const LinkSettings& s,
@@ -283,7 +260,7 @@ int Replay(const std::vector<Target>& targets, const rog::Trace& trace, const Li
       next_change = trace.NextChange(now);
     }
     const double wait = std::max(0.0, next_change - now);
-    const timespec timeout = Timeout(wait);
+    const timespec timeout = rog::SigwaitTimeout(wait);
     *got = sigtimedwait(&signals, nullptr, &timeout);
     if (*got == SIGTERM || *got == SIGINT) return 0;
   }
@@ -310,7 +287,7 @@ int main(int argc, char** argv) {
 
   absl::Status first = SetFirstQdiscs(*targets, RateAt(*trace, settings, 0), settings.queue_bytes);
   if (!first.ok()) return Fail(std::string(first.message()));
-  const sigset_t signals = BlockStopSignals();
+  const sigset_t signals = rog::BlockStopSignals();
   signal(SIGPIPE, SIG_IGN);
   absl::Status started = StartBatches(&*targets);
   if (!started.ok()) return Fail(std::string(started.message()));

@@ -158,17 +158,6 @@ double RateAt(const rog::Trace& trace, const RelaySettings& s, double t) {
   return std::max(s.min_rate, trace.MbitAt(t) * s.scale * kBytesPerMbit);
 }
 
-// Blocks SIGTERM and SIGINT in this thread (and the threads it starts);
-// returns them, for sigtimedwait.
-sigset_t BlockStopSignals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  return signals;
-}
-
 // The line that says what the relay replays, and when its trace time 0 was.
 void PrintStartLine(const rog::RateProxy& proxy, const RelaySettings& s,
                     const std::map<std::string, std::string>& flags, const rog::Trace& trace) {
@@ -223,19 +212,6 @@ void LogThroughput(const rog::RateProxy& proxy, double now, Logged* logged) {
   logged->at = now;
 }
 
-// `wait` seconds as a timeout for sigtimedwait, a microsecond late rather
-// than early.
-timespec Timeout(double wait) {
-  timespec timeout;
-  timeout.tv_sec = static_cast<time_t>(wait);
-  timeout.tv_nsec = static_cast<long>((wait - timeout.tv_sec) * 1e9) + 1000;
-  if (timeout.tv_nsec >= 1000000000) {
-    timeout.tv_sec += 1;
-    timeout.tv_nsec -= 1000000000;
-  }
-  return timeout;
-}
-
 // Sets the proxy's rate sample by sample from `start` and logs every
 // --log_every, until SIGTERM or SIGINT; returns the signal.
 int Replay(rog::RateProxy& proxy, const rog::Trace& trace, const RelaySettings& s,
@@ -256,7 +232,7 @@ int Replay(rog::RateProxy& proxy, const rog::Trace& trace, const RelaySettings& 
       while (next_log <= now) next_log += s.log_every;
     }
     const double wait = std::max(0.0, std::min(next_change, next_log) - now);
-    const timespec timeout = Timeout(wait);
+    const timespec timeout = rog::SigwaitTimeout(wait);
     const int got = sigtimedwait(&signals, nullptr, &timeout);
     if (got == SIGTERM || got == SIGINT) return got;
   }
@@ -293,7 +269,7 @@ int main(int argc, char** argv) {
 
   // Signals are taken by this thread with sigtimedwait; every other thread
   // (the proxy's) blocks them, so they must be blocked before it starts.
-  const sigset_t signals = BlockStopSignals();
+  const sigset_t signals = rog::BlockStopSignals();
 
   rog::RateProxy::Options options;
   options.rate_bytes_per_sec = RateAt(*trace, settings, 0);
