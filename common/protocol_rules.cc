@@ -4,8 +4,19 @@
 #include <limits>
 
 #include "common/goodput.h"
+#include "common/mta.h"
 
 namespace rog {
+
+double TeamPatience(double floor_seconds, double iterations, double team_compute_seconds) {
+  if (!(floor_seconds > 0)) return 0;
+  if (!(iterations > 0) || !(team_compute_seconds > 0)) return floor_seconds;
+  return std::max(floor_seconds, std::min(kMaxPatience, iterations * team_compute_seconds));
+}
+
+double MembershipShareBytes(uint32_t staleness, uint64_t model_bytes) {
+  return MinimumTransmissionAmount(staleness) * static_cast<double>(model_bytes);
+}
 
 double TeamWindow(SyncPolicy policy, absl::Span<const double> goodputs, double share_bytes,
                   double patience) {

@@ -35,6 +35,14 @@ constexpr uint64_t kInitialInFlight = 64 * 1024;
 // attached clock keeps its link for the whole window instead of starting
 // its next iteration early.
 constexpr uint64_t kPaceLead = 1;
+// Team patience in the team's own units: by default the patience is this
+// many of the team's compute times per iteration, never less than the
+// floor in seconds the operator sets (rogd --patience_iterations and
+// --patience), so that one default serves 5 ms and 5 s iterations.
+constexpr double kPatienceIterations = 4;
+// The longest patience compute times can make (rogd's --patience allows no
+// more either).
+constexpr double kMaxPatience = 3600;
 // Team patience: a detached worker reattaches once its link moves its share
 // within this fraction of the patience, continuously for kReattachHold
 // seconds (hysteresis against links that flicker around the threshold).
@@ -50,6 +58,20 @@ constexpr double kPaceGrace = 2.0;
 inline uint64_t RowWireBytes(Codec codec, uint32_t numel) {
   return EncodedSize(codec, numel) + kRowIndexBytes;
 }
+
+// Team patience in seconds: the larger of `floor_seconds` and `iterations`
+// times `team_compute_seconds` (the attached workers' mean compute time per
+// iteration; <= 0 while unmeasured, when the floor alone counts), at most
+// kMaxPatience unless the floor is more. 0 (off) when `floor_seconds` <= 0:
+// the floor switches patience on and off.
+double TeamPatience(double floor_seconds, double iterations, double team_compute_seconds);
+
+// Team patience judges every policy's links by the same quantity: the bytes
+// of ATP's minimum transmission amount for staleness bound `staleness`
+// (MinimumTransmissionAmount(staleness) x `model_bytes`), so that BSP, SSP
+// and ROG keep and drop the same links and a comparison measures the
+// synchronisation, not the membership. (ROG's window uses the same share.)
+double MembershipShareBytes(uint32_t staleness, uint64_t model_bytes);
 
 // ATP's window with team patience, in seconds; 0 means none (every policy
 // but ROG; and while a link has no estimate yet, so that the iteration

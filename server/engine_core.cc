@@ -42,6 +42,7 @@ const char* StateName(WState s) {
 }  // namespace engine_internal
 
 using engine_internal::kInf;
+using engine_internal::kMaxComputeSeconds;
 using engine_internal::WorkerRec;
 using engine_internal::WState;
 
@@ -89,7 +90,24 @@ double EngineCore::Impl::ComputeWindow() const {
     const bool known = up > 0 && r->down_goodput.has_estimate();
     goodputs.push_back(known ? std::min(up, r->down_goodput.rate()) : 0.0);
   }
-  return TeamWindow(opt.policy, goodputs, ShareBytes(), opt.patience);
+  return TeamWindow(opt.policy, goodputs, ShareBytes(), Patience());
+}
+
+// The lower median, not the mean, of the attached workers' compute times:
+// a worker that reports absurd compute times cannot stretch everyone's
+// patience unless half the team does.
+double EngineCore::Impl::Patience() const {
+  if (!(opt.patience > 0)) return 0;
+  std::vector<double> compute;
+  for (const auto& r : workers) {
+    if (r->state == WState::kConnected && Attached(*r) && r->compute_per_iteration > 0) {
+      compute.push_back(r->compute_per_iteration);
+    }
+  }
+  if (compute.empty()) return TeamPatience(opt.patience, opt.patience_iterations, 0);
+  auto mid = compute.begin() + static_cast<std::ptrdiff_t>((compute.size() - 1) / 2);
+  std::nth_element(compute.begin(), mid, compute.end());
+  return TeamPatience(opt.patience, opt.patience_iterations, *mid);
 }
 
 pb::Window EngineCore::Impl::CurrentWindow(uint64_t iteration) const {
@@ -251,7 +269,8 @@ void EngineCore::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
   }
   r->last_seen = Now();
   r->progress = p;
-  if (p.iteration() > r->compute_iteration_seen && p.compute_seconds() >= r->compute_total_seen) {
+  if (p.iteration() > r->compute_iteration_seen && p.compute_seconds() >= r->compute_total_seen &&
+      p.compute_seconds() <= kMaxComputeSeconds) {
     if (r->compute_iteration_seen > 0) {
       const double sample = (p.compute_seconds() - r->compute_total_seen) /
                             static_cast<double>(p.iteration() - r->compute_iteration_seen);

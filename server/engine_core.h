@@ -32,6 +32,7 @@
 #include "common/clock.h"
 #include "common/codec.h"
 #include "common/layout.h"
+#include "common/protocol_rules.h"
 #include "common/staleness.h"
 #include "proto/convert.h"
 #include "server/rejection.h"
@@ -61,11 +62,15 @@ struct EngineOptions {
   double checkpoint_interval = 0;
   // A checkpoint to start from ("" = wait for the first worker's model).
   std::string init_path;
-  // Team patience, seconds (0 = off, the paper's behaviour). ROG's window
-  // never exceeds it and leaves out links too slow to move their MTA share
-  // within it; a worker that keeps another waiting at the bound longer is
-  // detached until its link recovers (docs/design.md, "Team patience").
+  // Team patience (0 = off, the paper's behaviour): at least `patience`
+  // seconds, and `patience_iterations` times the attached workers' mean
+  // compute time per iteration when that is longer (TeamPatience). ROG's
+  // window never exceeds it and leaves out links too slow to move their MTA
+  // share within it; a worker that keeps another waiting at the bound
+  // longer is detached until its link moves its MTA share within half of
+  // it (docs/design.md, "Team patience").
   double patience = 0;
+  double patience_iterations = kPatienceIterations;
   // Iterations a detached worker may train on its own before it pauses.
   uint32_t detached_local_steps = 0;
   // Team pace (with patience; 0 = off): the worker on the slowest link is

@@ -43,6 +43,10 @@ constexpr size_t kMaxStallRows = 256;
 // (the team idle, the worker paused) would never change.
 constexpr double kProbeIdle = 0.25;
 constexpr uint64_t kMaxProbeBytes = 256 * 1024;
+// The largest total compute time a progress report may claim (about 30
+// years); beyond it, or not finite, the report does not count for the
+// compute time per iteration.
+constexpr double kMaxComputeSeconds = 1e9;
 
 // What the model state takes with `workers` worker records: the global
 // model and a pending copy per worker (fp32), the global versions (rows x
@@ -258,6 +262,11 @@ struct EngineCore::Impl {
   // Bytes a worker moves per iteration at least: its MTA share under ROG,
   // the whole model under BSP and SSP (mta is 1 there).
   double ShareBytes() const { return mta * static_cast<double>(model_wire_bytes); }
+  // Team patience: what it judges every policy's links by (the MTA share of
+  // --staleness, MembershipShareBytes), and its length in seconds now, from
+  // the attached workers' compute times (TeamPatience; 0 = off).
+  double MembershipShare() const { return MembershipShareBytes(opt.staleness, model_wire_bytes); }
+  double Patience() const;
 
   // The team's window (TeamWindow) over the connected attached workers'
   // links: the uplink as the worker measured it, the downlink as rogd did.
@@ -320,7 +329,8 @@ struct EngineCore::Impl {
 
   // --- team patience and pace (engine_patience.cc) --------------------------------
   void CheckPatience(double now);
-  bool MayReattach(WorkerRec& q, double now);
+  bool MayReattach(WorkerRec& q, double now, double patience);
+  std::string PatienceText(double patience) const;
   bool OthersHoldAll(const WorkerRec& q) const;
   double DownlinkRate(const WorkerRec& q, double now) const;
   void MaybeProbe(WorkerRec& q, double now);

@@ -24,6 +24,7 @@ void EngineCore::Impl::CheckPatience(double now) {
   // OnTick follows every event; a stall plan per tick is enough.
   if (now - last_patience_check < EngineCore::kTickSeconds) return;
   last_patience_check = now;
+  const double patience = Patience();
   // Detach: whoever kept an attached worker waiting at the bound too long.
   std::vector<std::pair<WorkerRec*, std::string>> detach;
   const AttachedSet attached = AttachedWorkers();
@@ -33,7 +34,7 @@ void EngineCore::Impl::CheckPatience(double now) {
   std::vector<uint64_t> clocks, needed;
   for (auto& r : workers) {
     if (!r->stalled || r->state != WState::kConnected || !Attached(*r)) continue;
-    if (r->resync_next < layout->num_rows() || now - r->stalled_since < opt.patience) continue;
+    if (r->resync_next < layout->num_rows() || now - r->stalled_since < patience) continue;
     // The blame passes along waiting holders to the robot on the slow link.
     if (waits_for.empty()) {
       waits_for.resize(workers.size());
@@ -54,9 +55,10 @@ void EngineCore::Impl::CheckPatience(double now) {
       for (const auto& d : detach) listed |= d.first == holder;
       if (listed) continue;
       detach.emplace_back(
-          holder, absl::StrFormat("kept %s waiting %.1f s at the staleness bound before iteration "
-                                  "%d (--patience=%gs)",
-                                  r->id, now - r->stalled_since, r->clock + 1, opt.patience));
+          holder,
+          absl::StrFormat("kept %s waiting %.1f s at the staleness bound before "
+                          "iteration %d (patience %s)",
+                          r->id, now - r->stalled_since, r->clock + 1, PatienceText(patience)));
     }
   }
   if (detach.empty() && opt.detach_speedup > 0) {
@@ -72,15 +74,16 @@ void EngineCore::Impl::CheckPatience(double now) {
   for (auto& q : workers) {
     if (!q->detached || q->state != WState::kConnected) continue;
     MaybeProbe(*q, now);
-    if (!MayReattach(*q, now)) continue;
+    if (!MayReattach(*q, now, patience)) continue;
     const double rate = DownlinkRate(*q, now);
-    Reattach(*q, absl::StrFormat(
-                     "its link moves its share (%d bytes) in %.2f s, within half the "
-                     "patience%s, for %.1f s (%d probes), and what it computed is folded and "
-                     "held by every attached worker",
-                     static_cast<uint64_t>(ShareBytes()), ShareBytes() / rate,
-                     opt.detach_speedup > 0 ? " and with the team's pace" : "",
-                     now - q->reattach_ok_since, q->probes));
+    Reattach(*q,
+             absl::StrFormat(
+                 "its link moves its MTA share (%d bytes) in %.2f s, within half the "
+                 "patience (%s)%s, for %.1f s (%d probes), and what it computed is folded "
+                 "and held by every attached worker",
+                 static_cast<uint64_t>(MembershipShare()), MembershipShare() / rate,
+                 PatienceText(patience), opt.detach_speedup > 0 ? " and with the team's pace" : "",
+                 now - q->reattach_ok_since, q->probes));
   }
   if (!detach.empty()) {
     SendKnownVersions(nullptr);
@@ -98,8 +101,8 @@ void EngineCore::Impl::MaybeProbe(WorkerRec& q, double now) {
   b->set_iteration(q.clock);
   b->set_kind(pb::BATCH_KIND_UPDATE);
   b->set_codec(static_cast<pb::Codec>(opt.codec));
-  b->mutable_padding()->assign(static_cast<size_t>(std::min<double>(ShareBytes(), kMaxProbeBytes)),
-                               '\0');
+  b->mutable_padding()->assign(
+      static_cast<size_t>(std::min<double>(MembershipShare(), kMaxProbeBytes)), '\0');
   const uint64_t bytes = b->ByteSizeLong();
   q.inflight.push_back(InFlight{b->seq(), bytes, now, q.inflight_bytes, false, {}});
   q.inflight_bytes += bytes;
@@ -194,10 +197,21 @@ std::string EngineCore::Impl::PaceDetachReason(double now) {
       static_cast<uint64_t>(ShareBytes()), worst, without / with, opt.detach_speedup);
 }
 
-bool EngineCore::Impl::MayReattach(WorkerRec& q, double now) {
+// What the patience is now and where it comes from, for log lines and reasons.
+std::string EngineCore::Impl::PatienceText(double patience) const {
+  if (patience > opt.patience) {
+    return absl::StrFormat(
+        "%.3g s: --patience_iterations=%g times the team's compute time per "
+        "iteration, above --patience=%gs",
+        patience, opt.patience_iterations, opt.patience);
+  }
+  return absl::StrFormat("%.3g s: --patience=%gs", patience, opt.patience);
+}
+
+bool EngineCore::Impl::MayReattach(WorkerRec& q, double now, double patience) {
   if (q.resync_next < layout->num_rows() || !q.down_goodput.has_estimate()) return false;
   const bool fits =
-      ReattachLinkFits(ShareBytes(), opt.patience, DownlinkRate(q, now)) &&
+      ReattachLinkFits(MembershipShare(), patience, DownlinkRate(q, now)) &&
       !(opt.detach_speedup > 0 && TeamRate(&q, nullptr, now) < TeamRate(nullptr, nullptr, now));
   if (!HeldFor(fits, now, &q.reattach_ok_since)) return false;
   // Everything it computed is folded (the global rows hold its clock in

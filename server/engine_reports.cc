@@ -46,6 +46,8 @@ pb::StatusReply EngineCore::Impl::StatusReport() const {
   for (const auto& [reason, count] : m.rejected) (*s.mutable_rejected())[reason] = count;
   s.set_team_ready(m.team_ready);
   s.set_patience(m.opt.patience);
+  s.set_patience_iterations(m.opt.patience > 0 ? m.opt.patience_iterations : 0);
+  s.set_patience_now(m.Patience());
   s.set_detached_local_steps(m.opt.detached_local_steps);
   s.set_detach_speedup(m.opt.patience > 0 ? m.opt.detach_speedup : 0);
   for (const auto& r : m.workers) {

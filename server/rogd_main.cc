@@ -22,6 +22,7 @@
 #include "absl/time/time.h"
 #include "common/codec.h"
 #include "common/mta.h"
+#include "common/protocol_rules.h"
 #include "common/staleness.h"
 #include "grpcpp/grpcpp.h"
 #include "security/credential_files.h"
@@ -41,11 +42,17 @@ ABSL_FLAG(uint32_t, workers, 1, "team size to wait for before the first iteratio
 ABSL_FLAG(absl::Duration, lease, absl::Seconds(30),
           "how long a disconnected worker's state is kept before it is evicted");
 ABSL_FLAG(absl::Duration, patience, absl::Milliseconds(500),
-          "team patience (0 = off, the paper's behaviour): ROG's window never exceeds it and "
-          "leaves out links too slow to move their share within it; a worker that keeps another "
-          "waiting at the staleness bound longer is detached (it keeps streaming rows but no "
-          "longer holds the team back) until its link moves its share within half the patience "
-          "for 1 s; under every policy");
+          "team patience, at least (0 = off, the paper's behaviour); the patience is the larger "
+          "of this and --patience_iterations times the team's compute time per iteration. ROG's "
+          "window never exceeds it and leaves out links too slow to move their MTA share within "
+          "it; a worker that keeps another waiting at the staleness bound longer is detached (it "
+          "keeps streaming rows but no longer holds the team back) until its link moves its MTA "
+          "share within half the patience for 1 s; under every policy, judged on the same MTA "
+          "share (that of --staleness)");
+ABSL_FLAG(double, patience_iterations, rog::kPatienceIterations,
+          "with --patience: the patience in the team's own units, this many times the attached "
+          "workers' mean compute time per iteration when that is longer than --patience, so "
+          "that one default serves 5 ms and 5 s iterations (0: --patience alone)");
 ABSL_FLAG(double, detach_speedup, 0,
           "team pace, with --patience (0 = off): also detach the worker on the slowest link "
           "once the team would run at least this many times the iterations per second without "
@@ -334,6 +341,10 @@ std::string ParseEngineOptions(rog::EngineOptions* out) {
     return "--patience must be between 0 (off) and 1h, e.g. 1s or 500ms";
   }
   options.patience = absl::ToDoubleSeconds(patience);
+  options.patience_iterations = absl::GetFlag(FLAGS_patience_iterations);
+  if (!(options.patience_iterations >= 0 && options.patience_iterations <= 1000)) {
+    return "--patience_iterations must be between 0 (--patience alone) and 1000, e.g. 4";
+  }
   options.detach_speedup = absl::GetFlag(FLAGS_detach_speedup);
   if (!(options.detach_speedup == 0 ||
         (options.detach_speedup > 1 && options.detach_speedup <= 100))) {
@@ -473,7 +484,7 @@ std::unique_ptr<grpc::Server> StartServer(const std::string& listen, const Secur
 void AnnounceStart(int port, const rog::EngineOptions& options, const Security& security) {
   spdlog::info(
       "rogd {} serving on port {}: sync={} S={} mta={:.3f} codec={} workers={} lease={} "
-      "patience={} detached_local_steps={} detach_speedup={}",
+      "patience={}{} detached_local_steps={} detach_speedup={}",
       rog::kRogVersion, port, std::string(rog::SyncPolicyName(options.policy)), options.staleness,
       options.policy == rog::SyncPolicy::kRog ? rog::MinimumTransmissionAmount(options.staleness)
                                               : 1.0,
@@ -481,6 +492,8 @@ void AnnounceStart(int port, const rog::EngineOptions& options, const Security& 
       absl::FormatDuration(absl::GetFlag(FLAGS_lease)),
       options.patience > 0 ? absl::FormatDuration(absl::GetFlag(FLAGS_patience))
                            : std::string("off"),
+      options.patience > 0 ? absl::StrCat(" patience_iterations=", options.patience_iterations)
+                           : std::string(),
       options.detached_local_steps,
       options.patience > 0 && options.detach_speedup > 0 ? absl::StrCat(options.detach_speedup)
                                                          : std::string("off"));

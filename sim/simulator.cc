@@ -297,6 +297,9 @@ absl::Status Simulation::Validate() {
   if (!(cfg_.patience >= 0) || !std::isfinite(cfg_.patience)) {
     return absl::InvalidArgumentError("patience must be >= 0 seconds (0: off)");
   }
+  if (!(cfg_.patience_iterations >= 0 && cfg_.patience_iterations <= 1000)) {
+    return absl::InvalidArgumentError("patience_iterations must be between 0 and 1000");
+  }
   if (!(cfg_.detach_speedup == 0 || cfg_.detach_speedup > 1) ||
       !std::isfinite(cfg_.detach_speedup)) {
     return absl::InvalidArgumentError("detach_speedup must be 0 (off) or above 1");
@@ -356,6 +359,7 @@ absl::StatusOr<SimReport> Simulation::Run() {
   o.lease_seconds = 1e9;  // nobody disconnects
   o.batch_bytes = cfg_.batch_bytes;
   o.patience = cfg_.patience;
+  o.patience_iterations = cfg_.patience_iterations;
   o.detached_local_steps = cfg_.detached_local_steps;
   o.detach_speedup = cfg_.detach_speedup;
   o.clock = clock_;

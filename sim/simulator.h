@@ -41,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "common/codec.h"
 #include "common/layout.h"
+#include "common/protocol_rules.h"
 #include "common/staleness.h"
 #include "common/trace.h"
 
@@ -73,8 +74,10 @@ struct SimConfig {
   uint32_t max_update = 8;
   // Stop with an error instead of simulating past this many events.
   uint64_t max_events = 200'000'000;
-  // rogd's team patience in seconds (--patience); 0: off.
+  // rogd's team patience: at least `patience` seconds (--patience; 0: off),
+  // `patience_iterations` compute times per iteration if longer.
   double patience = 0;
+  double patience_iterations = kPatienceIterations;
   // The SDK's WorkerOptions::return_after_share.
   bool return_after_share = true;
   // rogd's --detached_local_steps and --detach_speedup (0: off).

@@ -216,10 +216,13 @@ std::string StatusTable(const pb::StatusReply& s, double now_unix) {
   t.AddRow({"workers",
             absl::StrCat(s.workers_connected(), " connected, ", s.workers_lagging(), " lagging, ",
                          s.workers_detached(), " detached, ", s.workers_evicted(), " evicted")});
-  t.AddRow({"patience", s.patience() > 0
-                            ? absl::StrCat(HumanSeconds(s.patience()), " (detached workers train ",
-                                           s.detached_local_steps(), " local steps, then pause)")
-                            : "off (the slowest link sets the window; nobody is detached)"});
+  t.AddRow({"patience",
+            s.patience() > 0
+                ? absl::StrCat(HumanSeconds(s.patience_now()), " now: the larger of ",
+                               HumanSeconds(s.patience()), " and ", s.patience_iterations(),
+                               "x the team's compute time per iteration (detached workers train ",
+                               s.detached_local_steps(), " local steps, then pause)")
+                : "off (the slowest link sets the window; nobody is detached)"});
   if (s.patience() > 0) {
     t.AddRow({"team pace", s.detach_speedup() > 0
                                ? absl::StrCat("detach the slowest link when the team would run ",
@@ -283,6 +286,8 @@ std::string StatusJson(const pb::StatusReply& s, double now_unix) {
              .Raw("last_checkpoint", s.last_checkpoint_unix() > 0 ? ckpt.Done() : "null")
              .Raw("rejected", rejected.Done())
              .Num("patience_seconds", s.patience())
+             .Num("patience_iterations", s.patience_iterations())
+             .Num("patience_now_seconds", s.patience_now())
              .Int("detached_local_steps", s.detached_local_steps())
              .Num("detach_speedup", s.detach_speedup())
              .Done() +

@@ -60,13 +60,15 @@ ABSL_FLAG(double, detach_speedup, 0,
           "With --patience: detach the slowest attached worker when the team would run this "
           "many times as many iterations per second without it (0: off)");
 ABSL_FLAG(double, patience, 0,
-          "Team patience in seconds (0: off, the paper's behaviour). ROG's window never exceeds "
-          "it and ignores links that cannot move their MTA share within it; a worker stalled at "
-          "the bound this long detaches the workers it waits for (every policy). Detached "
-          "workers drain in the background and reattach, once drained, when their goodput "
-          "moves their share within patience/2 for 1 s. Adds the columns detached share, "
-          "detaches/reattaches "
-          "and late rows");
+          "Team patience in seconds, at least (0: off, the paper's behaviour); rogd's --patience. "
+          "The patience is the larger of this and --patience_iterations compute times per "
+          "iteration. ROG's window never exceeds it and ignores links that cannot move their MTA "
+          "share within it; a worker stalled at the bound this long detaches the workers it "
+          "waits for (every policy). Detached workers drain in the background and reattach, once "
+          "drained, when their goodput moves their MTA share within patience/2 for 1 s. Adds the "
+          "columns detached share, detaches/reattaches and late rows");
+ABSL_FLAG(double, patience_iterations, rog::kPatienceIterations,
+          "With --patience: rogd's --patience_iterations (0: --patience alone)");
 ABSL_FLAG(uint32_t, detached_local_steps, 0,
           "With --patience: local iterations a detached worker may run per detachment "
           "(0: it pauses)");
@@ -203,6 +205,7 @@ absl::StatusOr<rog::SimConfig> ConfigFromFlags(rog::Codec codec,
   base.link_delay = absl::GetFlag(FLAGS_link_delay);
   base.return_after_share = absl::GetFlag(FLAGS_return_after_share);
   base.patience = absl::GetFlag(FLAGS_patience);
+  base.patience_iterations = absl::GetFlag(FLAGS_patience_iterations);
   base.detach_speedup = absl::GetFlag(FLAGS_detach_speedup);
   base.detached_local_steps = absl::GetFlag(FLAGS_detached_local_steps);
   if (!(base.patience >= 0)) {
@@ -222,8 +225,10 @@ void PrintSettings(const rog::Layout& layout, const rog::SimConfig& base) {
       std::string(rog::CodecName(base.codec)).c_str(), base.seconds, base.compute_seconds,
       base.compute_jitter * 100, 1e3 * base.link_delay, static_cast<unsigned long long>(base.seed));
   if (base.patience > 0) {
-    std::printf("  team patience %.3g s, detached workers run up to %u local steps\n",
-                base.patience, base.detached_local_steps);
+    std::printf(
+        "  team patience %.3g s or %.3g compute times per iteration if longer, detached workers "
+        "run up to %u local steps\n",
+        base.patience, base.patience_iterations, base.detached_local_steps);
     if (base.detach_speedup > 0) {
       std::printf(
           "  team pace: the slowest link detaches when the team would run %.3gx as fast "

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
+#include "common/mta.h"
 
 namespace rog {
 namespace {
@@ -63,6 +64,25 @@ TEST_CASE("the team's pace: members over compute plus the slowest share", "[prot
   CHECK(TeamRate(4, 1.0, 1.0) == Approx(2.0));
   CHECK(TeamRate(3, 0.5, 0.0) == Approx(6.0));
   CHECK(TeamRate(0, 1.0, 1.0) == 0);
+}
+
+TEST_CASE("the patience: the floor, or that many compute times per iteration if longer",
+          "[protocol_rules]") {
+  CHECK(TeamPatience(0.5, 4, 0.005) == 0.5);        // 5 ms iterations: the floor
+  CHECK(TeamPatience(0.5, 4, 1.0) == Approx(4.0));  // 1 s iterations: four of them
+  CHECK(TeamPatience(0.5, 4, 5.0) == Approx(20.0));
+  CHECK(TeamPatience(0.5, 4, 0) == 0.5);    // compute not measured yet
+  CHECK(TeamPatience(0.5, 0, 1.0) == 0.5);  // --patience_iterations=0: the floor alone
+  CHECK(TeamPatience(0, 4, 1.0) == 0);      // patience off
+  CHECK(TeamPatience(0.5, 4, 1e300) == kMaxPatience);
+  CHECK(TeamPatience(0.5, 4, std::numeric_limits<double>::infinity()) == kMaxPatience);
+}
+
+TEST_CASE("patience judges every policy's links by the MTA share of --staleness",
+          "[protocol_rules]") {
+  CHECK(MembershipShareBytes(2, 1000) == Approx(500));  // MTA(2) = 0.5
+  CHECK(MembershipShareBytes(4, 1000) == Approx(1000 * MinimumTransmissionAmount(4)));
+  CHECK(MembershipShareBytes(0, 1000) == Approx(1000));
 }
 
 TEST_CASE("a detached worker's link qualifies once it moves its share in half the patience",

@@ -651,6 +651,147 @@ bool Detached(const EngineHarness::Stream& s, std::string* reason = nullptr) {
   return false;
 }
 
+// Acknowledges every downlink batch the stream received since the last
+// call as if its link moved `rate` bytes/s: the clock advances by their
+// bytes / rate first.
+void AckDownlinkAt(EngineHarness& h, const EngineHarness::Stream& s, double rate,
+                   uint64_t* acked_seq) {
+  uint64_t bytes = 0;
+  for (const pb::ServerMessage& m : s.outbox->messages()) {
+    if (m.has_batch() && m.batch().seq() > *acked_seq) bytes += m.batch().ByteSizeLong();
+  }
+  AckDownlink(h, s, static_cast<double>(bytes) / rate, acked_seq);
+}
+
+bool Reattached(const EngineHarness::Stream& s) {
+  for (const pb::ServerMessage& m : s.outbox->messages()) {
+    if (m.has_directive() && m.directive().has_reattached()) return true;
+  }
+  return false;
+}
+
+// The bytes of the whole model on the wire, as rogd counts them.
+double ModelWireBytes(const Layout& layout, Codec codec) {
+  double bytes = 0;
+  for (RowId row = 0; row < layout.num_rows(); ++row) {
+    bytes += static_cast<double>(RowWireBytes(codec, layout.row(row).numel));
+  }
+  return bytes;
+}
+
+// Patience in the team's units: with workers reporting 1 s of compute per
+// iteration, the patience is 4 of them (kPatienceIterations), not the 0.5 s
+// floor; a wait of 3.9 s detaches nobody, one of 4.1 s does.
+TEST_CASE("patience is four compute times per iteration when that is above --patience",
+          "[engine][patience]") {
+  EngineOptions o = Options(SyncPolicy::kSsp, 2);
+  o.patience = 0.5;
+  EngineHarness h(o);
+  EngineHarness::Stream a = *h.Hello(h.MakeHello("a"));
+  h.SendValues(a, Ones(h.layout()));
+  EngineHarness::Stream b = *h.Hello(h.MakeHello("b"));
+  h.Settle();
+  REQUIRE(h.engine().Status().team_ready());
+  CHECK(h.engine().Status().patience_now() == 0.5);  // nothing measured yet
+  for (uint64_t k = 1; k <= 3; ++k) {
+    pb::Progress p;
+    p.set_iteration(k);
+    p.set_compute_seconds(1.0 * static_cast<double>(k));
+    p.set_stalled(k == 3);
+    h.engine().Progress(a.session, p);
+    a.clock = k;
+    if (k < 3) h.UpdateAll(a, 1, 1);
+  }
+  h.Settle();
+  CHECK(h.engine().Status().patience_now() == Approx(4.0));
+  CHECK(h.engine().Status().patience_iterations() == kPatienceIterations);
+  h.clock().Advance(3.9);
+  h.Settle();
+  CHECK_FALSE(Detached(b));
+  h.clock().Advance(0.2);
+  h.Settle();
+  std::string reason;
+  REQUIRE(Detached(b, &reason));
+  INFO(reason);
+  CHECK(absl::StrContains(reason, "kept a waiting 4.1 s"));
+  CHECK(absl::StrContains(reason, "--patience_iterations=4"));
+}
+
+// A worker that reports absurd compute times (hostile or broken) cannot
+// stretch the team's patience: rogd takes the lower median over the
+// attached workers and ignores totals that are not finite or beyond 1e9 s.
+TEST_CASE("absurd compute times do not stretch the patience", "[engine][patience][hostile]") {
+  EngineOptions o = Options(SyncPolicy::kRog, 3);
+  o.patience = 0.5;
+  EngineHarness h(o);
+  std::vector<EngineHarness::Stream> w;
+  w.push_back(*h.Hello(h.MakeHello("a")));
+  h.SendValues(w[0], Ones(h.layout()));
+  w.push_back(*h.Hello(h.MakeHello("b")));
+  w.push_back(*h.Hello(h.MakeHello("c")));
+  h.Settle();
+  REQUIRE(h.engine().Status().team_ready());
+  const double inf = std::numeric_limits<double>::infinity();
+  const double totals[3][2] = {{1, 2}, {1e8, 9e8}, {1, 2}};  // b: 8e8 s per iteration
+  for (uint64_t k = 1; k <= 2; ++k) {
+    for (size_t i = 0; i < w.size(); ++i) {
+      pb::Progress p;
+      p.set_iteration(k);
+      p.set_compute_seconds(totals[i][k - 1]);
+      h.engine().Progress(w[i].session, p);
+      w[i].clock = k;
+    }
+  }
+  h.Settle();
+  CHECK(h.engine().Status().patience_now() == Approx(4.0));
+  // A report past 1e9 s, or infinite, is no sample at all.
+  for (double total : {2e9, inf, std::nan("")}) {
+    pb::Progress p;
+    p.set_iteration(3);
+    p.set_compute_seconds(total);
+    h.engine().Progress(w[0].session, p);
+    h.engine().Progress(w[2].session, p);
+    h.Settle();
+    CHECK(h.engine().Status().patience_now() == Approx(4.0));
+  }
+}
+
+// One membership rule for every policy: a detached SSP worker reattaches
+// once its link moves the MTA share (half the model at S=2) within half the
+// patience, though the whole model, which SSP sends, takes longer.
+TEST_CASE("a detached SSP worker reattaches on the MTA share, not the whole model",
+          "[engine][patience]") {
+  EngineOptions o = Options(SyncPolicy::kSsp, 2);
+  o.patience = 5;
+  EngineHarness h(o);
+  EngineHarness::Stream a = *h.Hello(h.MakeHello("a"));
+  h.SendValues(a, Ones(h.layout()));
+  EngineHarness::Stream b = *h.Hello(h.MakeHello("b"));
+  h.Settle();
+  REQUIRE(h.engine().Status().team_ready());
+  for (uint64_t k = 1; k <= 3; ++k) {
+    h.Progress(a, k);
+    h.UpdateAll(a, 1, 1);
+  }
+  h.Progress(a, 3, /*stalled=*/true);
+  h.Settle();
+  h.clock().Advance(5.1);
+  h.Settle();
+  REQUIRE(Detached(b));
+  // The MTA share at S=2 is half the model: at 0.3 models/s it takes
+  // 1.67 s, within half the patience (2.5 s); the model takes 3.3 s.
+  const double model = ModelWireBytes(h.layout(), o.codec);
+  REQUIRE(MembershipShareBytes(2, static_cast<uint64_t>(model)) == Approx(0.5 * model));
+  const double rate = 0.3 * model;
+  uint64_t acked = 0;
+  for (int i = 0; i < 100 && !Reattached(b); ++i) {
+    AckDownlinkAt(h, b, rate, &acked);
+    h.clock().Advance(0.3);  // the downlink idles: a probe follows
+    h.Settle();
+  }
+  CHECK(Reattached(b));
+}
+
 // Team pace on the fake clock: b's uplink moves 50 bytes/s, so its share
 // takes seconds; the team would run far faster without it, so with
 // --detach_speedup it is detached, but not before the links had kPaceGrace

@@ -412,6 +412,7 @@ TEST_CASE("a worker rogd detached is out of the bound while the directive is on 
   c.compute_seconds = 0.2;
   c.compute_jitter = 0;
   c.patience = 0.5;
+  c.patience_iterations = 0;  // the scenario as found, before the patience was in team units
   c.trace_scale = 0.0188598;
   c.seed = 1;
   for (int w = 1; w <= 4; ++w) {

@@ -35,6 +35,8 @@ pb::StatusReply SampleStatus() {
   (*s.mutable_rejected())["bad_fingerprint"] = 1;
   s.set_team_ready(true);
   s.set_patience(1.5);
+  s.set_patience_iterations(4);
+  s.set_patience_now(2);
   s.set_detached_local_steps(2);
   s.set_detach_speedup(1.5);
   s.set_workers_detached(1);
@@ -105,7 +107,9 @@ TEST_CASE("status table and JSON carry every field", "[rogctl]") {
   CHECK(absl::StrContains(table, "2.0 KiB"));
   CHECK(absl::StrContains(table, "1h02m05s"));
   CHECK(absl::StrContains(table, "2 connected, 1 lagging, 1 detached, 0 evicted"));
-  CHECK(absl::StrContains(table, "1.5s (detached workers train 2 local steps, then pause)"));
+  CHECK(absl::StrContains(table,
+                          "2.0s now: the larger of 1.5s and 4x the team's compute time per "
+                          "iteration (detached workers train 2 local steps, then pause)"));
   CHECK(absl::StrContains(table, "detach the slowest link when the team would run 1.5x"));
   CHECK(absl::StrContains(table, "min 10, max 14"));
   CHECK(absl::StrContains(table, "(1m30s ago)"));
@@ -121,7 +125,8 @@ TEST_CASE("status table and JSON carry every field", "[rogctl]") {
         "\"iterations\":{\"min\":10,"
         "\"max\":14},\"last_checkpoint\":{\"unix\":1000,\"path\":\"/var/lib/rog/\\\"odd\\\"\\\\"
         "dir\\n/rogd.ckpt\",\"age_seconds\":90},\"rejected\":{\"bad_fingerprint\":1,"
-        "\"row_out_of_range\":3},\"patience_seconds\":1.5,\"detached_local_steps\":2,"
+        "\"row_out_of_range\":3},\"patience_seconds\":1.5,\"patience_iterations\":4,"
+        "\"patience_now_seconds\":2,\"detached_local_steps\":2,"
         "\"detach_speedup\":1.5}\n");
 
   pb::StatusReply empty;
