@@ -31,7 +31,9 @@
 // stop the worker: every call then returns that error.
 //
 // Team patience: when this worker's link keeps the team waiting at the
-// staleness bound longer than rogd's --patience, rogd detaches it. The
+// staleness bound longer than rogd's patience (--patience, or
+// --patience_iterations times the team's compute time per iteration if
+// that is longer), rogd detaches it. The
 // stream stays; everything unpushed drains in the background and every
 // pending row arrives, while BeginIteration blocks (after up to rogd's
 // --detached_local_steps iterations on its own) until rogd reattaches it
@@ -177,7 +179,7 @@ class Worker {
   bool connected() const;
   uint64_t reconnects() const;
   // Team patience: whether rogd has detached this worker now (its link kept
-  // the team waiting longer than rogd's --patience; BeginIteration then
+  // the team waiting longer than rogd's patience; BeginIteration then
   // waits until rogd reattaches it, after any --detached_local_steps), and
   // how often that happened.
   bool detached() const;

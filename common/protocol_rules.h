@@ -60,7 +60,7 @@ inline uint64_t RowWireBytes(Codec codec, uint32_t numel) {
 }
 
 // Team patience in seconds: the larger of `floor_seconds` and `iterations`
-// times `team_compute_seconds` (the attached workers' mean compute time per
+// times `team_compute_seconds` (the attached workers' median compute time per
 // iteration; <= 0 while unmeasured, when the floor alone counts), at most
 // kMaxPatience unless the floor is more. 0 (off) when `floor_seconds` <= 0:
 // the floor switches patience on and off.

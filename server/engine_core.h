@@ -63,7 +63,7 @@ struct EngineOptions {
   // A checkpoint to start from ("" = wait for the first worker's model).
   std::string init_path;
   // Team patience (0 = off, the paper's behaviour): at least `patience`
-  // seconds, and `patience_iterations` times the attached workers' mean
+  // seconds, and `patience_iterations` times the attached workers' median
   // compute time per iteration when that is longer (TeamPatience). ROG's
   // window never exceeds it and leaves out links too slow to move their MTA
   // share within it; a worker that keeps another waiting at the bound

@@ -51,7 +51,7 @@ ABSL_FLAG(absl::Duration, patience, absl::Milliseconds(500),
           "share (that of --staleness)");
 ABSL_FLAG(double, patience_iterations, rog::kPatienceIterations,
           "with --patience: the patience in the team's own units, this many times the attached "
-          "workers' mean compute time per iteration when that is longer than --patience, so "
+          "workers' median compute time per iteration when that is longer than --patience, so "
           "that one default serves 5 ms and 5 s iterations (0: --patience alone)");
 ABSL_FLAG(double, detach_speedup, 0,
           "team pace, with --patience (0 = off): also detach the worker on the slowest link "
