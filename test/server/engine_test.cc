@@ -583,26 +583,53 @@ TEST_CASE("row digests of the wrong size are refused before the worker is admitt
   CHECK(m.h.engine().CheckInvariants().ToString() == "OK");
 }
 
+// The team `ids` joined: the first brought the model (all ones); training
+// has started.
+std::vector<EngineHarness::Stream> JoinTeam(EngineHarness& h, const std::vector<std::string>& ids) {
+  std::vector<EngineHarness::Stream> w;
+  for (const std::string& id : ids) {
+    w.push_back(*h.Hello(h.MakeHello(id)));
+    if (w.size() == 1) h.SendValues(w[0], Ones(h.layout()));
+  }
+  h.Settle();
+  REQUIRE(h.engine().Status().team_ready());
+  return w;
+}
+
+// Two SSP workers (S=2) with `patience` seconds of team patience: "a"
+// brought the model and ran to the bound, where it stalls: it needs b's
+// iteration 1 to start its 4th.
+struct StalledAtBound {
+  explicit StalledAtBound(double patience) : h(WithPatience(patience)) {
+    a = *h.Hello(h.MakeHello("a"));
+    h.SendValues(a, Ones(h.layout()));
+    b = *h.Hello(h.MakeHello("b"));
+    h.Settle();
+    REQUIRE(h.engine().Status().team_ready());
+    for (uint64_t k = 1; k <= 3; ++k) {
+      h.Progress(a, k);
+      h.UpdateAll(a, 1, 1);
+    }
+    h.Progress(a, 3, /*stalled=*/true);
+    h.Settle();
+  }
+  static EngineOptions WithPatience(double patience) {
+    EngineOptions o = Options(SyncPolicy::kSsp, 2);
+    o.patience = patience;
+    return o;
+  }
+  EngineHarness h;
+  EngineHarness::Stream a, b;
+};
+
 // Team patience on the fake clock: a worker that keeps another waiting at
 // the bound longer than the patience is detached, at the moment the clock
 // passes it and not before.
 TEST_CASE("patience detaches the holder once the wait passes it, on the fake clock",
           "[engine][patience]") {
-  EngineOptions o = Options(SyncPolicy::kSsp, 2);
-  o.patience = 5;
-  EngineHarness h(o);
-  EngineHarness::Stream a = *h.Hello(h.MakeHello("a"));
-  h.SendValues(a, Ones(h.layout()));
-  EngineHarness::Stream b = *h.Hello(h.MakeHello("b"));
-  h.Settle();
-  REQUIRE(h.engine().Status().team_ready());
-  // a runs to the bound (S=2): it needs b's iteration 1 to start its 4th.
-  for (uint64_t k = 1; k <= 3; ++k) {
-    h.Progress(a, k);
-    h.UpdateAll(a, 1, 1);
-  }
-  h.Progress(a, 3, /*stalled=*/true);
-  h.Settle();
+  StalledAtBound t(5);
+  EngineHarness& h = t.h;
+  EngineHarness::Stream& b = t.b;
   const auto detached = [&] {
     for (const pb::ServerMessage& m : b.outbox->messages()) {
       if (m.has_directive() && m.directive().has_detached()) return true;
@@ -724,13 +751,7 @@ TEST_CASE("absurd compute times do not stretch the patience", "[engine][patience
   EngineOptions o = Options(SyncPolicy::kRog, 3);
   o.patience = 0.5;
   EngineHarness h(o);
-  std::vector<EngineHarness::Stream> w;
-  w.push_back(*h.Hello(h.MakeHello("a")));
-  h.SendValues(w[0], Ones(h.layout()));
-  w.push_back(*h.Hello(h.MakeHello("b")));
-  w.push_back(*h.Hello(h.MakeHello("c")));
-  h.Settle();
-  REQUIRE(h.engine().Status().team_ready());
+  std::vector<EngineHarness::Stream> w = JoinTeam(h, {"a", "b", "c"});
   const double inf = std::numeric_limits<double>::infinity();
   const double totals[3][2] = {{1, 2}, {1e8, 9e8}, {1, 2}};  // b: 8e8 s per iteration
   for (uint64_t k = 1; k <= 2; ++k) {
@@ -761,26 +782,15 @@ TEST_CASE("absurd compute times do not stretch the patience", "[engine][patience
 // patience, though the whole model, which SSP sends, takes longer.
 TEST_CASE("a detached SSP worker reattaches on the MTA share, not the whole model",
           "[engine][patience]") {
-  EngineOptions o = Options(SyncPolicy::kSsp, 2);
-  o.patience = 5;
-  EngineHarness h(o);
-  EngineHarness::Stream a = *h.Hello(h.MakeHello("a"));
-  h.SendValues(a, Ones(h.layout()));
-  EngineHarness::Stream b = *h.Hello(h.MakeHello("b"));
-  h.Settle();
-  REQUIRE(h.engine().Status().team_ready());
-  for (uint64_t k = 1; k <= 3; ++k) {
-    h.Progress(a, k);
-    h.UpdateAll(a, 1, 1);
-  }
-  h.Progress(a, 3, /*stalled=*/true);
-  h.Settle();
+  StalledAtBound t(5);
+  EngineHarness& h = t.h;
+  EngineHarness::Stream& b = t.b;
   h.clock().Advance(5.1);
   h.Settle();
   REQUIRE(Detached(b));
   // The MTA share at S=2 is half the model: at 0.3 models/s it takes
   // 1.67 s, within half the patience (2.5 s); the model takes 3.3 s.
-  const double model = ModelWireBytes(h.layout(), o.codec);
+  const double model = ModelWireBytes(h.layout(), Codec::kFp32);
   REQUIRE(MembershipShareBytes(2, static_cast<uint64_t>(model)) == Approx(0.5 * model));
   const double rate = 0.3 * model;
   uint64_t acked = 0;
@@ -802,13 +812,7 @@ TEST_CASE("the team pace detaches the slowest link, not within 2 s of the start"
   o.patience = 10;
   o.detach_speedup = 1.5;
   EngineHarness h(o);
-  std::vector<EngineHarness::Stream> w;
-  w.push_back(*h.Hello(h.MakeHello("a")));
-  h.SendValues(w[0], Ones(h.layout()));
-  w.push_back(*h.Hello(h.MakeHello("b")));
-  w.push_back(*h.Hello(h.MakeHello("c")));
-  h.Settle();
-  REQUIRE(h.engine().Status().team_ready());
+  std::vector<EngineHarness::Stream> w = JoinTeam(h, {"a", "b", "c"});
   std::vector<uint64_t> acked(3, 0);
   const double uplink[3] = {1e6, 50, 1e6};  // bytes/s, as each worker measures
   const auto iteration = [&](uint64_t k) {
