@@ -1,7 +1,9 @@
 #include "common/protocol_rules.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <limits>
+#include <utility>
 
 #include "common/goodput.h"
 #include "common/mta.h"
@@ -12,6 +14,15 @@ double TeamPatience(double floor_seconds, double iterations, double team_compute
   if (!(floor_seconds > 0)) return 0;
   if (!(iterations > 0) || !(team_compute_seconds > 0)) return floor_seconds;
   return std::max(floor_seconds, std::min(kMaxPatience, iterations * team_compute_seconds));
+}
+
+double TeamComputeSeconds(std::vector<double> compute_per_iteration) {
+  std::vector<double>& c = compute_per_iteration;
+  c.erase(std::remove_if(c.begin(), c.end(), [](double s) { return !(s > 0); }), c.end());
+  if (c.empty()) return 0;
+  const auto mid = c.begin() + static_cast<std::ptrdiff_t>((c.size() - 1) / 2);
+  std::nth_element(c.begin(), mid, c.end());
+  return *mid;
 }
 
 double MembershipShareBytes(uint32_t staleness, uint64_t model_bytes) {

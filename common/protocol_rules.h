@@ -66,6 +66,13 @@ inline uint64_t RowWireBytes(Codec codec, uint32_t numel) {
 // the floor switches patience on and off.
 double TeamPatience(double floor_seconds, double iterations, double team_compute_seconds);
 
+// The team's compute time per iteration as TeamPatience takes it: the lower
+// median of the members' measured times (entries <= 0, unmeasured, do not
+// count; 0 when none is measured). Not the mean: a member reporting absurd
+// compute times cannot stretch everyone's patience unless half the team
+// does.
+double TeamComputeSeconds(std::vector<double> compute_per_iteration);
+
 // Team patience judges every policy's links by the same quantity: the bytes
 // of ATP's minimum transmission amount for staleness bound `staleness`
 // (MinimumTransmissionAmount(staleness) x `model_bytes`), so that BSP, SSP

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -93,21 +94,15 @@ double EngineCore::Impl::ComputeWindow() const {
   return TeamWindow(opt.policy, goodputs, ShareBytes(), Patience());
 }
 
-// The lower median, not the mean, of the attached workers' compute times:
-// a worker that reports absurd compute times cannot stretch everyone's
-// patience unless half the team does.
+// Over the connected attached workers' compute times (TeamComputeSeconds).
 double EngineCore::Impl::Patience() const {
   if (!(opt.patience > 0)) return 0;
   std::vector<double> compute;
   for (const auto& r : workers) {
-    if (r->state == WState::kConnected && Attached(*r) && r->compute_per_iteration > 0) {
-      compute.push_back(r->compute_per_iteration);
-    }
+    if (r->state == WState::kConnected && Attached(*r)) compute.push_back(r->compute_per_iteration);
   }
-  if (compute.empty()) return TeamPatience(opt.patience, opt.patience_iterations, 0);
-  auto mid = compute.begin() + static_cast<std::ptrdiff_t>((compute.size() - 1) / 2);
-  std::nth_element(compute.begin(), mid, compute.end());
-  return TeamPatience(opt.patience, opt.patience_iterations, *mid);
+  return TeamPatience(opt.patience, opt.patience_iterations,
+                      TeamComputeSeconds(std::move(compute)));
 }
 
 pb::Window EngineCore::Impl::CurrentWindow(uint64_t iteration) const {

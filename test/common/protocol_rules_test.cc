@@ -78,6 +78,15 @@ TEST_CASE("the patience: the floor, or that many compute times per iteration if 
   CHECK(TeamPatience(0.5, 4, std::numeric_limits<double>::infinity()) == kMaxPatience);
 }
 
+TEST_CASE("the team's compute time is the lower median of the measured ones", "[protocol_rules]") {
+  CHECK(TeamComputeSeconds({}) == 0);
+  CHECK(TeamComputeSeconds({0, -1}) == 0);            // nobody measured yet
+  CHECK(TeamComputeSeconds({1.0, 0, 2.0}) == 1.0);    // the unmeasured one does not count
+  CHECK(TeamComputeSeconds({1.0, 8e8, 1.0}) == 1.0);  // one absurd report moves nothing
+  CHECK(TeamComputeSeconds({1.0, 8e8}) == 1.0);       // lower median of two
+  CHECK(TeamComputeSeconds({3.0, 1.0, 2.0, 4.0}) == 2.0);
+}
+
 TEST_CASE("patience judges every policy's links by the MTA share of --staleness",
           "[protocol_rules]") {
   CHECK(MembershipShareBytes(2, 1000) == Approx(500));  // MTA(2) = 0.5
