@@ -84,7 +84,8 @@ struct Worker::Impl {
       : opt(std::move(o)),
         clock(opt.clock ? opt.clock : DefaultClock()),
         proto(ProtocolOptions{opt.worker_id, opt.batch_bytes, opt.inflight_lead,
-                              opt.replay_buffer_bytes, opt.return_after_share, clock},
+                              opt.replay_buffer_bytes, opt.return_after_share,
+                              opt.share_in_background, clock},
               std::move(l), std::move(initial)) {}
 
   double Now() const { return clock->Now(); }

@@ -96,11 +96,17 @@ struct WorkerOptions {
   // dropped (with a warning, counted in replay_dropped()), and a rogd crash
   // would lose them. 0 disables the replay.
   size_t replay_buffer_bytes = 64 << 20;
-  // ROG: EndIteration returns once the mandatory rows and the MTA share are
-  // on their way; the window's other rows stream on while the next
-  // iteration computes. false: it returns once the window has closed (or
-  // every selected row is on its way), as before 2026-11-25.
+  // ROG: EndIteration returns once the rows it waits for are on their way
+  // (see share_in_background); the window's other rows stream on while the
+  // next iteration computes, until the window closes or the next push
+  // starts. false: it returns once the window has closed (or every selected
+  // row is on its way), as before 2026-11-25.
   bool return_after_share = true;
+  // With return_after_share: EndIteration waits only for the mandatory rows
+  // (those at the staleness bound); the MTA share streams on in the
+  // background with the window's other rows, while the next iteration
+  // computes. false: it waits for the MTA share too, as before 2026-11-26.
+  bool share_in_background = true;
   // Channel credentials; null means an insecure channel (loopback, tests).
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   // The clock the protocol's times and timeouts are read from (windows,

@@ -762,15 +762,18 @@ bool WorkerProtocol::PushEnds(double now) {
   // for (PushStats reports them). Pacing: ahead of the slowest worker, keep
   // the link for the window.
   if (HoldForPace(now, deadline_, state_.clock(), window_.min_iteration())) return false;
-  return PlanFinished(now) || (ReturnsAfterShare() && ShareOnItsWay());
+  return PlanFinished(now) || (ReturnsAfterShare() && ReturnPointPassed());
 }
 
 bool WorkerProtocol::ReturnsAfterShare() const {
   return opt_.return_after_share && policy_ == SyncPolicy::kRog;
 }
 
-bool WorkerProtocol::ShareOnItsWay() const {
-  return plan_.next >= std::max(plan_.mandatory, plan_.mta_end);
+// Under return_after_share: the rows EndIteration waits for are on their
+// way (the mandatory ones; with share_in_background off, the MTA share's too).
+bool WorkerProtocol::ReturnPointPassed() const {
+  return plan_.next >= (opt_.share_in_background ? plan_.mandatory
+                                                 : std::max(plan_.mandatory, plan_.mta_end));
 }
 
 double WorkerProtocol::PushWakeAt(double now) const {

@@ -42,12 +42,17 @@ struct ProtocolOptions {
   size_t batch_bytes = 16 * 1024;
   double inflight_lead = 0.05;
   size_t replay_buffer_bytes = 64 << 20;
-  // ROG: EndIteration returns once the mandatory rows and the MTA share are
-  // on their way (unless pacing holds it); the window's speculative rows
+  // ROG: EndIteration returns once the rows it waits for are on their way
+  // (see share_in_background; unless pacing holds it); the window's other rows
   // stream on in the background while the next iteration computes, until
   // the window closes or the next push starts. Off: it returns once the
   // window has closed (or every selected row is on its way).
   bool return_after_share = true;
+  // With return_after_share: the MTA share streams in the background too,
+  // so EndIteration waits for the mandatory rows alone (rows at the
+  // staleness bound, which a peer may need before its next iteration).
+  // Off: it waits for the MTA share as well (as before 2026-11-26).
+  bool share_in_background = true;
   // Every reading of time (null: the steady clock).
   std::shared_ptr<const Clock> clock;
 };
@@ -168,7 +173,7 @@ class WorkerProtocol {
   bool Pushable(RowId row) const;
   bool PlanFinished(double now) const;
   bool ReturnsAfterShare() const;
-  bool ShareOnItsWay() const;
+  bool ReturnPointPassed() const;
   pb::Progress MakeProgress(bool stalled, bool flush) const;
   std::string HelloRowDigests() const;
 

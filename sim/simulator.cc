@@ -334,7 +334,7 @@ void Simulation::Setup() {
     s.params.resize(layout_.total_numel());
     s.proto = std::make_unique<WorkerProtocol>(
         ProtocolOptions{s.id, cfg_.batch_bytes, 0.05, /*replay_buffer_bytes=*/0,
-                        cfg_.return_after_share, clock_},
+                        cfg_.return_after_share, cfg_.share_in_background, clock_},
         layout_, initial_);
     const Trace* best =
         cfg_.traces.empty() ? &kDefaultTrace : &cfg_.traces[fastest % cfg_.traces.size()];

@@ -78,8 +78,9 @@ struct SimConfig {
   // `patience_iterations` compute times per iteration if longer.
   double patience = 0;
   double patience_iterations = kPatienceIterations;
-  // The SDK's WorkerOptions::return_after_share.
+  // The SDK's WorkerOptions::return_after_share and share_in_background.
   bool return_after_share = true;
+  bool share_in_background = true;
   // rogd's --detached_local_steps and --detach_speedup (0: off).
   uint32_t detached_local_steps = 0;
   double detach_speedup = 0;

@@ -54,6 +54,10 @@ ABSL_FLAG(uint32_t, batch_bytes, 16384, "Payload bytes per row batch");
 ABSL_FLAG(bool, return_after_share, true,
           "ROG: EndIteration returns once the MTA share is on its way; the rest of the window "
           "streams in the background (the SDK's ProtocolOptions::return_after_share)");
+ABSL_FLAG(bool, share_in_background, true,
+          "ROG, with --return_after_share: the MTA share streams in the background too, so "
+          "EndIteration waits for the mandatory rows alone (the SDK's "
+          "ProtocolOptions::share_in_background)");
 ABSL_FLAG(double, link_delay, 0.005,
           "One-way delay of every link, each direction, seconds (tools/bench.sh's relays: 0.005)");
 ABSL_FLAG(double, detach_speedup, 0,
@@ -204,6 +208,7 @@ absl::StatusOr<rog::SimConfig> ConfigFromFlags(rog::Codec codec,
   base.batch_bytes = absl::GetFlag(FLAGS_batch_bytes);
   base.link_delay = absl::GetFlag(FLAGS_link_delay);
   base.return_after_share = absl::GetFlag(FLAGS_return_after_share);
+  base.share_in_background = absl::GetFlag(FLAGS_share_in_background);
   base.patience = absl::GetFlag(FLAGS_patience);
   base.patience_iterations = absl::GetFlag(FLAGS_patience_iterations);
   base.detach_speedup = absl::GetFlag(FLAGS_detach_speedup);

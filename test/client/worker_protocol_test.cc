@@ -14,9 +14,9 @@ namespace rog {
 namespace {
 
 struct Fixture {
-  explicit Fixture(bool return_after_share = false)
-      : proto(ProtocolOptions{"w1", 64, 0.05, 0, return_after_share, clock}, layout,
-              std::vector<float>(kNumel, 0.0f)) {}
+  explicit Fixture(bool return_after_share = false, bool share_in_background = false)
+      : proto(ProtocolOptions{"w1", 64, 0.05, 0, return_after_share, share_in_background, clock},
+              layout, std::vector<float>(kNumel, 0.0f)) {}
   // Four rows of 64 bytes: with 64-byte batches, one row per batch.
   static constexpr size_t kNumel = 64;
   std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
@@ -145,7 +145,7 @@ TEST_CASE(
     "window's other rows stream on until it closes",
     "[worker][protocol]") {
   const bool early = GENERATE(false, true);
-  Fixture f(early);
+  Fixture f(early, /*share_in_background=*/false);
   f.Welcome(/*rog=*/true);
   REQUIRE(f.proto.MayBegin());
   f.proto.Begin(f.clock->Now(), f.clock->Now(), false, 0, absl::MakeSpan(f.params));
@@ -173,6 +173,58 @@ TEST_CASE(
   // Once the window has closed, nothing more of that push goes.
   f.clock->Advance(11);
   CHECK(Batches(f.proto.TakeOutgoing()) == 0);
+}
+
+TEST_CASE(
+    "share_in_background: EndIteration waits for the mandatory rows alone; the MTA share "
+    "streams while the next iteration computes",
+    "[worker][protocol]") {
+  Fixture f(/*return_after_share=*/true, /*share_in_background=*/true);
+  f.Welcome(/*rog=*/true);
+  // Iteration 1: nothing is mandatory yet (S=2), so EndIteration may return
+  // before a single row is on its way.
+  REQUIRE(f.proto.MayBegin());
+  f.proto.Begin(f.clock->Now(), f.clock->Now(), false, 0, absl::MakeSpan(f.params));
+  f.proto.StartPush(std::vector<float>(Fixture::kNumel, 1.0f));
+  CHECK(f.proto.PushEnds(f.clock->Now()));
+  IterationStats stats = f.proto.FinishPush();
+  CHECK(stats.rows_up == 0);
+  // The share goes in the background, while the window is open: progress
+  // first, then one row per batch.
+  std::vector<pb::WorkerMessage> out = f.proto.TakeOutgoing();
+  REQUIRE(!out.empty());
+  CHECK(out[0].has_progress());
+  int sent = Batches(out);
+  AckAll(f.proto, out);
+  out = f.proto.TakeOutgoing();
+  sent += Batches(out);
+  AckAll(f.proto, out);
+  CHECK(sent == 2);
+  // The window closes: the other two rows stay accumulated, one iteration
+  // each. Iteration 2 makes them mandatory (two unpushed iterations at
+  // S=2): EndIteration waits for them.
+  f.clock->Advance(11);
+  CHECK(Batches(f.proto.TakeOutgoing()) == 0);
+  // The team keeps up (no pacing hold): the slowest is at this clock too.
+  pb::Directive d;
+  d.mutable_window()->set_seconds(10);
+  d.mutable_window()->set_min_iteration(1);
+  f.Directive(d);
+  REQUIRE(f.proto.MayBegin());
+  f.proto.Begin(f.clock->Now(), f.clock->Now(), false, 0, absl::MakeSpan(f.params));
+  f.proto.StartPush(std::vector<float>(Fixture::kNumel, 1.0f));
+  CHECK_FALSE(f.proto.PushEnds(f.clock->Now()));
+  sent = 0;
+  while (!f.proto.PushEnds(f.clock->Now())) {
+    out = f.proto.TakeOutgoing();
+    REQUIRE(Batches(out) == 1);
+    sent += 1;
+    AckAll(f.proto, out);
+  }
+  CHECK(sent == 2);
+  stats = f.proto.FinishPush();
+  // Its stats count the rows that went in the background during it too.
+  CHECK(stats.rows_up == 4);
 }
 
 }  // namespace
