@@ -67,10 +67,8 @@ void WorkerProtocol::OnRttSample(double now, double rtt) {
 // deadline taper: without it the last batches overshoot by the whole
 // in-flight allowance).
 bool WorkerProtocol::WindowOpen(double now) const {
-  if (now >= deadline_) return false;
-  if (deadline_ == kInf || !goodput_.has_estimate() || goodput_.rate() <= 0) return true;
-  return now + static_cast<double>(inflight_bytes_ + opt_.batch_bytes) / goodput_.rate() <=
-         deadline_;
+  return ArrivesBeforeDeadline(now, deadline_, inflight_bytes_, opt_.batch_bytes,
+                               goodput_.has_estimate() ? goodput_.rate() : 0);
 }
 
 // Whether the row has something a flush or a stalled peer needs: unpushed

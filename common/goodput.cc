@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace rog {
 
@@ -46,6 +47,13 @@ double TransmissionWindow(absl::Span<const double> goodputs, double mta_bytes, d
 uint64_t InFlightLimit(double goodput, double lead, uint64_t message_bytes) {
   const double bytes = std::max(0.0, goodput) * lead;
   return static_cast<uint64_t>(bytes) + message_bytes;
+}
+
+bool ArrivesBeforeDeadline(double now, double deadline, uint64_t inflight_bytes,
+                           uint64_t message_bytes, double goodput) {
+  if (!(now < deadline)) return false;
+  if (deadline == std::numeric_limits<double>::infinity() || !(goodput > 0)) return true;
+  return now + static_cast<double>(inflight_bytes + message_bytes) / goodput <= deadline;
 }
 
 }  // namespace rog

@@ -53,6 +53,15 @@ double TransmissionWindow(absl::Span<const double> goodputs, double mta_bytes, d
 // (without it throughput stalls at a fraction of the link).
 uint64_t InFlightLimit(double goodput, double lead, uint64_t message_bytes);
 
+// The deadline taper: whether a message of `message_bytes` that need not go
+// (a row past the mandatory ones) may start at `now`, with `inflight_bytes`
+// unacknowledged ahead of it: before `deadline`, and, with a measured
+// `goodput` (bytes/s, > 0), only if all of it can arrive by then. Without
+// it the last messages of a window overshoot by the whole in-flight
+// allowance. An open deadline (infinity) never closes.
+bool ArrivesBeforeDeadline(double now, double deadline, uint64_t inflight_bytes,
+                           uint64_t message_bytes, double goodput);
+
 }  // namespace rog
 
 #endif  // ROG_COMMON_GOODPUT_H_

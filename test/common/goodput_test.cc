@@ -1,5 +1,6 @@
 #include "common/goodput.h"
 
+#include <limits>
 #include <vector>
 
 #include "catch2/catch.hpp"
@@ -73,6 +74,21 @@ TEST_CASE("the slowest worker's MTA time sets the window", "[goodput]") {
   CHECK(TransmissionWindow(unknown, 5e5, 0, 0) == 0);  // no limit
   CHECK(TransmissionWindow(unknown, 5e5, 0, 7) == 7);
   CHECK(InFlightLimit(1e6, 0.05, 16384) == 50000 + 16384);
+}
+
+TEST_CASE("the deadline taper: an optional message starts only if it can arrive in time",
+          "[goodput]") {
+  const double inf = std::numeric_limits<double>::infinity();
+  // 50,000 bytes in flight and a 16,384-byte message at 1 MB/s: 66.4 ms.
+  CHECK(ArrivesBeforeDeadline(10.0, 10.1, 50000, 16384, 1e6));
+  CHECK_FALSE(ArrivesBeforeDeadline(10.0, 10.05, 50000, 16384, 1e6));
+  CHECK(ArrivesBeforeDeadline(10.0, 10.05, 0, 16384, 1e6));
+  // Closed at and after the deadline, whatever the link.
+  CHECK_FALSE(ArrivesBeforeDeadline(10.1, 10.1, 0, 1, 1e9));
+  CHECK_FALSE(ArrivesBeforeDeadline(11.0, 10.1, 0, 1, 0));
+  // No estimate yet: open until the deadline; no deadline: always open.
+  CHECK(ArrivesBeforeDeadline(10.0, 10.05, 50000, 16384, 0));
+  CHECK(ArrivesBeforeDeadline(10.0, inf, uint64_t{1} << 40, 16384, 1.0));
 }
 
 }  // namespace
