@@ -770,8 +770,8 @@ bool WorkerProtocol::ReturnsAfterShare() const {
 // Under return_after_share: the rows EndIteration waits for are on their
 // way (the mandatory ones; with share_in_background off, the MTA share's too).
 bool WorkerProtocol::ReturnPointPassed() const {
-  return plan_.next >= (opt_.share_in_background ? plan_.mandatory
-                                                 : std::max(plan_.mandatory, plan_.mta_end));
+  return plan_.next >=
+         (opt_.share_in_background ? plan_.mandatory : std::max(plan_.mandatory, plan_.mta_end));
 }
 
 double WorkerProtocol::PushWakeAt(double now) const {
