@@ -91,10 +91,12 @@ struct WorkerOptions {
   // and again, resyncing the model each time.
   double keepalive_timeout = 30.0;
   // Memory for acknowledged updates rogd has not checkpointed yet, replayed
-  // if rogd is killed and restarts from its last checkpoint. About the
-  // bytes pushed per rogd --checkpoint_interval; past this the oldest are
-  // dropped (with a warning, counted in replay_dropped()), and a rogd crash
-  // would lose them. 0 disables the replay.
+  // if rogd is killed and restarts from its last checkpoint. They are kept
+  // decoded (4 bytes per element whatever the codec), so size it as the
+  // fp32 bytes pushed per rogd --checkpoint_interval (with the sign codec,
+  // 32 times the bytes on the wire); past this the oldest are dropped (with
+  // a warning, counted in replay_dropped()), and a rogd crash would lose
+  // them. 0 disables the replay.
   size_t replay_buffer_bytes = 64 << 20;
   // ROG: EndIteration returns once the rows it waits for are on their way
   // (see share_in_background); the window's other rows stream on while the

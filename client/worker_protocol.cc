@@ -363,9 +363,10 @@ void WorkerProtocol::KeepForReplay(SentBatch b, double now) {
   if (dropped > 0 && now - replay_warned_at_ > 60) {
     replay_warned_at_ = now;
     spdlog::warn(
-        "worker {}: rogd has not checkpointed the last {} MB this worker pushed; the replay "
-        "buffer (replay_buffer_bytes) is full, so a rogd crash now would lose the oldest of "
-        "them: checkpoint more often (rogd --checkpoint_interval) or raise the buffer",
+        "worker {}: the replay buffer (replay_buffer_bytes, {} MB of updates kept decoded, "
+        "4 bytes per element whatever the codec) is full of batches rogd has not checkpointed, "
+        "so a rogd crash now would lose the oldest of them: checkpoint more often (rogd "
+        "--checkpoint_interval) or raise the buffer",
         opt_.worker_id, opt_.replay_buffer_bytes >> 20);
   }
 }
