@@ -80,6 +80,17 @@ struct EngineOptions {
   // link's time for its share). A detached worker then reattaches only
   // while the team with it would run at least as fast as without it.
   double detach_speedup = 0;
+  // ROG, looking one iteration ahead (docs/design.md, "Stalls"): while a
+  // worker computes, rogd sends it first the rows it will need to start its
+  // next iteration as soon as rogd holds them, whatever the window
+  // (downlink_lookahead), and asks the holders at most one iteration behind
+  // it for the rows it will need that they have computed but not pushed
+  // (push_ahead), instead of waiting for the worker to stall on them.
+  // downlink_lookahead is on since 2026-11-26 (off: the behaviour before,
+  // for A/Bs). push_ahead is off: its rows go whatever the holder's window,
+  // so most windows ran past their end with it (docs/design.md, "Stalls").
+  bool downlink_lookahead = true;
+  bool push_ahead = false;
   // What a first worker's layout may describe (--max_model_bytes,
   // --max_rows), checked before anything is allocated for it.
   LayoutLimits layout_limits{uint64_t{1} << 30, uint64_t{1} << 20};

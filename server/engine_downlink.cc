@@ -26,9 +26,25 @@ void EngineCore::Impl::BuildDownlinkPlan(WorkerRec& r) {
   r.plan_stale = false;
 }
 
-// Forms r's next downlink batch into *m, and into *sent what undoes it;
-// false when there is nothing to send.
-bool EngineCore::Impl::FormBatch(WorkerRec& r, pb::ServerMessage* m, InFlight* sent) {
+// The rows r's downlink sends ahead of anything else, those rogd holds of
+// what r waits for: while stalled, the rows it needs to start; while it
+// computes (downlink_lookahead), those it will need to start its next
+// iteration. Planned once per Pump: nothing else changes the versions
+// while it forms batches.
+std::vector<RowId> EngineCore::Impl::FirstRows(const WorkerRec& r) const {
+  if (!state || r.resync_next < layout->num_rows()) return {};
+  const uint64_t ahead = opt.downlink_lookahead ? LookaheadVersion(r) : 0;
+  if (!r.stalled && ahead == 0) return {};
+  return PlanStall(state->versions(), state->copy_versions(r.index), r.index, AttachedWorkers(),
+                   r.stalled ? NeededVersion(r.clock, bound) : ahead)
+      .deliverable;
+}
+
+// Forms r's next downlink batch into *m, and into *sent what undoes it,
+// `first` (FirstRows) ahead of the rest; false when there is nothing to
+// send.
+bool EngineCore::Impl::FormBatch(WorkerRec& r, const std::vector<RowId>& first,
+                                 pb::ServerMessage* m, InFlight* sent) {
   const AttachedSet attached = AttachedWorkers();
   pb::RowBatch* b = m->mutable_batch();
   std::vector<RowId> rows;
@@ -47,13 +63,10 @@ bool EngineCore::Impl::FormBatch(WorkerRec& r, pb::ServerMessage* m, InFlight* s
     for (RowId row : rows) state->TakeValues(r.index, row, payload);
   } else {
     BatchFill fill(*layout, opt.codec, opt.batch_bytes);
-    if (r.stalled) {
-      const StallPlan need = PlanStall(state->versions(), state->copy_versions(r.index), r.index,
-                                       attached, NeededVersion(r.clock, bound));
-      for (RowId row : need.deliverable) {
-        if (!fill.Fits(row)) break;
-        fill.Add(row);
-      }
+    for (RowId row : first) {
+      if (!state->HasPending(r.index, row)) continue;  // gone in an earlier batch
+      if (!fill.Fits(row)) break;
+      fill.Add(row);
     }
     if (!r.detached) AddReattachRows(r, &fill);
     if (r.flush || r.detached) {
@@ -109,10 +122,11 @@ void EngineCore::Impl::Pump(WorkerRec& r) {
           : kInitialInFlight;
   bool exhausted = false;
   bool sent_any = false;
+  const std::vector<RowId> first = FirstRows(r);
   while (r.inflight_bytes < limit && r.outbox->queued_bytes() < kMaxQueued) {
     pb::ServerMessage m;
     InFlight sent{};
-    if (!FormBatch(r, &m, &sent)) {
+    if (!FormBatch(r, first, &m, &sent)) {
       exhausted = true;
       break;
     }

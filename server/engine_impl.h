@@ -305,11 +305,19 @@ struct EngineCore::Impl {
   // --- stalls (engine_stalls.cc) -------------------------------------------------
   void JudgeStall(WorkerRec& r, int cause);
   void CheckStalled(WorkerRec& r);
+  void AskHolders(const WorkerRec& r, const StallPlan& plan, uint64_t needed, uint64_t min_clock);
+  void AskAhead(WorkerRec& r);
   void ReplanStalls();
+  // The version r needs to start its next iteration while it computes
+  // (EngineOptions::downlink_lookahead, push_ahead); 0 when rogd does not
+  // look ahead for it.
+  uint64_t LookaheadVersion(const WorkerRec& r) const;
 
   // --- downlink (engine_downlink.cc) ---------------------------------------------
   void BuildDownlinkPlan(WorkerRec& r);
-  bool FormBatch(WorkerRec& r, pb::ServerMessage* m, InFlight* sent);
+  std::vector<RowId> FirstRows(const WorkerRec& r) const;
+  bool FormBatch(WorkerRec& r, const std::vector<RowId>& first, pb::ServerMessage* m,
+                 InFlight* sent);
   void AddReattachRows(const WorkerRec& r, BatchFill* fill);
   void Pump(WorkerRec& r);
   void PumpAll();

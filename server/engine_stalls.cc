@@ -1,6 +1,7 @@
 // The engine core's stall handling: a worker waiting at the staleness
 // bound is told why, holders are asked to push the rows it needs now
 // (PushNow), and its stall time is charged to what it waited for.
+#include <algorithm>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -56,24 +57,7 @@ void EngineCore::Impl::CheckStalled(WorkerRec& r) {
   const uint64_t needed = NeededVersion(r.clock, bound);
   const StallPlan plan = PlanStall(state->versions(), copy, r.index, attached, needed);
   JudgeStall(r, ClassifyStall(plan, Clocks(), needed));
-  for (auto& holder : workers) {
-    const size_t q = holder->index;
-    if (q >= plan.pushes.size() || plan.pushes[q].empty()) continue;
-    // A worker that has not computed the iterations yet cannot push them;
-    // it is asked again after its next progress.
-    if (holder->state != WState::kConnected || holder->clock < needed) continue;
-    pb::PushNow push;
-    push.set_needed_version(needed);
-    for (RowId row : plan.pushes[q]) {
-      if (holder->requested[row] >= needed) continue;
-      holder->requested[row] = needed;
-      push.add_rows(row);
-    }
-    if (push.rows_size() == 0) continue;
-    spdlog::debug("asking {} to push {} rows now for {} (needs version {})", holder->id,
-                  push.rows_size(), r.id, needed);
-    SendDirective(*holder, [&](pb::Directive* d) { *d->mutable_push_now() = std::move(push); });
-  }
+  AskHolders(r, plan, needed, needed);
   if (!r.stall_announced) {
     r.stall_announced = true;
     SendDirective(r, [&](pb::Directive* d) {
@@ -96,9 +80,59 @@ void EngineCore::Impl::CheckStalled(WorkerRec& r) {
   }
 }
 
+// Asks the holders in `plan` (for r, at version `needed`) whose clocks are
+// at least `min_clock` (>= needed) to push their rows now (PushNow), each
+// row of each holder once per needed version.
+void EngineCore::Impl::AskHolders(const WorkerRec& r, const StallPlan& plan, uint64_t needed,
+                                  uint64_t min_clock) {
+  for (auto& holder : workers) {
+    const size_t q = holder->index;
+    if (q >= plan.pushes.size() || plan.pushes[q].empty()) continue;
+    // A worker that has not computed the iterations yet cannot push them;
+    // it is asked again after its next progress.
+    if (holder->state != WState::kConnected || holder->clock < min_clock) continue;
+    pb::PushNow push;
+    push.set_needed_version(needed);
+    for (RowId row : plan.pushes[q]) {
+      if (holder->requested[row] >= needed) continue;
+      holder->requested[row] = needed;
+      push.add_rows(row);
+    }
+    if (push.rows_size() == 0) continue;
+    spdlog::debug("asking {} to push {} rows now for {} (needs version {})", holder->id,
+                  push.rows_size(), r.id, needed);
+    SendDirective(*holder, [&](pb::Directive* d) { *d->mutable_push_now() = std::move(push); });
+  }
+}
+
+uint64_t EngineCore::Impl::LookaheadVersion(const WorkerRec& r) const {
+  if (opt.policy != SyncPolicy::kRog || !state || !team_ready || r.stalled || r.detached ||
+      r.state != WState::kConnected || r.resync_next < layout->num_rows()) {
+    return 0;
+  }
+  return NeededVersion(r.clock + 1, bound);
+}
+
+// A worker computing its next iteration: the holders are asked now for the
+// rows it will need to start the one after (EngineOptions::push_ahead).
+void EngineCore::Impl::AskAhead(WorkerRec& r) {
+  if (!opt.push_ahead) return;
+  const uint64_t needed = LookaheadVersion(r);
+  if (needed == 0) return;
+  const StallPlan plan = PlanStall(state->versions(), state->copy_versions(r.index), r.index,
+                                   AttachedWorkers(), needed);
+  // Only holders at most one iteration behind r: one further behind would
+  // be asked for nearly every row it holds, every iteration, on what is
+  // then the team's slowest link; r's stall asks it when it must.
+  AskHolders(r, plan, needed, std::max(needed, r.clock > 0 ? r.clock - 1 : 0));
+}
+
 void EngineCore::Impl::ReplanStalls() {
   if (!state) return;
-  for (auto& r : workers) CheckStalled(*r);
+  for (auto& r : workers) {
+    CheckStalled(*r);
+    AskAhead(*r);
+  }
 }
 
 }  // namespace rog

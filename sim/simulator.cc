@@ -362,6 +362,8 @@ absl::StatusOr<SimReport> Simulation::Run() {
   o.patience_iterations = cfg_.patience_iterations;
   o.detached_local_steps = cfg_.detached_local_steps;
   o.detach_speedup = cfg_.detach_speedup;
+  o.downlink_lookahead = cfg_.downlink_lookahead;
+  o.push_ahead = cfg_.push_ahead;
   o.clock = clock_;
   absl::StatusOr<std::unique_ptr<EngineCore>> core = EngineCore::Create(std::move(o));
   if (!core.ok()) return core.status();

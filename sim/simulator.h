@@ -84,6 +84,9 @@ struct SimConfig {
   // rogd's --detached_local_steps and --detach_speedup (0: off).
   uint32_t detached_local_steps = 0;
   double detach_speedup = 0;
+  // rogd's EngineOptions::downlink_lookahead and push_ahead.
+  bool downlink_lookahead = true;
+  bool push_ahead = false;
 };
 
 // One attach-state change of a worker, with rogd's reason (the Detached or

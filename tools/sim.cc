@@ -58,6 +58,13 @@ ABSL_FLAG(bool, share_in_background, true,
           "ROG, with --return_after_share: the MTA share streams in the background too, so "
           "EndIteration waits for the mandatory rows alone (the SDK's "
           "ProtocolOptions::share_in_background)");
+ABSL_FLAG(bool, downlink_lookahead, true,
+          "ROG: while a worker computes, rogd sends it first the rows it will need to start its "
+          "next iteration as soon as it holds them (rogd's EngineOptions::downlink_lookahead)");
+ABSL_FLAG(bool, push_ahead, false,
+          "ROG: while a worker computes, rogd asks the holders at most one iteration behind it "
+          "for the rows it will need to start its next iteration (PushNow) instead of waiting "
+          "for its stall (rogd's EngineOptions::push_ahead)");
 ABSL_FLAG(double, link_delay, 0.005,
           "One-way delay of every link, each direction, seconds (tools/bench.sh's relays: 0.005)");
 ABSL_FLAG(double, detach_speedup, 0,
@@ -209,6 +216,8 @@ absl::StatusOr<rog::SimConfig> ConfigFromFlags(rog::Codec codec,
   base.link_delay = absl::GetFlag(FLAGS_link_delay);
   base.return_after_share = absl::GetFlag(FLAGS_return_after_share);
   base.share_in_background = absl::GetFlag(FLAGS_share_in_background);
+  base.downlink_lookahead = absl::GetFlag(FLAGS_downlink_lookahead);
+  base.push_ahead = absl::GetFlag(FLAGS_push_ahead);
   base.patience = absl::GetFlag(FLAGS_patience);
   base.patience_iterations = absl::GetFlag(FLAGS_patience_iterations);
   base.detach_speedup = absl::GetFlag(FLAGS_detach_speedup);

@@ -848,5 +848,127 @@ TEST_CASE("the team pace detaches the slowest link, not within 2 s of the start"
   CHECK_FALSE(Detached(w[2]));
 }
 
+// The PushNow directives stream `s` received: rows and needed versions.
+std::vector<pb::PushNow> PushNows(const EngineHarness::Stream& s) {
+  std::vector<pb::PushNow> out;
+  for (const pb::ServerMessage& m : s.outbox->messages()) {
+    if (m.has_directive() && m.directive().has_push_now()) out.push_back(m.directive().push_now());
+  }
+  return out;
+}
+
+// Rows of update batches stream `s` received after its first `from` messages.
+size_t UpdateRowsAfter(const EngineHarness::Stream& s, size_t from) {
+  size_t rows = 0;
+  const std::vector<pb::ServerMessage> messages = s.outbox->messages();
+  for (size_t k = from; k < messages.size(); ++k) {
+    const pb::ServerMessage& m = messages[k];
+    if (m.has_batch() && m.batch().kind() == pb::BATCH_KIND_UPDATE) {
+      rows += static_cast<size_t>(m.batch().row_delta_size());
+    }
+  }
+  return rows;
+}
+
+// ROG at S = 2: "a" computes its 4th iteration (clock 3) and will need b's
+// rows up to version 2 to start its 5th. b has computed 3 iterations and
+// pushed none. With push_ahead rogd asks b for them now; without it, only
+// once a stalls.
+TEST_CASE("push_ahead asks holders for what a computing worker will need next", "[engine][stall]") {
+  for (const bool ahead : {false, true}) {
+    INFO("push_ahead " << ahead);
+    EngineOptions o = Options(SyncPolicy::kRog, 2);
+    o.push_ahead = ahead;
+    EngineHarness h(o);
+    std::vector<EngineHarness::Stream> w = JoinTeam(h, {"a", "b"});
+    // a pushes every iteration; b pushes nothing.
+    const auto iteration = [&](uint64_t k) {
+      h.Progress(w[1], k);
+      h.Progress(w[0], k);
+      h.UpdateAll(w[0], 1, 1);
+      h.Settle();
+    };
+    iteration(1);
+    iteration(2);
+    // At clock 2 a needs version 1 next; b (at 2) has it and has not pushed.
+    const size_t asked_at_2 = PushNows(w[1]).size();
+    iteration(3);
+    const std::vector<pb::PushNow> asked = PushNows(w[1]);
+    if (!ahead) {
+      CHECK(asked.empty());
+      continue;
+    }
+    REQUIRE(asked.size() >= 1);
+    CHECK(asked_at_2 >= 1);
+    CHECK(asked.front().needed_version() == 1);
+    CHECK(asked.back().needed_version() == 2);
+    CHECK(static_cast<size_t>(asked.back().rows_size()) == h.layout().num_rows());
+    // a, whose pushes are current, is asked for nothing; b is asked for
+    // each row once per needed version (a batch makes rogd look again).
+    CHECK(PushNows(w[0]).empty());
+    h.UpdateAll(w[0], 0, 0);
+    h.Settle();
+    CHECK(PushNows(w[1]).size() == asked.size());
+    h.AccountAll();
+    CHECK(h.CheckLedger() == "");
+  }
+}
+
+// ROG at S = 3: a computes at clock 5 and will need version 3 next; b (at
+// 4) and c (at 3) have computed it and pushed nothing. Only b, one
+// iteration behind a, is asked for a: c, two behind, would be asked for
+// nearly every row every iteration on what is then the slowest link (a's
+// stall asks it if it must).
+TEST_CASE("push_ahead asks no holder more than one iteration behind", "[engine][stall]") {
+  EngineOptions o = Options(SyncPolicy::kRog, 3);
+  o.staleness = 3;
+  o.push_ahead = true;
+  EngineHarness h(o);
+  std::vector<EngineHarness::Stream> w = JoinTeam(h, {"a", "b", "c"});
+  for (uint64_t k = 1; k <= 5; ++k) {
+    if (k <= 3) h.Progress(w[2], k);
+    if (k <= 4) h.Progress(w[1], k);
+    h.Progress(w[0], k);
+    h.UpdateAll(w[0], 1, 1);
+    h.Settle();
+  }
+  const auto asked_for = [&](const EngineHarness::Stream& s, uint64_t version) {
+    size_t n = 0;
+    for (const pb::PushNow& p : PushNows(s)) n += p.needed_version() == version ? 1 : 0;
+    return n;
+  };
+  CHECK(asked_for(w[1], 3) == 1);
+  CHECK(asked_for(w[2], 3) == 0);
+  // For version 2 (what a at clock 4, and b at 4, needed next) c was one
+  // iteration behind: asked, once.
+  CHECK(asked_for(w[2], 2) == 1);
+}
+
+// ROG at S = 2, both at clock 3 (so a may not speculate): b's push of its
+// three iterations arrives after a's plan for the iteration was made. With
+// downlink_lookahead a gets the rows now, since it needs version 2 to start
+// its next iteration; without it they wait for a's next progress or stall.
+TEST_CASE("downlink_lookahead sends a computing worker what it will need next", "[engine][stall]") {
+  for (const bool ahead : {false, true}) {
+    INFO("downlink_lookahead " << ahead);
+    EngineOptions o = Options(SyncPolicy::kRog, 2);
+    o.downlink_lookahead = ahead;
+    EngineHarness h(o);
+    std::vector<EngineHarness::Stream> w = JoinTeam(h, {"a", "b"});
+    for (uint64_t k = 1; k <= 3; ++k) {
+      h.Progress(w[1], k);
+      h.Progress(w[0], k);
+    }
+    h.Settle();
+    const size_t before = w[0].outbox->messages().size();
+    h.UpdateAll(w[1], 1, 3);
+    h.Settle();
+    CHECK(UpdateRowsAfter(w[0], before) == (ahead ? h.layout().num_rows() : 0));
+    h.AccountAll();
+    CHECK(h.CheckLedger() == "");
+    CHECK(h.engine().CheckInvariants().ToString() == "OK");
+  }
+}
+
 }  // namespace
 }  // namespace rog
