@@ -30,6 +30,7 @@ WorkerProtocol::WorkerProtocol(ProtocolOptions options, Layout layout, std::vect
       rtt_min_{kInf, kInf},
       deadline_(kInf) {
   is_forced_.assign(layout_.num_rows(), false);
+  is_ahead_.assign(layout_.num_rows(), false);
   sent_phase_.assign(layout_.num_rows(), 0);
   values_next_ = static_cast<RowId>(layout_.num_rows());
 }
@@ -134,6 +135,7 @@ pb::Hello WorkerProtocol::MakeHello() const {
   h.set_iteration(state_.clock());
   h.set_sdk_version(kRogVersion);
   h.set_row_digests(HelloRowDigests());
+  h.set_honours_push_ahead(true);
   return h;
 }
 
@@ -244,6 +246,8 @@ void WorkerProtocol::ReturnInFlight(uint64_t applied) {
   next_up_seq_ = applied + 1;
   forced_.clear();
   std::fill(is_forced_.begin(), is_forced_.end(), false);
+  ahead_.clear();
+  std::fill(is_ahead_.begin(), is_ahead_.end(), false);
 }
 
 // The welcome's account of the new stream: the policy's settings came
@@ -431,13 +435,21 @@ void WorkerProtocol::CompletePushes() {
 
 void WorkerProtocol::OnDirective(const pb::Directive& d) {
   switch (d.kind_case()) {
-    case pb::Directive::kPushNow:
+    case pb::Directive::kPushNow: {
+      const bool ahead = d.push_now().ahead();
       for (uint32_t row : d.push_now().rows()) {
         if (row >= layout_.num_rows() || is_forced_[row] || state_.unpushed(row) == 0) continue;
-        is_forced_[row] = true;
-        forced_.push_back(row);
+        if (ahead) {
+          if (is_ahead_[row]) continue;
+          is_ahead_[row] = true;
+          ahead_.push_back(row);
+        } else {
+          is_forced_[row] = true;
+          forced_.push_back(row);
+        }
       }
       break;
+    }
     case pb::Directive::kWindow:
       window_ = d.window();
       break;
@@ -554,7 +566,8 @@ void WorkerProtocol::FillValues(SentBatch* sent, std::string* payload) {
 }
 
 // The next update rows, most urgent first: what a stalled peer asked for,
-// everything while detached, then the push's plan within its window.
+// everything while detached, then what a computing peer will need next
+// (PushNow.ahead) and the push's plan, within its window.
 // False when nothing may go now.
 bool WorkerProtocol::FillUpdates(SentBatch* sent, std::string* payload) {
   BatchFill fill(layout_, codec_, opt_.batch_bytes);
@@ -571,6 +584,19 @@ bool WorkerProtocol::FillUpdates(SentBatch* sent, std::string* payload) {
       if (fill.Has(row) || !Pushable(row)) continue;
       if (!fill.Fits(row)) break;
       fill.Add(row);
+    }
+  }
+  if (transmitting_ && !ahead_.empty() && WindowOpen(Now())) {
+    // What a computing peer will need next (PushNow.ahead), before the
+    // plan's rows, while the window is open.
+    while (!ahead_.empty()) {
+      const RowId row = ahead_.front();
+      if (!fill.Has(row) && Pushable(row)) {
+        if (!fill.Fits(row)) break;
+        fill.Add(row);
+      }
+      ahead_.pop_front();
+      is_ahead_[row] = false;
     }
   }
   if (transmitting_) {

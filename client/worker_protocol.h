@@ -255,6 +255,10 @@ class WorkerProtocol {
   RowId values_next_ = 0;  // initial model upload; == rows when none/done
   std::deque<RowId> forced_;
   std::vector<bool> is_forced_;
+  // Rows rogd asked for ahead of a peer's need (PushNow.ahead): first while
+  // a window is open, never past it.
+  std::deque<RowId> ahead_;
+  std::vector<bool> is_ahead_;
   Plan plan_;
   bool transmitting_ = false;
   bool speculate_ = true;

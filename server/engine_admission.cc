@@ -132,6 +132,7 @@ absl::StatusOr<WorkerRec*> EngineCore::Impl::AdmitFirst(const pb::Hello& hello, 
   rec->clock = rec->join_clock = hello.iteration();
   rec->resync_next = static_cast<RowId>(layout->num_rows());
   rec->requested.assign(layout->num_rows(), 0);
+  rec->requested_ahead.assign(layout->num_rows(), 0);
   WorkerRec* r = rec.get();
   workers.push_back(std::move(rec));
   by_id[r->id] = 0;
@@ -274,6 +275,7 @@ void EngineCore::Impl::Connect(WorkerRec& r, uint64_t session, std::shared_ptr<O
   r.outbox = std::move(outbox);
   r.peer = peer;
   r.sdk_version = hello.sdk_version();
+  r.honours_ahead = hello.honours_push_ahead();
   r.last_seen = Now();
   r.next_down_seq = 1;
   r.inflight.clear();
@@ -282,6 +284,7 @@ void EngineCore::Impl::Connect(WorkerRec& r, uint64_t session, std::shared_ptr<O
   r.stalled = r.stall_announced = r.flush = r.transmitting = false;
   r.deadline = kInf;
   r.requested.assign(layout->num_rows(), 0);
+  r.requested_ahead.assign(layout->num_rows(), 0);
   r.down = Plan();
   by_session[session] = r.index;
   welcome.set_resume_token(r.token);

@@ -70,6 +70,7 @@ std::string ReadWorkerRecords(const pb::Checkpoint& c, size_t rows, double now,
     rec->disconnected_at = now;
     rec->sdk_version = cw.sdk_version();
     rec->requested.assign(rows, 0);
+    rec->requested_ahead.assign(rows, 0);
     (*recs)[cw.index()] = std::move(rec);
   }
   return "";

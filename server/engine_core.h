@@ -85,10 +85,11 @@ struct EngineOptions {
   // next iteration as soon as rogd holds them, whatever the window
   // (downlink_lookahead), and asks the holders at most one iteration behind
   // it for the rows it will need that they have computed but not pushed
-  // (push_ahead), instead of waiting for the worker to stall on them.
+  // (push_ahead: PushNow.ahead, which SDKs that announce it send within
+  // their window only), instead of waiting for the worker to stall on them.
   // downlink_lookahead is on since 2026-11-26 (off: the behaviour before,
-  // for A/Bs). push_ahead is off: its rows go whatever the holder's window,
-  // so most windows ran past their end with it (docs/design.md, "Stalls").
+  // for A/Bs). push_ahead is off: it did not pay in the simulator
+  // (docs/design.md, "Stalls").
   bool downlink_lookahead = true;
   bool push_ahead = false;
   // What a first worker's layout may describe (--max_model_bytes,

@@ -142,6 +142,10 @@ struct WorkerRec {
   double compute_total_seen = 0;
   uint64_t compute_iteration_seen = 0;
   std::vector<uint64_t> requested;  // per row: the needed version asked for
+  // The same for PushNow.ahead, which the worker may leave for its next
+  // window: a stall on the row asks again (requested).
+  std::vector<uint64_t> requested_ahead;
+  bool honours_ahead = false;  // Hello.honours_push_ahead
 
   // What the worker reported last.
   pb::Progress progress;
@@ -305,7 +309,8 @@ struct EngineCore::Impl {
   // --- stalls (engine_stalls.cc) -------------------------------------------------
   void JudgeStall(WorkerRec& r, int cause);
   void CheckStalled(WorkerRec& r);
-  void AskHolders(const WorkerRec& r, const StallPlan& plan, uint64_t needed, uint64_t min_clock);
+  void AskHolders(const WorkerRec& r, const StallPlan& plan, uint64_t needed, uint64_t min_clock,
+                  bool ahead);
   void AskAhead(WorkerRec& r);
   void ReplanStalls();
   // The version r needs to start its next iteration while it computes

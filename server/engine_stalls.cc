@@ -57,7 +57,7 @@ void EngineCore::Impl::CheckStalled(WorkerRec& r) {
   const uint64_t needed = NeededVersion(r.clock, bound);
   const StallPlan plan = PlanStall(state->versions(), copy, r.index, attached, needed);
   JudgeStall(r, ClassifyStall(plan, Clocks(), needed));
-  AskHolders(r, plan, needed, needed);
+  AskHolders(r, plan, needed, needed, /*ahead=*/false);
   if (!r.stall_announced) {
     r.stall_announced = true;
     SendDirective(r, [&](pb::Directive* d) {
@@ -82,25 +82,30 @@ void EngineCore::Impl::CheckStalled(WorkerRec& r) {
 
 // Asks the holders in `plan` (for r, at version `needed`) whose clocks are
 // at least `min_clock` (>= needed) to push their rows now (PushNow), each
-// row of each holder once per needed version.
+// row of each holder once per needed version. `ahead` (r computes and will
+// need them next) asks only holders that honour PushNow.ahead, and a stall
+// on the same rows asks again without it.
 void EngineCore::Impl::AskHolders(const WorkerRec& r, const StallPlan& plan, uint64_t needed,
-                                  uint64_t min_clock) {
+                                  uint64_t min_clock, bool ahead) {
   for (auto& holder : workers) {
     const size_t q = holder->index;
     if (q >= plan.pushes.size() || plan.pushes[q].empty()) continue;
     // A worker that has not computed the iterations yet cannot push them;
     // it is asked again after its next progress.
     if (holder->state != WState::kConnected || holder->clock < min_clock) continue;
+    if (ahead && !holder->honours_ahead) continue;
+    std::vector<uint64_t>& asked = ahead ? holder->requested_ahead : holder->requested;
     pb::PushNow push;
     push.set_needed_version(needed);
+    push.set_ahead(ahead);
     for (RowId row : plan.pushes[q]) {
-      if (holder->requested[row] >= needed) continue;
-      holder->requested[row] = needed;
+      if (asked[row] >= needed || holder->requested[row] >= needed) continue;
+      asked[row] = needed;
       push.add_rows(row);
     }
     if (push.rows_size() == 0) continue;
-    spdlog::debug("asking {} to push {} rows now for {} (needs version {})", holder->id,
-                  push.rows_size(), r.id, needed);
+    spdlog::debug("asking {} to push {} rows {} for {} (needs version {})", holder->id,
+                  push.rows_size(), ahead ? "within its window" : "now", r.id, needed);
     SendDirective(*holder, [&](pb::Directive* d) { *d->mutable_push_now() = std::move(push); });
   }
 }
@@ -124,7 +129,7 @@ void EngineCore::Impl::AskAhead(WorkerRec& r) {
   // Only holders at most one iteration behind r: one further behind would
   // be asked for nearly every row it holds, every iteration, on what is
   // then the team's slowest link; r's stall asks it when it must.
-  AskHolders(r, plan, needed, std::max(needed, r.clock > 0 ? r.clock - 1 : 0));
+  AskHolders(r, plan, needed, std::max(needed, r.clock > 0 ? r.clock - 1 : 0), /*ahead=*/true);
 }
 
 void EngineCore::Impl::ReplanStalls() {

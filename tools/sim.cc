@@ -63,8 +63,9 @@ ABSL_FLAG(bool, downlink_lookahead, true,
           "next iteration as soon as it holds them (rogd's EngineOptions::downlink_lookahead)");
 ABSL_FLAG(bool, push_ahead, false,
           "ROG: while a worker computes, rogd asks the holders at most one iteration behind it "
-          "for the rows it will need to start its next iteration (PushNow) instead of waiting "
-          "for its stall (rogd's EngineOptions::push_ahead)");
+          "for the rows it will need to start its next iteration (PushNow.ahead: the holder sends "
+          "them first within its window, never past it) instead of waiting for its stall (rogd's "
+          "EngineOptions::push_ahead)");
 ABSL_FLAG(double, link_delay, 0.005,
           "One-way delay of every link, each direction, seconds (tools/bench.sh's relays: 0.005)");
 ABSL_FLAG(double, detach_speedup, 0,

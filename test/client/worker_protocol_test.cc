@@ -2,6 +2,7 @@
 // messages are written by the test, time is a FakeClock, no stream.
 #include "client/worker_protocol.h"
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -225,6 +226,76 @@ TEST_CASE(
   stats = f.proto.FinishPush();
   // Its stats count the rows that went in the background during it too.
   CHECK(stats.rows_up == 4);
+}
+
+// The row of a one-row batch.
+RowId RowOf(const pb::WorkerMessage& m) { return m.batch().row_delta(0); }
+
+TEST_CASE(
+    "PushNow.ahead: the rows go first while the window is open and never past it; a stall's "
+    "PushNow goes whatever the window",
+    "[worker][protocol]") {
+  Fixture f(/*return_after_share=*/true, /*share_in_background=*/true);
+  f.Welcome(/*rog=*/true);
+  // The SDK tells rogd it honours PushNow.ahead.
+  CHECK(f.proto.MakeHello().honours_push_ahead());
+  // Iteration 1: two rows (the MTA share) go in the background, the window
+  // closes with the other two accumulated.
+  REQUIRE(f.proto.MayBegin());
+  f.proto.Begin(f.clock->Now(), f.clock->Now(), false, 0, absl::MakeSpan(f.params));
+  f.proto.StartPush(std::vector<float>(Fixture::kNumel, 1.0f));
+  REQUIRE(f.proto.PushEnds(f.clock->Now()));
+  f.proto.FinishPush();
+  std::vector<RowId> shared;
+  for (int k = 0; k < 2; ++k) {
+    const std::vector<pb::WorkerMessage> out = f.proto.TakeOutgoing();
+    for (const pb::WorkerMessage& m : out) {
+      if (m.has_batch()) shared.push_back(RowOf(m));
+    }
+    AckAll(f.proto, out);
+  }
+  REQUIRE(shared.size() == 2);
+  f.clock->Advance(11);
+  pb::Directive window;
+  window.mutable_window()->set_seconds(10);
+  window.mutable_window()->set_min_iteration(1);
+  f.Directive(window);
+  // Iteration 2: the two rows kept are mandatory now and would go first; a
+  // peer will need one of the shared rows (one iteration unpushed) next.
+  REQUIRE(f.proto.MayBegin());
+  f.proto.Begin(f.clock->Now(), f.clock->Now(), false, 0, absl::MakeSpan(f.params));
+  f.proto.StartPush(std::vector<float>(Fixture::kNumel, 1.0f));
+  pb::Directive ahead;
+  ahead.mutable_push_now()->add_rows(shared[0]);
+  ahead.mutable_push_now()->set_needed_version(1);
+  ahead.mutable_push_now()->set_ahead(true);
+  f.Directive(ahead);
+  std::vector<pb::WorkerMessage> out = f.proto.TakeOutgoing();
+  REQUIRE(Batches(out) == 1);
+  CHECK(RowOf(out.back()) == shared[0]);
+  AckAll(f.proto, out);
+  // The window closes: asked ahead for the other shared row, the worker
+  // sends only its mandatory rows; a stall's PushNow for it goes at once.
+  f.clock->Advance(11);
+  ahead.mutable_push_now()->set_rows(0, shared[1]);
+  f.Directive(ahead);
+  std::vector<RowId> late;
+  while (!f.proto.PushEnds(f.clock->Now())) {
+    out = f.proto.TakeOutgoing();
+    REQUIRE(Batches(out) == 1);
+    late.push_back(RowOf(out.back()));
+    AckAll(f.proto, out);
+  }
+  CHECK(late.size() == 2);
+  CHECK(std::find(late.begin(), late.end(), shared[1]) == late.end());
+  f.proto.FinishPush();
+  CHECK(Batches(f.proto.TakeOutgoing()) == 0);
+  pb::Directive now = ahead;
+  now.mutable_push_now()->set_ahead(false);
+  f.Directive(now);
+  out = f.proto.TakeOutgoing();
+  REQUIRE(Batches(out) == 1);
+  CHECK(RowOf(out.back()) == shared[1]);
 }
 
 }  // namespace

@@ -585,10 +585,13 @@ TEST_CASE("row digests of the wrong size are refused before the worker is admitt
 
 // The team `ids` joined: the first brought the model (all ones); training
 // has started.
-std::vector<EngineHarness::Stream> JoinTeam(EngineHarness& h, const std::vector<std::string>& ids) {
+std::vector<EngineHarness::Stream> JoinTeam(EngineHarness& h, const std::vector<std::string>& ids,
+                                            bool honours_push_ahead = true) {
   std::vector<EngineHarness::Stream> w;
   for (const std::string& id : ids) {
-    w.push_back(*h.Hello(h.MakeHello(id)));
+    pb::Hello hello = h.MakeHello(id);
+    hello.set_honours_push_ahead(honours_push_ahead);
+    w.push_back(*h.Hello(hello));
     if (w.size() == 1) h.SendValues(w[0], Ones(h.layout()));
   }
   h.Settle();
@@ -872,45 +875,62 @@ size_t UpdateRowsAfter(const EngineHarness::Stream& s, size_t from) {
 
 // ROG at S = 2: "a" computes its 4th iteration (clock 3) and will need b's
 // rows up to version 2 to start its 5th. b has computed 3 iterations and
-// pushed none. With push_ahead rogd asks b for them now; without it, only
-// once a stalls.
+// pushed none. With push_ahead rogd asks b for them now, within b's window
+// (PushNow.ahead), if b's SDK said it honours that; otherwise only once a
+// stalls, and then a's stall asks again without `ahead`.
 TEST_CASE("push_ahead asks holders for what a computing worker will need next", "[engine][stall]") {
-  for (const bool ahead : {false, true}) {
-    INFO("push_ahead " << ahead);
-    EngineOptions o = Options(SyncPolicy::kRog, 2);
-    o.push_ahead = ahead;
-    EngineHarness h(o);
-    std::vector<EngineHarness::Stream> w = JoinTeam(h, {"a", "b"});
-    // a pushes every iteration; b pushes nothing.
-    const auto iteration = [&](uint64_t k) {
-      h.Progress(w[1], k);
-      h.Progress(w[0], k);
-      h.UpdateAll(w[0], 1, 1);
+  for (const bool honours : {false, true}) {
+    for (const bool ahead : {false, true}) {
+      INFO("push_ahead " << ahead << ", b honours it " << honours);
+      EngineOptions o = Options(SyncPolicy::kRog, 2);
+      o.push_ahead = ahead;
+      EngineHarness h(o);
+      std::vector<EngineHarness::Stream> w = JoinTeam(h, {"a", "b"}, honours);
+      // a pushes every iteration; b pushes nothing.
+      const auto iteration = [&](uint64_t k) {
+        h.Progress(w[1], k);
+        h.Progress(w[0], k);
+        h.UpdateAll(w[0], 1, 1);
+        h.Settle();
+      };
+      iteration(1);
+      iteration(2);
+      // At clock 2 a needs version 1 next; b (at 2) has it and has not pushed.
+      const size_t asked_at_2 = PushNows(w[1]).size();
+      iteration(3);
+      const std::vector<pb::PushNow> asked = PushNows(w[1]);
+      if (!ahead || !honours) {
+        CHECK(asked.empty());
+      } else {
+        REQUIRE(asked.size() >= 1);
+        CHECK(asked_at_2 >= 1);
+        CHECK(asked.front().needed_version() == 1);
+        CHECK(asked.back().needed_version() == 2);
+        CHECK(static_cast<size_t>(asked.back().rows_size()) == h.layout().num_rows());
+        for (const pb::PushNow& p : asked) CHECK(p.ahead());
+        // a, whose pushes are current, is asked for nothing; b is asked for
+        // each row once per needed version (a batch makes rogd look again).
+        CHECK(PushNows(w[0]).empty());
+        h.UpdateAll(w[0], 0, 0);
+        h.Settle();
+        CHECK(PushNows(w[1]).size() == asked.size());
+      }
+      // a finishes its 4th iteration and stalls before its 5th on b's rows
+      // up to version 2: asked now (without `ahead`) in every case, each
+      // row once.
+      h.Progress(w[0], 4);
+      h.Progress(w[0], 4, /*stalled=*/true);
       h.Settle();
-    };
-    iteration(1);
-    iteration(2);
-    // At clock 2 a needs version 1 next; b (at 2) has it and has not pushed.
-    const size_t asked_at_2 = PushNows(w[1]).size();
-    iteration(3);
-    const std::vector<pb::PushNow> asked = PushNows(w[1]);
-    if (!ahead) {
-      CHECK(asked.empty());
-      continue;
+      size_t now_rows = 0;
+      for (const pb::PushNow& p : PushNows(w[1])) {
+        if (p.ahead()) continue;
+        CHECK(p.needed_version() == 2);
+        now_rows += static_cast<size_t>(p.rows_size());
+      }
+      CHECK(now_rows == h.layout().num_rows());
+      h.AccountAll();
+      CHECK(h.CheckLedger() == "");
     }
-    REQUIRE(asked.size() >= 1);
-    CHECK(asked_at_2 >= 1);
-    CHECK(asked.front().needed_version() == 1);
-    CHECK(asked.back().needed_version() == 2);
-    CHECK(static_cast<size_t>(asked.back().rows_size()) == h.layout().num_rows());
-    // a, whose pushes are current, is asked for nothing; b is asked for
-    // each row once per needed version (a batch makes rogd look again).
-    CHECK(PushNows(w[0]).empty());
-    h.UpdateAll(w[0], 0, 0);
-    h.Settle();
-    CHECK(PushNows(w[1]).size() == asked.size());
-    h.AccountAll();
-    CHECK(h.CheckLedger() == "");
   }
 }
 

@@ -112,6 +112,7 @@ class EngineHarness {
     h.set_layout_fingerprint(layout_.fingerprint());
     h.set_iteration(iteration);
     h.set_resume_token(token);
+    h.set_honours_push_ahead(true);  // as the SDK does
     return h;
   }
 
