@@ -49,12 +49,25 @@ struct Fixture {
     *m.mutable_directive() = d;
     REQUIRE(proto.OnMessage(m).ok());
   }
-  // One iteration, begun and ended at once.
-  void Iterate() {
+  // Begins an iteration and starts its push at once (every element's
+  // update 1).
+  void ComputeAndPush() {
     REQUIRE(proto.MayBegin());
     proto.Begin(clock->Now(), clock->Now(), false, 0, absl::MakeSpan(params));
     proto.StartPush(std::vector<float>(Fixture::kNumel, 1.0f));
+  }
+  // One iteration, begun and ended at once.
+  void Iterate() {
+    ComputeAndPush();
     proto.FinishPush();
+  }
+  // rogd's window for the next iteration: `seconds` long, the slowest
+  // attached worker at `min_iteration`.
+  void Window(double seconds, uint64_t min_iteration) {
+    pb::Directive d;
+    d.mutable_window()->set_seconds(seconds);
+    d.mutable_window()->set_min_iteration(min_iteration);
+    Directive(d);
   }
 };
 
@@ -98,9 +111,7 @@ TEST_CASE("a push: progress first, then its rows; it ends once every row is on i
           "[worker][protocol]") {
   Fixture f;
   f.Welcome();
-  REQUIRE(f.proto.MayBegin());
-  f.proto.Begin(f.clock->Now(), f.clock->Now(), false, 0, absl::MakeSpan(f.params));
-  f.proto.StartPush(std::vector<float>(Fixture::kNumel, 1.0f));
+  f.ComputeAndPush();
   CHECK_FALSE(f.proto.PushEnds(f.clock->Now()));
   std::vector<pb::WorkerMessage> out = f.proto.TakeOutgoing();
   REQUIRE(out.size() == 2);
@@ -148,9 +159,7 @@ TEST_CASE(
   const bool early = GENERATE(false, true);
   Fixture f(early, /*share_in_background=*/false);
   f.Welcome(/*rog=*/true);
-  REQUIRE(f.proto.MayBegin());
-  f.proto.Begin(f.clock->Now(), f.clock->Now(), false, 0, absl::MakeSpan(f.params));
-  f.proto.StartPush(std::vector<float>(Fixture::kNumel, 1.0f));
+  f.ComputeAndPush();
   // One-row batches: MTA 0.5 of four rows is two of them.
   int sent = 0;
   std::vector<pb::WorkerMessage> out = f.proto.TakeOutgoing();
@@ -184,9 +193,7 @@ TEST_CASE(
   f.Welcome(/*rog=*/true);
   // Iteration 1: nothing is mandatory yet (S=2), so EndIteration may return
   // before a single row is on its way.
-  REQUIRE(f.proto.MayBegin());
-  f.proto.Begin(f.clock->Now(), f.clock->Now(), false, 0, absl::MakeSpan(f.params));
-  f.proto.StartPush(std::vector<float>(Fixture::kNumel, 1.0f));
+  f.ComputeAndPush();
   CHECK(f.proto.PushEnds(f.clock->Now()));
   IterationStats stats = f.proto.FinishPush();
   CHECK(stats.rows_up == 0);
@@ -207,13 +214,8 @@ TEST_CASE(
   f.clock->Advance(11);
   CHECK(Batches(f.proto.TakeOutgoing()) == 0);
   // The team keeps up (no pacing hold): the slowest is at this clock too.
-  pb::Directive d;
-  d.mutable_window()->set_seconds(10);
-  d.mutable_window()->set_min_iteration(1);
-  f.Directive(d);
-  REQUIRE(f.proto.MayBegin());
-  f.proto.Begin(f.clock->Now(), f.clock->Now(), false, 0, absl::MakeSpan(f.params));
-  f.proto.StartPush(std::vector<float>(Fixture::kNumel, 1.0f));
+  f.Window(10, 1);
+  f.ComputeAndPush();
   CHECK_FALSE(f.proto.PushEnds(f.clock->Now()));
   sent = 0;
   while (!f.proto.PushEnds(f.clock->Now())) {
@@ -241,9 +243,7 @@ TEST_CASE(
   CHECK(f.proto.MakeHello().honours_push_ahead());
   // Iteration 1: two rows (the MTA share) go in the background, the window
   // closes with the other two accumulated.
-  REQUIRE(f.proto.MayBegin());
-  f.proto.Begin(f.clock->Now(), f.clock->Now(), false, 0, absl::MakeSpan(f.params));
-  f.proto.StartPush(std::vector<float>(Fixture::kNumel, 1.0f));
+  f.ComputeAndPush();
   REQUIRE(f.proto.PushEnds(f.clock->Now()));
   f.proto.FinishPush();
   std::vector<RowId> shared;
@@ -256,15 +256,10 @@ TEST_CASE(
   }
   REQUIRE(shared.size() == 2);
   f.clock->Advance(11);
-  pb::Directive window;
-  window.mutable_window()->set_seconds(10);
-  window.mutable_window()->set_min_iteration(1);
-  f.Directive(window);
+  f.Window(10, 1);
   // Iteration 2: the two rows kept are mandatory now and would go first; a
   // peer will need one of the shared rows (one iteration unpushed) next.
-  REQUIRE(f.proto.MayBegin());
-  f.proto.Begin(f.clock->Now(), f.clock->Now(), false, 0, absl::MakeSpan(f.params));
-  f.proto.StartPush(std::vector<float>(Fixture::kNumel, 1.0f));
+  f.ComputeAndPush();
   pb::Directive ahead;
   ahead.mutable_push_now()->add_rows(shared[0]);
   ahead.mutable_push_now()->set_needed_version(1);
