@@ -48,6 +48,13 @@ void SetSocketOptions(int fd, int buffer_bytes) {
   if (buffer_bytes > 0) {
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof(buffer_bytes));
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof(buffer_bytes));
+    // Segments of at most a quarter of the buffer (before connect/listen,
+    // so the handshake announces it). Loopback's 64 KiB segments do not fit
+    // the window a small buffer advertises (14 KiB seen), and Linux then
+    // defers the sub-segment send to its persist timer: one window per
+    // 0.2 s, about 70 KB/s, for minutes, whatever rate the link replays.
+    const int mss = std::max(536, buffer_bytes / 4);
+    setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof(mss));
   }
   // The link shapes; Nagle plus delayed acks on loopback would add 40 ms stalls.
   int one = 1;
