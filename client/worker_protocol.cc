@@ -27,7 +27,6 @@ WorkerProtocol::WorkerProtocol(ProtocolOptions options, Layout layout, std::vect
       clock_(opt_.clock ? opt_.clock : DefaultClock()),
       layout_(std::move(layout)),
       state_(layout_, std::move(initial)),
-      rtt_min_{kInf, kInf},
       deadline_(kInf) {
   is_forced_.assign(layout_.num_rows(), false);
   is_ahead_.assign(layout_.num_rows(), false);
@@ -46,21 +45,7 @@ uint64_t WorkerProtocol::RowWireBytes(RowId row) const {
 // round trip is the minimum seen, so our own queueing does not inflate it.
 uint64_t WorkerProtocol::InFlightCap() const {
   if (!goodput_.has_estimate()) return kInitialInFlight;
-  return InFlightLimit(goodput_.rate(), std::max(opt_.inflight_lead, MinRtt()), opt_.batch_bytes);
-}
-
-double WorkerProtocol::MinRtt() const {
-  return std::min(rtt_min_[0], rtt_min_[1]) < kInf ? std::min(rtt_min_[0], rtt_min_[1]) : 0;
-}
-
-void WorkerProtocol::OnRttSample(double now, double rtt) {
-  // Two 5 s buckets: the minimum forgets a path that got slower.
-  if (now - rtt_bucket_start_ > 5) {
-    rtt_min_[0] = rtt_min_[1];
-    rtt_min_[1] = kInf;
-    rtt_bucket_start_ = now;
-  }
-  rtt_min_[1] = std::min(rtt_min_[1], rtt);
+  return InFlightLimit(goodput_.rate(), std::max(opt_.inflight_lead, rtt_.min()), opt_.batch_bytes);
 }
 
 // The window is open for rows that are not mandatory while what would be
@@ -383,7 +368,7 @@ void WorkerProtocol::OnAck(const pb::Ack& a) {
       p->stats.acked_bytes += inflight_.front().bytes;
       --p->unacked;
     }
-    if (inflight_.front().seq == a.seq()) OnRttSample(now, now - inflight_.front().sent_at);
+    if (inflight_.front().seq == a.seq()) rtt_.OnSample(now, now - inflight_.front().sent_at);
     inflight_bytes_ -= inflight_.front().bytes;
     if (inflight_.front().kind == pb::BATCH_KIND_UPDATE &&
         inflight_.front().seq > a.durable_seq()) {
@@ -419,7 +404,7 @@ WorkerProtocol::OpenPush* WorkerProtocol::PushOf(const SentBatch& b) {
 void WorkerProtocol::CompletePushes() {
   while (!open_pushes_.empty() && open_pushes_.front().ended && open_pushes_.front().unacked == 0) {
     OpenPush& p = open_pushes_.front();
-    const double rtt = MinRtt();
+    const double rtt = rtt_.min();
     if (p.last_ack > 0) {
       p.stats.ack_seconds = std::max(0.0, p.last_ack - p.t0);
       p.stats.busy_seconds = std::max(0.0, p.last_ack - p.t0 - rtt);

@@ -167,8 +167,6 @@ class WorkerProtocol {
 
   uint64_t RowWireBytes(RowId row) const;
   uint64_t InFlightCap() const;
-  double MinRtt() const;
-  void OnRttSample(double now, double rtt);
   bool WindowOpen(double now) const;
   bool Pushable(RowId row) const;
   bool PlanFinished(double now) const;
@@ -250,8 +248,7 @@ class WorkerProtocol {
   std::deque<SentBatch> acked_in_resync_;
   uint64_t inflight_bytes_ = 0;
   GoodputEstimator goodput_;
-  double rtt_min_[2];
-  double rtt_bucket_start_ = 0;
+  RoundTripFilter rtt_;    // the uplink's round trip
   RowId values_next_ = 0;  // initial model upload; == rows when none/done
   std::deque<RowId> forced_;
   std::vector<bool> is_forced_;

@@ -40,6 +40,23 @@ class GoodputEstimator {
   double last_ack_ = 0;
 };
 
+// A path's round trip as a sender sees it, from a batch's send to its ack:
+// the minimum over the last 5 to 10 s (two 5 s buckets), so that the
+// sender's own queueing inflates it less while a path that got slower is
+// taken as it is now. Not thread-safe; times are seconds on any monotonic
+// clock.
+class RoundTripFilter {
+ public:
+  void OnSample(double now, double rtt);
+  // Seconds; 0 before the first sample.
+  double min() const;
+
+ private:
+  static constexpr double kNone = 1e300;
+  double min_[2] = {kNone, kNone};
+  double bucket_start_ = -kNone;
+};
+
 // ATP's window: the slowest attached worker sends its MTA share; its expected
 // time becomes everyone's window. `goodputs` are the attached workers' rates
 // in bytes/s; a worker without an estimate yet (<= 0) makes the window

@@ -248,6 +248,9 @@ void EngineCore::Impl::OnAck(uint64_t session, const pb::Ack& ack) {
   }
   r->last_seen = Now();
   while (!r->inflight.empty() && r->inflight.front().seq <= ack.seq()) {
+    if (r->inflight.front().seq == ack.seq()) {
+      r->down_rtt.OnSample(Now(), Now() - r->inflight.front().sent_at);
+    }
     r->inflight_bytes -= r->inflight.front().bytes;
     r->inflight.pop_front();
   }

@@ -55,6 +55,21 @@ TEST_CASE("goodput follows a drop in bandwidth within a few time constants", "[g
   CHECK(g.rate() == Approx(1e6).epsilon(0.05));
 }
 
+TEST_CASE("the round trip is the minimum of the last 5 to 10 s", "[goodput]") {
+  RoundTripFilter f;
+  CHECK(f.min() == 0);
+  f.OnSample(10, 0.3);
+  f.OnSample(11, 0.01);  // an ack straight behind nothing
+  f.OnSample(12, 0.4);
+  CHECK(f.min() == Approx(0.01));
+  f.OnSample(16, 0.3);  // a new bucket: the old one still counts
+  CHECK(f.min() == Approx(0.01));
+  f.OnSample(21.5, 0.25);  // two buckets on: the 0.01 s is forgotten
+  CHECK(f.min() == Approx(0.25));
+  f.OnSample(22, -1);  // not a round trip
+  CHECK(f.min() == Approx(0.25));
+}
+
 TEST_CASE("acks beyond what is in flight are clamped", "[goodput]") {
   GoodputEstimator g;
   g.OnSend(0, 100);

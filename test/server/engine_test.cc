@@ -700,6 +700,40 @@ bool Reattached(const EngineHarness::Stream& s) {
   return false;
 }
 
+// rogctl workers shows rogd's downlink to each worker: the bytes in flight
+// and the round trip of its batches (here 0.25 s from send to ack).
+TEST_CASE("the workers report shows the downlink's round trip and bytes in flight",
+          "[engine][goodput]") {
+  EngineHarness h(Options(SyncPolicy::kSsp, 2));
+  std::vector<EngineHarness::Stream> w = JoinTeam(h, {"a", "b"});
+  const auto info = [&]() {
+    const pb::WorkersReply reply = h.engine().Workers();
+    for (const pb::WorkerInfo& i : reply.workers()) {
+      if (i.worker_id() == "a") return i;
+    }
+    FAIL("no worker a");
+    return pb::WorkerInfo();
+  };
+  CHECK(info().downlink_rtt() == 0);
+  h.UpdateAll(w[1], 1, 1);  // b pushes every row; a's next window carries them
+  h.Progress(w[1], 1);
+  h.Progress(w[0], 1);
+  h.Settle();
+  uint64_t sent = 0;
+  for (const pb::ServerMessage& m : w[0].outbox->messages()) {
+    if (m.has_batch()) sent += m.batch().ByteSizeLong();
+  }
+  REQUIRE(sent > 0);
+  CHECK(info().downlink_in_flight() == sent);
+  uint64_t acked = 0;
+  AckDownlink(h, w[0], 0.25, &acked);
+  h.Settle();
+  CHECK(info().downlink_in_flight() == 0);
+  CHECK(info().downlink_rtt() == Approx(0.25));
+  h.AccountAll();
+  CHECK(h.CheckLedger() == "");
+}
+
 // The bytes of the whole model on the wire, as rogd counts them.
 double ModelWireBytes(const Layout& layout, Codec codec) {
   double bytes = 0;
