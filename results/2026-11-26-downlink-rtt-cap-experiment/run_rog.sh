@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One ROG leg of the paper fp32/fast quarter, with rogctl workers --json polled every 0.5 s.
-# Usage: run_rog.sh DIR [extra run.sh args]
+# Usage: [ROOT=WORK_TREE] run_rog.sh DIR [extra run.sh args] (ROOT: this repository by default)
 set -u
 dir=$1; shift
-cd "${ROOT:-/work/main}"
+cd "${ROOT:-$(dirname "$0")/../..}"
 mkdir -p "$dir"
 tools/run.sh --sync=rog --staleness=4 --minutes=3 --traces=tools/traces --scale=3.20749 --seed=1 \
   --delay=5ms --links=relay --logs="$dir/rog" --model=convmlp --compute_time=0.545s --time_scale=0.25 \
