@@ -49,10 +49,11 @@ void SetSocketOptions(int fd, int buffer_bytes) {
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof(buffer_bytes));
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof(buffer_bytes));
     // Segments of at most a quarter of the buffer (before connect/listen,
-    // so the handshake announces it). Loopback's 64 KiB segments do not fit
-    // the window a small buffer advertises (14 KiB seen), and Linux then
-    // defers the sub-segment send to its persist timer: one window per
-    // 0.2 s, about 70 KB/s, for minutes, whatever rate the link replays.
+    // so the handshake announces it). Without it a sender to the proxy was
+    // seen sending one 14 KiB window (all a small buffer advertises) every
+    // ~0.2 s, about 70 KB/s, for minutes, whatever rate the link replayed;
+    // our reading, not checked in the kernel: loopback's large segments do
+    // not fit that window and Linux defers such a send to its persist timer.
     const int mss = std::max(536, buffer_bytes / 4);
     setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof(mss));
   }

@@ -15,9 +15,10 @@
 //   TCP stack quickly instead of piling up megabytes inside the proxy. Per
 //   connection and direction the proxy holds at most queue_bytes plus the
 //   bytes on the wire (rate x delay). Its sockets announce segments of at
-//   most a quarter of their buffer: loopback's 64 KiB segments do not fit
-//   the window a small buffer advertises, and Linux then sends one window
-//   per persist-timer tick (0.2 s), whatever the link's rate.
+//   most a quarter of their buffer, so that the window a small buffer
+//   advertises always holds whole segments: without it a sender was seen
+//   sending one window per ~0.2 s, whatever the link's rate (see
+//   SetSocketOptions in rate_proxy.cc).
 // - The serializer keeps exact link time (bytes / rate), so throughput does
 //   not depend on when the proxy thread happens to run; it moves bytes in
 //   steps of about 1 ms of link time. All connections through one proxy share
