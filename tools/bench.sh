@@ -185,6 +185,8 @@ if [ -e "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then
   exit 2
 fi
 mkdir -p "$out" || { echo "bench: cannot create $out" >&2; exit 2; }
+# Install what is missing (bazel, the libraries, gnuplot), as tools/run.sh does.
+tools/setup.sh || { echo "bench: tools/setup.sh failed" >&2; exit 1; }
 out="$(cd "$out" && pwd)"
 command="tools/bench.sh $*"
 

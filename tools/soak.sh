@@ -26,6 +26,7 @@ for a in "$@"; do
   esac
 done
 mkdir -p "$out"
+tools/setup.sh || { echo "soak.sh: tools/setup.sh failed" >&2; exit 1; }
 out="$(cd "$out" && pwd)"
 
 bazel build -c opt //server:rogd //test/fault:fault_worker //test/fault:soak
