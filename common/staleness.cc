@@ -153,15 +153,20 @@ absl::string_view StallCauseName(StallCause cause) {
       return "peer_uplink";
     case kStallDownlink:
       return "downlink";
+    case kStallPeerAsked:
+      return "peer_asked";
   }
   return "unknown";
 }
 
 StallCause ClassifyStall(const StallPlan& plan, const std::vector<uint64_t>& clocks,
-                         uint64_t needed) {
+                         const std::vector<bool>& unanswered, uint64_t needed) {
   if (plan.waiting_for.empty()) return kStallDownlink;
   for (size_t q : plan.waiting_for) {
     if (q < clocks.size() && clocks[q] < needed) return kStallPeerCompute;
+  }
+  for (size_t q : plan.waiting_for) {
+    if (q < unanswered.size() && unanswered[q]) return kStallPeerAsked;
   }
   return kStallPeerUplink;
 }

@@ -99,20 +99,36 @@ std::vector<size_t> BlameForStall(size_t self, const std::vector<size_t>& waitin
                                   const std::vector<uint64_t>& needed, const AttachedSet& attached);
 
 // What a stalled worker waits for: a peer that has not yet finished the
-// iteration the bound needs (inherent in S), a peer that has it but has not
-// pushed the rows (its uplink), or rows the server holds but has not yet
-// delivered (the stalled worker's downlink).
-enum StallCause { kStallPeerCompute = 0, kStallPeerUplink = 1, kStallDownlink = 2 };
-constexpr int kStallCauses = 3;
-// "peer_compute", "peer_uplink", "downlink" (metric labels, JSON keys).
+// iteration the bound needs (inherent in S); a peer that has it, was asked
+// to push the rows (PushNow) and has not yet answered with any row asked
+// (the ask's trip to the peer, the peer's queue, the first row's trip
+// back); a peer whose rows are on their way (its uplink); or rows the
+// server holds but has not yet delivered (the stalled worker's downlink).
+// The values are stable (arrays and the wire are indexed by them); the
+// order of the stall path is compute, asked, uplink, downlink.
+enum StallCause {
+  kStallPeerCompute = 0,
+  kStallPeerUplink = 1,
+  kStallDownlink = 2,
+  kStallPeerAsked = 3
+};
+constexpr int kStallCauses = 4;
+// The causes in the order of the stall path, for tables.
+constexpr StallCause kStallPath[kStallCauses] = {kStallPeerCompute, kStallPeerAsked,
+                                                 kStallPeerUplink, kStallDownlink};
+// "peer_compute", "peer_uplink", "downlink", "peer_asked" (metric labels,
+// JSON keys).
 absl::string_view StallCauseName(StallCause cause);
 
 // The cause of a stall planned as `plan` for version `needed`, given every
-// worker's clock (indexed like the VersionStore columns): peer compute when
-// some worker it waits for has not completed `needed` iterations, else peer
-// uplink when it waits for anyone, else downlink.
+// worker's clock and whether rogd's last PushNow to it is still unanswered
+// (both indexed like the VersionStore columns; `unanswered` may be empty:
+// none): peer compute when some worker it waits for has not completed
+// `needed` iterations, else peer asked when some worker it waits for has
+// an unanswered ask, else peer uplink when it waits for anyone, else
+// downlink.
 StallCause ClassifyStall(const StallPlan& plan, const std::vector<uint64_t>& clocks,
-                         uint64_t needed);
+                         const std::vector<bool>& unanswered, uint64_t needed);
 
 // How many iterations a worker's copy of `row` is behind the freshest
 // contribution: the largest global − copy over attached other workers.

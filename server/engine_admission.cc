@@ -285,6 +285,7 @@ void EngineCore::Impl::Connect(WorkerRec& r, uint64_t session, std::shared_ptr<O
   r.deadline = kInf;
   r.requested.assign(layout->num_rows(), 0);
   r.requested_ahead.assign(layout->num_rows(), 0);
+  r.ask_unanswered = false;
   r.down = Plan();
   by_session[session] = r.index;
   welcome.set_resume_token(r.token);

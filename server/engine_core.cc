@@ -219,6 +219,12 @@ void EngineCore::Impl::ApplyBatch(WorkerRec& r, const UplinkBatch& b) {
     }
     // Folded as usual; counted apart because nobody waited for them.
     if (r.detached) r.late_rows += b.rows.size();
+    // The first row asked for since the last unanswered PushNow answers it.
+    if (r.ask_unanswered && std::any_of(b.rows.begin(), b.rows.end(), [&](RowId row) {
+          return r.requested[row] >= r.ask_needed;
+        })) {
+      r.ask_unanswered = false;
+    }
     for (auto& q : workers) q->plan_stale = true;
   }
   r.rows_up += b.rows.size();

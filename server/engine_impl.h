@@ -122,7 +122,7 @@ struct WorkerRec {
   bool stall_announced = false;
   // rogd's view of its stalls: seconds by what it waited for (StallCause),
   // and the cause judged at the last stall plan (-1: not stalled) since when.
-  double stall_cause_seconds[kStallCauses] = {0, 0, 0};
+  double stall_cause_seconds[kStallCauses] = {0, 0, 0, 0};
   int stall_cause = -1;
   double stall_cause_since = 0;
   bool flush = false;
@@ -147,6 +147,11 @@ struct WorkerRec {
   // window: a stall on the row asks again (requested).
   std::vector<uint64_t> requested_ahead;
   bool honours_ahead = false;  // Hello.honours_push_ahead
+  // rogd asked this worker to push rows now (PushNow, not ahead) and no
+  // batch has brought a row asked for version `ask_needed` or later since:
+  // a stall waiting for it is judged kStallPeerAsked. Reset on connect.
+  bool ask_unanswered = false;
+  uint64_t ask_needed = 0;
 
   // What the worker reported last.
   pb::Progress progress;
@@ -236,6 +241,12 @@ struct EngineCore::Impl {
     std::vector<uint64_t> clocks(workers.size(), 0);
     for (const auto& q : workers) clocks[q->index] = q->clock;
     return clocks;
+  }
+  // Per worker index: whether rogd's last PushNow to it is unanswered.
+  std::vector<bool> UnansweredAsks() const {
+    std::vector<bool> unanswered(workers.size(), false);
+    for (const auto& q : workers) unanswered[q->index] = q->ask_unanswered;
+    return unanswered;
   }
 
   uint64_t MaxAttachedClock() const {

@@ -104,6 +104,7 @@ pb::WorkersReply EngineCore::Impl::WorkersReport() const {
     w->set_stall_peer_compute_seconds(cause[kStallPeerCompute]);
     w->set_stall_peer_uplink_seconds(cause[kStallPeerUplink]);
     w->set_stall_downlink_seconds(cause[kStallDownlink]);
+    w->set_stall_peer_asked_seconds(cause[kStallPeerAsked]);
   }
   return reply;
 }

@@ -56,8 +56,9 @@ void EngineCore::Impl::CheckStalled(WorkerRec& r) {
   }
   const uint64_t needed = NeededVersion(r.clock, bound);
   const StallPlan plan = PlanStall(state->versions(), copy, r.index, attached, needed);
-  JudgeStall(r, ClassifyStall(plan, Clocks(), needed));
+  // Asked first, so that the stall is judged with the asks just sent.
   AskHolders(r, plan, needed, needed, /*ahead=*/false);
+  JudgeStall(r, ClassifyStall(plan, Clocks(), UnansweredAsks(), needed));
   if (!r.stall_announced) {
     r.stall_announced = true;
     SendDirective(r, [&](pb::Directive* d) {
@@ -104,6 +105,10 @@ void EngineCore::Impl::AskHolders(const WorkerRec& r, const StallPlan& plan, uin
       push.add_rows(row);
     }
     if (push.rows_size() == 0) continue;
+    if (!ahead && !holder->ask_unanswered) {
+      holder->ask_unanswered = true;
+      holder->ask_needed = needed;
+    }
     spdlog::debug("asking {} to push {} rows {} for {} (needs version {})", holder->id,
                   push.rows_size(), ahead ? "within its window" : "now", r.id, needed);
     SendDirective(*holder, [&](pb::Directive* d) { *d->mutable_push_now() = std::move(push); });

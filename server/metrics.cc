@@ -295,8 +295,9 @@ WorkerFamilies::WorkerFamilies(Families& fam) {
   stall_cause = &fam.Add(
       "rog_worker_stall_cause_seconds_total",
       "Seconds rogd saw the worker stalled at the bound, by what it waited for: peer_compute (a "
-      "peer had not completed the iteration the bound needs), peer_uplink (a peer had, but had "
-      "not pushed the rows), downlink (rogd held the rows and had not delivered them yet)",
+      "peer had not completed the iteration the bound needs), peer_asked (a peer had, rogd had "
+      "asked it to push the rows and no row asked had arrived yet), peer_uplink (the peer's rows "
+      "were on their way), downlink (rogd held the rows and had not delivered them yet)",
       MetricType::Counter);
   late = &fam.Add("rog_worker_late_rows_total",
                   "Rows the worker pushed while detached (folded as usual; nobody waited for them)",
@@ -327,6 +328,7 @@ void WorkerFamilies::FillWorker(const pb::WorkerInfo& w) {
   Counter(*stall_cause, w.stall_peer_compute_seconds(), WorkerCause(w, kStallPeerCompute));
   Counter(*stall_cause, w.stall_peer_uplink_seconds(), WorkerCause(w, kStallPeerUplink));
   Counter(*stall_cause, w.stall_downlink_seconds(), WorkerCause(w, kStallDownlink));
+  Counter(*stall_cause, w.stall_peer_asked_seconds(), WorkerCause(w, kStallPeerAsked));
 }
 
 }  // namespace

@@ -569,6 +569,8 @@ void Simulation::EndTraining() {
     r.stall_cause_seconds[kStallPeerUplink] =
         b.stall_peer_uplink_seconds() - a.stall_peer_uplink_seconds();
     r.stall_cause_seconds[kStallDownlink] = b.stall_downlink_seconds() - a.stall_downlink_seconds();
+    r.stall_cause_seconds[kStallPeerAsked] =
+        b.stall_peer_asked_seconds() - a.stall_peer_asked_seconds();
     if (workers_[w].phase == Phase::kWaiting) Stop(w);
   }
 }

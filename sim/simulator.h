@@ -128,7 +128,7 @@ struct SimWorkerReport {
   // Stall time by what the stalled worker was waiting for, as rogd judged
   // it (StallCause in common/staleness.h; rogd's view starts when the
   // worker's stall report arrives).
-  double stall_cause_seconds[kStallCauses] = {0, 0, 0};
+  double stall_cause_seconds[kStallCauses] = {0, 0, 0, 0};
 };
 
 struct SimReport {

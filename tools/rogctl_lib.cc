@@ -349,6 +349,7 @@ std::string WorkersJson(const pb::WorkersReply& w) {
                         .Int("late_rows", i.late_rows())
                         .Str("detach_reason", i.detach_reason())
                         .Num("stall_peer_compute_seconds", i.stall_peer_compute_seconds())
+                        .Num("stall_peer_asked_seconds", i.stall_peer_asked_seconds())
                         .Num("stall_peer_uplink_seconds", i.stall_peer_uplink_seconds())
                         .Num("stall_downlink_seconds", i.stall_downlink_seconds())
                         .Num("downlink_rtt_seconds", i.downlink_rtt())

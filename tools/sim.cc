@@ -332,15 +332,15 @@ bool CheckInvariants(const rog::SimConfig& cfg, const rog::SimReport& r) {
 // One policy's line of the stall causes table.
 std::string StallCauses(rog::SyncPolicy policy, const rog::SimReport& r) {
   const double worker_seconds = r.seconds * r.workers.size();
-  double cause[3] = {0, 0, 0};
+  double cause[rog::kStallCauses] = {0, 0, 0, 0};
   for (const rog::SimWorkerReport& w : r.workers) {
-    for (int c = 0; c < 3; ++c) cause[c] += w.stall_cause_seconds[c];
+    for (int c = 0; c < rog::kStallCauses; ++c) cause[c] += w.stall_cause_seconds[c];
   }
-  return absl::StrFormat("%-6s %13.1f%% %13.1f%% %13.1f%%",
-                         std::string(rog::SyncPolicyName(policy)),
-                         100 * cause[rog::kStallPeerCompute] / worker_seconds,
-                         100 * cause[rog::kStallPeerUplink] / worker_seconds,
-                         100 * cause[rog::kStallDownlink] / worker_seconds);
+  std::string line = absl::StrFormat("%-6s", std::string(rog::SyncPolicyName(policy)));
+  for (rog::StallCause c : rog::kStallPath) {
+    absl::StrAppend(&line, absl::StrFormat(" %13.1f%%", 100 * cause[c] / worker_seconds));
+  }
+  return line;
 }
 
 // The iterations per second of BSP, SSP and ROG (0: not run).
@@ -353,8 +353,9 @@ void PrintSummary(const std::vector<std::string>& causes, const Throughputs& ips
                   bool ok) {
   std::printf(
       "\nstall share by what the stalled worker waited for: a peer still computing the\n"
-      "iteration the bound needs, a peer's push of rows it has, rogd's delivery of rows it holds\n"
-      "policy  peer compute   peer uplink      downlink\n");
+      "iteration the bound needs, rogd's ask to a peer that has the rows (PushNow, until the\n"
+      "first row asked arrives), the rest of a peer's push, rogd's delivery of rows it holds\n"
+      "policy  peer compute    peer asked   peer uplink      downlink\n");
   for (const std::string& line : causes) std::printf("%s\n", line.c_str());
   std::printf("\n");
   if (ips.rog > 0 && ips.bsp > 0) std::printf("ROG/BSP throughput: %.2fx\n", ips.rog / ips.bsp);

@@ -1,5 +1,8 @@
 #include "common/staleness.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "catch2/catch.hpp"
 
 namespace rog {
@@ -96,15 +99,27 @@ TEST_CASE("copy staleness is the largest gap to the freshest contribution", "[st
 TEST_CASE("a stall is classified by what the stalled worker waits for", "[staleness]") {
   StallPlan plan;
   // Waiting for nobody: the rows are at the server, not yet delivered.
-  CHECK(ClassifyStall(plan, {5, 5, 5}, 3) == kStallDownlink);
+  CHECK(ClassifyStall(plan, {5, 5, 5}, {}, 3) == kStallDownlink);
+  CHECK(ClassifyStall(plan, {5, 5, 5}, {true, true, true}, 3) == kStallDownlink);
   plan.waiting_for = {1, 2};
   // Both have completed iteration 3 but not pushed the rows.
-  CHECK(ClassifyStall(plan, {5, 3, 4}, 3) == kStallPeerUplink);
-  // Worker 2 has not completed iteration 3 yet.
-  CHECK(ClassifyStall(plan, {5, 4, 2}, 3) == kStallPeerCompute);
+  CHECK(ClassifyStall(plan, {5, 3, 4}, {}, 3) == kStallPeerUplink);
+  CHECK(ClassifyStall(plan, {5, 3, 4}, {false, false, false}, 3) == kStallPeerUplink);
+  // Worker 2 was asked and has not answered yet; worker 0 (not waited
+  // for) does not count.
+  CHECK(ClassifyStall(plan, {5, 3, 4}, {false, false, true}, 3) == kStallPeerAsked);
+  CHECK(ClassifyStall(plan, {5, 3, 4}, {true, false, false}, 3) == kStallPeerUplink);
+  // Worker 2 has not completed iteration 3 yet: that comes first.
+  CHECK(ClassifyStall(plan, {5, 4, 2}, {false, true, false}, 3) == kStallPeerCompute);
   CHECK(StallCauseName(kStallPeerCompute) == "peer_compute");
   CHECK(StallCauseName(kStallPeerUplink) == "peer_uplink");
   CHECK(StallCauseName(kStallDownlink) == "downlink");
+  CHECK(StallCauseName(kStallPeerAsked) == "peer_asked");
+  // The stall path lists every cause once.
+  std::vector<int> path;
+  for (StallCause c : kStallPath) path.push_back(c);
+  std::sort(path.begin(), path.end());
+  CHECK(path == std::vector<int>{0, 1, 2, 3});
 }
 
 TEST_CASE("patience blames the end of the chain of waiting workers", "[staleness]") {

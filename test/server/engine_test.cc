@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "catch2/catch.hpp"
 #include "common/row_digest.h"
+#include "common/staleness.h"
 #include "common/uplink_rules.h"
 #include "test/testing/engine_testing.h"
 
@@ -996,6 +997,73 @@ TEST_CASE("push_ahead asks no holder more than one iteration behind", "[engine][
   // For version 2 (what a at clock 4, and b at 4, needed next) c was one
   // iteration behind: asked, once.
   CHECK(asked_for(w[2], 2) == 1);
+}
+
+// The stall path on the fake clock: a waits at the bound for b's iteration
+// 1. rogd charges the wait to b's compute until b completes it, then to the
+// ask (PushNow) until b's first asked row arrives, then to b's uplink until
+// the last arrives; rogd delivers at once here, so its downlink takes none.
+TEST_CASE("rogd splits a stall along its path: compute, ask, push, delivery", "[engine][stall]") {
+  StalledAtBound t(0);
+  EngineHarness& h = t.h;
+  const auto seconds = [&](StallCause cause) {
+    const pb::WorkersReply reply = h.engine().Workers();
+    for (const pb::WorkerInfo& w : reply.workers()) {
+      if (w.worker_id() != "a") continue;
+      switch (cause) {
+        case kStallPeerCompute:
+          return w.stall_peer_compute_seconds();
+        case kStallPeerAsked:
+          return w.stall_peer_asked_seconds();
+        case kStallPeerUplink:
+          return w.stall_peer_uplink_seconds();
+        case kStallDownlink:
+          return w.stall_downlink_seconds();
+      }
+    }
+    return -1.0;
+  };
+  const auto released = [&] {  // a's release to start its 4th iteration
+    for (const pb::ServerMessage& m : t.a.outbox->messages()) {
+      if (m.has_directive() && m.directive().has_release() &&
+          m.directive().release().iteration() == 3) {
+        return true;
+      }
+    }
+    return false;
+  };
+  REQUIRE_FALSE(released());
+  h.clock().Advance(1.0);  // b computes its first iteration
+  h.Settle();
+  h.Progress(t.b, 1);
+  h.Settle();
+  REQUIRE(PushNows(t.b).size() == 1);
+  h.clock().Advance(0.5);  // the ask on its way to b and b's queue
+  h.Settle();
+  CHECK(seconds(kStallPeerAsked) == Approx(0.5));
+  // b's first batch holds one of the rows asked: the rest are on their way.
+  const RowId last = static_cast<RowId>(h.layout().num_rows() - 1);
+  h.Batch(t.b, pb::BATCH_KIND_UPDATE, {0}, {1}, std::vector<float>(h.layout().row(0).numel, 1));
+  h.Settle();
+  h.clock().Advance(0.25);
+  h.Settle();
+  CHECK_FALSE(released());
+  std::vector<RowId> rest;
+  size_t numel = 0;
+  for (RowId row = 1; row <= last; ++row) {
+    rest.push_back(row);
+    numel += h.layout().row(row).numel;
+  }
+  h.Batch(t.b, pb::BATCH_KIND_UPDATE, rest, std::vector<uint32_t>(rest.size(), 1),
+          std::vector<float>(numel, 1));
+  h.Settle();
+  CHECK(released());
+  CHECK(seconds(kStallPeerCompute) == Approx(1.0));
+  CHECK(seconds(kStallPeerAsked) == Approx(0.5));
+  CHECK(seconds(kStallPeerUplink) == Approx(0.25));
+  CHECK(seconds(kStallDownlink) == 0);
+  h.AccountAll();
+  CHECK(h.CheckLedger() == "");
 }
 
 // ROG at S = 2, both at clock 3 (so a may not speculate): b's push of its

@@ -67,6 +67,7 @@ MetricsSnapshot Snapshot() {
   a->set_stall_peer_compute_seconds(1.5);
   a->set_stall_peer_uplink_seconds(7.25);
   a->set_stall_downlink_seconds(0.5);
+  a->set_stall_peer_asked_seconds(2.25);
   *s.workers.add_workers() = Info("gone", "evicted", 3);
   s.staleness_bound = 4;
   s.staleness = {{0, 20}, {1, 6}, {4, 3}, {9, 5}};
@@ -115,6 +116,7 @@ TEST_CASE("metric families follow the snapshot", "[metrics]") {
   CHECK(m.at("rog_worker_stall_cause_seconds_total{cause=\"peer_compute\",worker=\"a\"}") == 1.5);
   CHECK(m.at("rog_worker_stall_cause_seconds_total{cause=\"peer_uplink\",worker=\"a\"}") == 7.25);
   CHECK(m.at("rog_worker_stall_cause_seconds_total{cause=\"downlink\",worker=\"a\"}") == 0.5);
+  CHECK(m.at("rog_worker_stall_cause_seconds_total{cause=\"peer_asked\",worker=\"a\"}") == 2.25);
   CHECK(!absl::StrContains(text, "worker=\"gone\""));
   CHECK(text.find("rog_worker_iteration{worker=\"a\"}") <
         text.find("rog_worker_iteration{worker=\"b\"}"));
