@@ -21,7 +21,9 @@
 #                      any run (see below); 3 repeats x 3 policies x 2 codecs x
 #                      2 timelines of 3 minutes, about 2 h 20 min. --codec and
 #                      --timeline run a part of it; --repeats=N changes the
-#                      repeats; nothing else may be changed
+#                      repeats; --patience=SECONDS turns team patience on,
+#                      the same for every policy (rogd's default: 0.5);
+#                      nothing else may be changed
 #   The paper profile (fixed 2026-11-24, before any of its runs): all of time
 #   scaled by k = 0.25: compute padded to 2.18 s x k = 0.545 s per iteration
 #   (a Jetson's 2.18 s, equal on every robot as the paper equalised its
@@ -30,7 +32,7 @@
 #   whole model at the traces' time-weighted median rate takes 0.67 x the
 #   compute (the paper: 1.47 s of 2.18 s); codecs sign (error feedback) and
 #   fp32, the same for every policy; S=4; four robots; team patience off
-#   (the paper has none); both timelines; 3 repeats, mean and range; 5 ms
+#   unless --patience (the paper has none); both timelines; 3 repeats, mean and range; 5 ms
 #   link delay.
 #   --out       results folder (default bench-results/PROFILE-YYYYmmdd-HHMMSS)
 #   --traces    folder with outdoors-fast-w1..4.tsv (default tools/traces, the
@@ -119,14 +121,16 @@ if [ "$profile" = paper ]; then
   for f in "${set_by_user[@]}"; do
     # Running a part of it (a codec, a timeline, fewer or more repeats) is
     # allowed; changing a setting is not.
-    case "$f" in --codec|--timeline|--repeats) continue ;; esac
+    # --patience runs it with the same team patience for every policy (the
+    # issue's "patience on" goals); the profile itself has none.
+    case "$f" in --codec|--timeline|--repeats|--patience) continue ;; esac
     echo "bench: the paper profile fixes its settings; $f cannot be changed (see --help)" >&2
     exit 2
   done
   case "${codec:-sign}" in sign|fp32) ;; *) echo "bench: the paper profile's codecs are sign and fp32" >&2; exit 2 ;; esac
   # Fixed from the paper before any run (see --help): do not tune.
   paper_k=0.25
-  model=convmlp staleness=4 patience=0 speedup=0 delay=5ms time_scale=$paper_k
+  model=convmlp staleness=4 patience="${patience:-0}" speedup=0 delay=5ms time_scale=$paper_k
   compute_time=$(awk -v k="$paper_k" 'BEGIN { printf "%gs", 2.18 * k }')
   paper_ratio=0.67
   codecs="${codec:-sign fp32}"

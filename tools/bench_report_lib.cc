@@ -586,27 +586,38 @@ void AppendOvershootByWindow(std::string* md, const std::vector<PolicyFigures>& 
 // rogd's split of the stall share by cause, if any policy has it.
 void AppendStallCauses(std::string* md, const std::vector<PolicyFigures>& policies, int staleness) {
   bool causes = false;
-  for (const PolicyFigures& p : policies) causes = causes || p.stall_cause_s.size() == 3;
+  for (const PolicyFigures& p : policies) causes = causes || p.stall_cause_s.size() == kStallCauses;
   if (!causes) return;
   absl::StrAppend(
       md,
       "\nStall share by what the stalled robot waited for, as rogd saw it (`rogctl workers`; "
-      "from the robot's stall report to its release, so a little under the robots' own stall "
-      "share): a peer still computing the iteration the bound needs, a peer's push of rows it "
-      "has, rogd's delivery of rows it holds. The simulator's split below is on the same "
-      "terms.\n\n| | peer compute | peer uplink | downlink |\n| --- | --- | --- | --- |\n");
+      "from the robot's stall report to its release): a peer still computing the iteration the "
+      "bound needs, rogd's ask to a peer that has the rows (PushNow, until the first row asked "
+      "arrives; – where rogd predates it), the rest of a peer's push, rogd's delivery of rows "
+      "it holds; then the robots' own stall share less rogd's (the stall report's way to rogd, "
+      "the last rows' and the release's way to the robot after rogd sent them, and waits rogd "
+      "does not count as stalls, such as reconnects). The "
+      "simulator's split below is on the same terms.\n\n| | peer compute | peer asked | peer "
+      "uplink | downlink | not seen by rogd |\n| --- | --- | --- | --- | --- | --- |\n");
   for (const PolicyFigures& p : policies) {
-    if (p.stall_cause_s.size() != 3) continue;
-    double span = 0;
-    for (const RobotFigures& r : p.robots) span += r.span_s;
-    const auto share = [&](int c) { return Pct(span > 0 ? p.stall_cause_s[c] / span : 0); };
-    absl::StrAppend(md, absl::StrFormat("| %s | %s | %s | %s |\n", Label(p, staleness), share(0),
-                                        share(1), share(2)));
+    if (p.stall_cause_s.size() != kStallCauses) continue;
+    double span = 0, own = 0, seen = 0;
+    for (const RobotFigures& r : p.robots) {
+      span += r.span_s;
+      own += r.stall_s;
+    }
+    absl::StrAppend(md, "| ", Label(p, staleness));
+    for (StallCause c : kStallPath) {
+      const double s = p.stall_cause_s[c];
+      seen += std::max(s, 0.0);
+      absl::StrAppend(md, " | ", s < 0 ? "–" : Pct(span > 0 ? s / span : 0));
+    }
+    absl::StrAppend(md, " | ", Pct(span > 0 ? std::max(own - seen, 0.0) / span : 0), " |\n");
   }
 }
 
 // One line per policy with each robot's iterations/s, stall share and final
-// accuracy.
+// accuracy, and its disconnects and detached share where it had any.
 void AppendPerRobot(std::string* md, const std::vector<PolicyFigures>& policies, int staleness) {
   absl::StrAppend(md, "\nPer robot (iterations/s, stall share, final accuracy):\n\n");
   for (const PolicyFigures& p : policies) {
@@ -615,10 +626,15 @@ void AppendPerRobot(std::string* md, const std::vector<PolicyFigures>& policies,
       absl::StrAppend(
           md, absl::StrFormat(" %s %.2f it/s, %s, %.4f", r.id, r.iterations_per_s,
                               Pct(r.span_s > 0 ? r.stall_s / r.span_s : 0), r.final_accuracy));
+      std::vector<std::string> notes;
       if (r.disconnects > 0) {
-        absl::StrAppend(md, absl::StrFormat(" (%d disconnect%s)", r.disconnects,
-                                            r.disconnects == 1 ? "" : "s"));
+        notes.push_back(
+            absl::StrFormat("%d disconnect%s", r.disconnects, r.disconnects == 1 ? "" : "s"));
       }
+      if (r.detached_s > 0) {
+        notes.push_back(absl::StrCat("detached ", Pct(r.span_s > 0 ? r.detached_s / r.span_s : 0)));
+      }
+      if (!notes.empty()) absl::StrAppend(md, " (", absl::StrJoin(notes, ", "), ")");
       absl::StrAppend(md, ";");
     }
     md->back() = '\n';
@@ -940,13 +956,19 @@ absl::StatusOr<int64_t> LateRowsFromWorkersJson(absl::string_view json) {
 }
 
 absl::StatusOr<std::vector<double>> StallCausesFromWorkersJson(absl::string_view json) {
-  std::vector<double> causes;
-  for (const char* key :
-       {"stall_peer_compute_seconds", "stall_peer_uplink_seconds", "stall_downlink_seconds"}) {
+  std::vector<double> causes(kStallCauses, 0);
+  for (int c = 0; c < kStallCauses; ++c) {
+    const std::string key =
+        absl::StrCat("stall_", StallCauseName(static_cast<StallCause>(c)), "_seconds");
     absl::StatusOr<double> sum = SumFromWorkersJson(json, key);
-    if (absl::IsNotFound(sum.status())) return std::vector<double>();
+    if (absl::IsNotFound(sum.status())) {
+      // Files from before the causes have none; from before peer_asked,
+      // its time is within peer_uplink (-1: not recorded).
+      if (c != kStallPeerAsked) return std::vector<double>();
+      sum = -1;
+    }
     if (!sum.ok()) return sum.status();
-    causes.push_back(*sum);
+    causes[c] = *sum;
   }
   return causes;
 }

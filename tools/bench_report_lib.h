@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/staleness.h"
 #include "common/trace.h"
 
 namespace rog {
@@ -182,8 +183,9 @@ struct PolicyFigures {
   // -1 when not recorded.
   int64_t late_rows = -1;
   // rogd's view of the stall seconds, summed over robots, by what the robot
-  // waited for (peer compute, peer uplink, downlink; StallCause), from
-  // `rogctl workers`; empty when not recorded (older rogd or no file).
+  // waited for (indexed by StallCause), from `rogctl workers`; empty when
+  // not recorded (older rogd or no file); kStallPeerAsked is -1 when the
+  // file predates it (its time is then within kStallPeerUplink).
   std::vector<double> stall_cause_s;
 };
 

@@ -160,12 +160,28 @@ TEST_CASE("summary.md states the ratios, every figure and the settings", "[bench
   // Without rogd's stall causes there is no such table.
   CHECK(md.find("peer uplink") == std::string::npos);
   // With them: shares of the robots' summed span (10 s here).
-  rog.stall_cause_s = {0.1, 0.3, 0.1};
+  // Indexed by StallCause (compute, uplink, downlink, asked); shown in the
+  // stall path's order, then the robots' own stall (0.5 s) less rogd's.
+  rog.stall_cause_s = {0.1, 0.2, 0.1, 0.05};
   const std::string with = SummaryMarkdown({bsp, rog}, s, "");
   INFO(with);
-  CHECK(with.find("| | peer compute | peer uplink | downlink |") != std::string::npos);
-  CHECK(with.find("| ROG(4) | 1.0% | 3.0% | 1.0% |") != std::string::npos);
+  CHECK(with.find("| | peer compute | peer asked | peer uplink | downlink | not seen by rogd |") !=
+        std::string::npos);
+  CHECK(with.find("| ROG(4) | 1.0% | 0.5% | 2.0% | 1.0% | 0.5% |") != std::string::npos);
+  // A rogd before peer_asked: its column is not recorded.
+  rog.stall_cause_s[kStallPeerAsked] = -1;
+  CHECK(SummaryMarkdown({bsp, rog}, s, "").find("| ROG(4) | 1.0% | – | 2.0% | 1.0% | 1.0% |") !=
+        std::string::npos);
+  rog.stall_cause_s[kStallPeerAsked] = 0.05;
   CHECK(with.find("| BSP |") == with.rfind("| BSP |"));  // BSP has none: one row only
+  // Per robot: disconnects and the detached share only where there were any.
+  CHECK(with.find("- BSP: robot1 1.00 it/s, 25.0%, 0.7000\n") != std::string::npos);
+  rog.robots[0].disconnects = 1;
+  rog.robots[0].detached_s = 2;
+  const std::string detached = SummaryMarkdown({bsp, rog}, s, "");
+  INFO(detached);
+  CHECK(detached.find("robot1 2.00 it/s, 5.0%, 0.7200 (1 disconnect, detached 20.0%)\n") !=
+        std::string::npos);
   CHECK(Ratio(3, 0) == "n/a");
   CHECK(Ratio(5.2, 2) == "2.60×");
 }
@@ -328,10 +344,17 @@ TEST_CASE("rogd's stall causes add up over rogctl workers --json", "[bench]") {
       "{\"id\":\"b\",\"stall_peer_compute_seconds\":0.5,"
       "\"stall_peer_uplink_seconds\":1e-3,\"stall_downlink_seconds\":0}]}");
   REQUIRE(causes.ok());
-  REQUIRE(causes->size() == 3);
-  CHECK((*causes)[0] == Approx(2.0));
-  CHECK((*causes)[1] == Approx(2.001));
-  CHECK((*causes)[2] == Approx(0.25));
+  REQUIRE(causes->size() == kStallCauses);
+  CHECK((*causes)[kStallPeerCompute] == Approx(2.0));
+  CHECK((*causes)[kStallPeerUplink] == Approx(2.001));
+  CHECK((*causes)[kStallDownlink] == Approx(0.25));
+  CHECK((*causes)[kStallPeerAsked] == -1);  // a rogd before peer_asked: not recorded
+  auto asked = StallCausesFromWorkersJson(
+      "{\"workers\":[{\"id\":\"a\",\"stall_peer_compute_seconds\":1.5,"
+      "\"stall_peer_asked_seconds\":0.75,\"stall_peer_uplink_seconds\":2,"
+      "\"stall_downlink_seconds\":0.25}]}");
+  REQUIRE(asked.ok());
+  CHECK((*asked)[kStallPeerAsked] == Approx(0.75));
   // A file from a rogd before the causes: none, and no error.
   auto old = StallCausesFromWorkersJson("{\"workers\":[{\"id\":\"a\",\"late_rows\":3}]}");
   REQUIRE(old.ok());
