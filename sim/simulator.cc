@@ -645,7 +645,10 @@ void Simulation::Pump(size_t w) {
     std::vector<pb::WorkerMessage> out = s.proto->TakeOutgoing();
     if (out.empty()) return;
     for (pb::WorkerMessage& m : out) {
-      Schedule(s.up->Send(now_, std::move(m)), EventType::kUplinkArrive, w);
+      const bool stall_report = m.has_progress() && m.progress().stalled();
+      const double arrival = s.up->Send(now_, std::move(m));
+      if (stall_report && Training()) s.report.stall_report_seconds += arrival - now_;
+      Schedule(arrival, EventType::kUplinkArrive, w);
     }
   }
 }

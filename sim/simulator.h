@@ -129,6 +129,11 @@ struct SimWorkerReport {
   // it (StallCause in common/staleness.h; rogd's view starts when the
   // worker's stall report arrives).
   double stall_cause_seconds[kStallCauses] = {0, 0, 0, 0};
+  // Of the stall time rogd did not see, the part its stall reports spent on
+  // the way (from the SDK's send to rogd's receipt, queued behind row
+  // batches on the uplink); the rest is the last rows' way after rogd sent
+  // them, and rogd's reaction time.
+  double stall_report_seconds = 0;
 };
 
 struct SimReport {

@@ -333,13 +333,23 @@ bool CheckInvariants(const rog::SimConfig& cfg, const rog::SimReport& r) {
 std::string StallCauses(rog::SyncPolicy policy, const rog::SimReport& r) {
   const double worker_seconds = r.seconds * r.workers.size();
   double cause[rog::kStallCauses] = {0, 0, 0, 0};
+  double stall = 0, report = 0;
   for (const rog::SimWorkerReport& w : r.workers) {
     for (int c = 0; c < rog::kStallCauses; ++c) cause[c] += w.stall_cause_seconds[c];
+    stall += w.stall_seconds;
+    report += w.stall_report_seconds;
   }
   std::string line = absl::StrFormat("%-6s", std::string(rog::SyncPolicyName(policy)));
+  double seen = 0;
   for (rog::StallCause c : rog::kStallPath) {
     absl::StrAppend(&line, absl::StrFormat(" %13.1f%%", 100 * cause[c] / worker_seconds));
+    seen += cause[c];
   }
+  // What rogd did not see: the reports' way, and the rest (the last rows'
+  // way after rogd sent them).
+  const double rows_way = std::max(0.0, stall - seen - report);
+  absl::StrAppend(&line, absl::StrFormat(" %13.1f%% %13.1f%%", 100 * report / worker_seconds,
+                                         100 * rows_way / worker_seconds));
   return line;
 }
 
@@ -354,8 +364,11 @@ void PrintSummary(const std::vector<std::string>& causes, const Throughputs& ips
   std::printf(
       "\nstall share by what the stalled worker waited for: a peer still computing the\n"
       "iteration the bound needs, rogd's ask to a peer that has the rows (PushNow, until the\n"
-      "first row asked arrives), the rest of a peer's push, rogd's delivery of rows it holds\n"
-      "policy  peer compute    peer asked   peer uplink      downlink\n");
+      "first row asked arrives), the rest of a peer's push, rogd's delivery of rows it holds;\n"
+      "then what rogd did not see: the stall report's way to rogd, and the rest (the last\n"
+      "rows' way after rogd sent them)\n"
+      "policy  peer compute    peer asked   peer uplink      downlink  report's way    rows' "
+      "way\n");
   for (const std::string& line : causes) std::printf("%s\n", line.c_str());
   std::printf("\n");
   if (ips.rog > 0 && ips.bsp > 0) std::printf("ROG/BSP throughput: %.2fx\n", ips.rog / ips.bsp);
