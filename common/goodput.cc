@@ -71,4 +71,25 @@ bool ArrivesBeforeDeadline(double now, double deadline, uint64_t inflight_bytes,
   return now + static_cast<double>(inflight_bytes + message_bytes) / goodput <= deadline;
 }
 
+void ArrivalWindow::Add(double now, uint64_t bytes, double horizon) {
+  if (!(horizon > 0)) horizon = 0;
+  const double width = horizon / kBuckets;
+  if (buckets_.empty() || !(now < buckets_.back().start + width)) {
+    buckets_.push_back(Bucket{now, bytes});
+  } else {
+    buckets_.back().bytes += bytes;
+  }
+  while (buckets_.size() > 1 && buckets_.front().start < now - horizon - width) {
+    buckets_.pop_front();
+  }
+}
+
+uint64_t ArrivalWindow::Since(double since) const {
+  uint64_t total = 0;
+  for (auto it = buckets_.rbegin(); it != buckets_.rend() && it->start >= since; ++it) {
+    total += it->bytes;
+  }
+  return total;
+}
+
 }  // namespace rog

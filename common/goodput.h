@@ -7,7 +7,9 @@
 #ifndef ROG_COMMON_GOODPUT_H_
 #define ROG_COMMON_GOODPUT_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 
 #include "absl/types/span.h"
 
@@ -55,6 +57,34 @@ class RoundTripFilter {
   static constexpr double kNone = 1e300;
   double min_[2] = {kNone, kNone};
   double bucket_start_ = -kNone;
+};
+
+// What a link carried recently, at the receiver: bytes that arrived in the
+// last few seconds, for questions like "did this link move N bytes in the
+// last T seconds". Arrivals are summed in buckets of horizon/kBuckets
+// seconds, so memory stays bounded however long the horizon; a question
+// about the last T seconds counts only whole buckets that began within them
+// (it may miss up to one bucket's bytes, never adds any). Not thread-safe;
+// times are seconds on any monotonic clock.
+class ArrivalWindow {
+ public:
+  static constexpr int kBuckets = 256;
+
+  // `bytes` arrived at `now`; history older than `horizon` seconds (> 0)
+  // before `now` may be dropped. A horizon longer than before keeps what
+  // is still there, in the buckets it was summed in.
+  void Add(double now, uint64_t bytes, double horizon);
+  // Bytes that arrived in buckets that began at or after `since`.
+  uint64_t Since(double since) const;
+  // Buckets held now: at most about kBuckets per horizon.
+  size_t buckets() const { return buckets_.size(); }
+
+ private:
+  struct Bucket {
+    double start;
+    uint64_t bytes;
+  };
+  std::deque<Bucket> buckets_;  // oldest first
 };
 
 // ATP's window: the slowest attached worker sends its MTA share; its expected

@@ -63,6 +63,11 @@ bool ReattachLinkFits(double share_bytes, double patience, double link_rate) {
   return link_rate > 0 && share_bytes / link_rate <= kReattachFraction * patience;
 }
 
+bool DetachHolder(double waited, double patience, double arrived_bytes, double share_bytes) {
+  if (!(patience > 0) || !(waited >= patience)) return false;
+  return waited >= kLiveLinkPatience * patience || arrived_bytes < share_bytes;
+}
+
 bool HeldFor(bool holds, double now, double* since, double hold) {
   if (!holds) {
     *since = -1;

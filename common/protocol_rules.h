@@ -116,6 +116,26 @@ double TeamRate(size_t members, double compute_seconds, double slowest_share_sec
 // within kReattachFraction of the patience.
 bool ReattachLinkFits(double share_bytes, double patience, double link_rate);
 
+// Team patience: a holder whose link carried its share in the last
+// patience (below) is detached for a worker's wait at the bound only once
+// the wait reaches this many patiences.
+constexpr double kLiveLinkPatience = 2;
+
+// Team patience: whether a worker that has waited at the staleness bound
+// for `waited` seconds detaches a worker it waits for (the holder), whose
+// uplink brought rogd `arrived_bytes` in the last `patience` seconds. Once
+// the wait reaches the patience, unless the holder's link is live, moving
+// at least its share (`share_bytes`, MembershipShareBytes) within the
+// patience: then the wait is the policy's volume (BSP's whole model, say)
+// on a link that carries what every policy is judged by, and the holder
+// goes only at kLiveLinkPatience patiences. Detach and reattach so judge a
+// link by the same quantity (ReattachLinkFits: the share within half the
+// patience); judged by the wait alone, a link that reattaches on the share
+// is detached again by the next whole-model push, and flaps. A holder that
+// computes, or whose link is dead, brings nothing and goes at the patience.
+// Never with `patience` <= 0 (off).
+bool DetachHolder(double waited, double patience, double arrived_bytes, double share_bytes);
+
 // Hysteresis for a condition that must hold without a break: `*since` is
 // when it last became true (negative: it is false now). Updates *since
 // and says whether it has held for `hold` seconds at `now`.

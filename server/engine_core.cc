@@ -229,6 +229,7 @@ void EngineCore::Impl::ApplyBatch(WorkerRec& r, const UplinkBatch& b) {
   }
   r.rows_up += b.rows.size();
   r.bytes_up += b.wire_bytes;
+  if (opt.patience > 0) r.up_arrivals.Add(Now(), b.wire_bytes, kLiveLinkPatience * Patience());
   r.last_applied = b.seq;
   pb::ServerMessage ack;
   ack.mutable_ack()->set_seq(b.seq);

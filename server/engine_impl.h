@@ -156,6 +156,8 @@ struct WorkerRec {
   // What the worker reported last.
   pb::Progress progress;
   uint64_t rows_up = 0, rows_down = 0, bytes_up = 0, bytes_down = 0;
+  // Team patience: what its uplink brought lately (DetachHolder).
+  ArrivalWindow up_arrivals;
 };
 
 }  // namespace engine_internal

@@ -48,17 +48,29 @@ void EngineCore::Impl::CheckPatience(double now) {
                                   .waiting_for;
       }
     }
+    const double waited = now - r->stalled_since;
     for (size_t q :
          BlameForStall(r->index, waits_for[r->index], waits_for, clocks, needed, attached)) {
       WorkerRec* holder = workers[q].get();
       bool listed = false;
       for (const auto& d : detach) listed |= d.first == holder;
       if (listed) continue;
+      const double arrived = static_cast<double>(holder->up_arrivals.Since(now - patience));
+      if (!DetachHolder(waited, patience, arrived, MembershipShare())) continue;
       detach.emplace_back(
           holder,
-          absl::StrFormat("kept %s waiting %.1f s at the staleness bound before "
-                          "iteration %d (patience %s)",
-                          r->id, now - r->stalled_since, r->clock + 1, PatienceText(patience)));
+          arrived >= MembershipShare()
+              ? absl::StrFormat("kept %s waiting %.1f s at the staleness bound before "
+                                "iteration %d, %g times the patience (%s), although its link "
+                                "brought its MTA share (%d bytes) within the patience",
+                                r->id, waited, r->clock + 1, kLiveLinkPatience,
+                                PatienceText(patience), static_cast<uint64_t>(MembershipShare()))
+              : absl::StrFormat("kept %s waiting %.1f s at the staleness bound before "
+                                "iteration %d (patience %s), and its link brought %d of its "
+                                "MTA share's %d bytes within the patience",
+                                r->id, waited, r->clock + 1, PatienceText(patience),
+                                static_cast<uint64_t>(arrived),
+                                static_cast<uint64_t>(MembershipShare())));
     }
   }
   if (detach.empty() && opt.detach_speedup > 0) {

@@ -46,7 +46,8 @@ ABSL_FLAG(absl::Duration, patience, absl::Milliseconds(500),
           "of this and --patience_iterations times the team's compute time per iteration. ROG's "
           "window never exceeds it and leaves out links too slow to move their MTA share within "
           "it; a worker that keeps another waiting at the staleness bound longer is detached (it "
-          "keeps streaming rows but no longer holds the team back) until its link moves its MTA "
+          "keeps streaming rows but no longer holds the team back; at twice the patience if its "
+          "uplink brought its MTA share within the patience) until its link moves its MTA "
           "share within half the patience for 1 s; under every policy, judged on the same MTA "
           "share (that of --staleness)");
 ABSL_FLAG(double, patience_iterations, rog::kPatienceIterations,

@@ -76,7 +76,8 @@ ABSL_FLAG(double, patience, 0,
           "The patience is the larger of this and --patience_iterations compute times per "
           "iteration. ROG's window never exceeds it and ignores links that cannot move their MTA "
           "share within it; a worker stalled at the bound this long detaches the workers it "
-          "waits for (every policy). Detached workers drain in the background and reattach, once "
+          "waits for (every policy; at twice the patience those whose uplink brought their MTA "
+          "share within the patience). Detached workers drain in the background and reattach, once "
           "drained, when their goodput moves their MTA share within patience/2 for 1 s. Adds the "
           "columns detached share, detaches/reattaches and late rows");
 ABSL_FLAG(double, patience_iterations, rog::kPatienceIterations,
@@ -85,7 +86,8 @@ ABSL_FLAG(uint32_t, detached_local_steps, 0,
           "With --patience: local iterations a detached worker may run per detachment "
           "(0: it pauses)");
 ABSL_FLAG(bool, transitions, false,
-          "With --patience: print every detach and reattach with its reason");
+          "With --patience: print each worker's detached share, and every detach and reattach with "
+          "its worker and reason");
 
 namespace {
 
@@ -310,8 +312,15 @@ void PrintRow(rog::SyncPolicy policy, const rog::SimReport& r, bool patience) {
 
 // With --transitions: every detach and reattach of the run, under its row.
 void PrintTransitions(const rog::SimReport& r) {
+  std::vector<std::string> shares;
+  for (size_t w = 0; w < r.workers.size(); ++w) {
+    shares.push_back(absl::StrFormat(
+        "w%zu %.1f%%", w, r.seconds > 0 ? 100 * r.workers[w].detached_seconds / r.seconds : 0.0));
+  }
+  std::printf("       detached share per worker: %s\n", absl::StrJoin(shares, ", ").c_str());
   for (const rog::SimTransition& t : r.transitions) {
-    std::printf("       %9.3f s  %s\n", t.time, t.reason.c_str());
+    std::printf("       %9.3f s  w%zu %s: %s\n", t.time, t.worker,
+                t.attached ? "reattached" : "detached", t.reason.c_str());
   }
 }
 

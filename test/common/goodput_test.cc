@@ -80,6 +80,29 @@ TEST_CASE("acks beyond what is in flight are clamped", "[goodput]") {
   CHECK(g.rate() == Approx(100));
 }
 
+TEST_CASE("an arrival window sums what arrived since a time, in bounded memory", "[goodput]") {
+  ArrivalWindow w;
+  CHECK(w.Since(0) == 0);
+  w.Add(1.0, 100, 10);
+  w.Add(1.01, 50, 10);  // the same bucket (10 s / 256 wide)
+  w.Add(5.0, 200, 10);
+  CHECK(w.Since(0) == 350);
+  CHECK(w.Since(1.0) == 350);
+  CHECK(w.Since(1.005) == 200);  // whole buckets only: never more than arrived
+  CHECK(w.Since(5.0) == 200);
+  CHECK(w.Since(5.1) == 0);
+  // Past the horizon the old arrivals go.
+  w.Add(20.0, 1, 10);
+  CHECK(w.Since(0) == 1);
+  // A byte a millisecond for an hour keeps at most a few hundred buckets:
+  // the sum over the last 10 s stays near 10,000.
+  for (int i = 0; i < 3600 * 1000; ++i) w.Add(20.0 + i * 1e-3, 1, 10);
+  const uint64_t last = w.Since(20.0 + 3600 - 10);
+  CHECK(last >= 9900);
+  CHECK(last <= 10001);
+  CHECK(w.buckets() <= ArrivalWindow::kBuckets + 2);
+}
+
 TEST_CASE("the slowest worker's MTA time sets the window", "[goodput]") {
   const std::vector<double> rates = {1e6, 2.5e5, 4e6};
   CHECK(TransmissionWindow(rates, 5e5, 0, 0) == Approx(2.0));

@@ -103,6 +103,19 @@ TEST_CASE("a detached worker's link qualifies once it moves its share in half th
   CHECK_FALSE(ReattachLinkFits(500, 1.0, -1));  // unknown
 }
 
+TEST_CASE("a holder goes at the patience, or at twice it while its link brings its share",
+          "[protocol_rules]") {
+  // Patience 2 s, share 1000 bytes.
+  CHECK_FALSE(DetachHolder(1.9, 2, 0, 1000));     // not waited long enough
+  CHECK(DetachHolder(2.0, 2, 0, 1000));           // a dead link, or computing
+  CHECK(DetachHolder(2.0, 2, 999, 1000));         // less than its share
+  CHECK_FALSE(DetachHolder(2.0, 2, 1000, 1000));  // a live link
+  CHECK_FALSE(DetachHolder(3.9, 2, 5000, 1000));
+  CHECK(DetachHolder(4.0, 2, 5000, 1000));      // kLiveLinkPatience = 2
+  CHECK_FALSE(DetachHolder(100, 0, 0, 1000));   // patience off
+  CHECK_FALSE(DetachHolder(100, -1, 0, 1000));  // patience off
+}
+
 TEST_CASE("a condition counts once it has held without a break", "[protocol_rules]") {
   double since = -1;
   CHECK_FALSE(HeldFor(true, 10.0, &since));

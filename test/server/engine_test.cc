@@ -701,6 +701,49 @@ bool Reattached(const EngineHarness::Stream& s) {
   return false;
 }
 
+// Team patience judges detach and reattach by the same quantity: a holder
+// whose uplink keeps bringing its MTA share within the patience (here rows
+// that carry no iteration, which the waiting worker cannot use) is on a
+// live link, and is detached only at twice the patience; once its link
+// brings less, at the patience.
+TEST_CASE("a holder on a live link is detached at twice the patience, not at the patience",
+          "[engine][patience]") {
+  StalledAtBound t(5);
+  EngineHarness& h = t.h;
+  EngineHarness::Stream& b = t.b;
+  std::string reason;
+  // b's uplink brings the whole model (its share at S=2 is half of it),
+  // counting no iteration, 3 s into a's wait.
+  h.clock().Advance(3);
+  h.UpdateAll(b, 0, 0);
+  h.Settle();
+  h.clock().Advance(2.1);
+  h.Settle();
+  REQUIRE_FALSE(Detached(b));  // 5.1 s: past the patience, but the link is live
+  SECTION("it goes at twice the patience") {
+    for (int i = 0; i < 4; ++i) {
+      h.clock().Advance(1.2);
+      h.UpdateAll(b, 0, 0);
+      h.Settle();
+      REQUIRE_FALSE(Detached(b));  // up to 9.9 s
+    }
+    h.clock().Advance(0.2);
+    h.Settle();
+    REQUIRE(Detached(b, &reason));  // 10.1 s
+    CHECK(absl::StrContains(reason, "2 times the patience"));
+  }
+  SECTION("it goes at the patience once its link brings less than its share") {
+    h.clock().Advance(2.8);  // 7.9 s: the batch at 3 s is within the last 5 s
+    h.Settle();
+    REQUIRE_FALSE(Detached(b));
+    h.clock().Advance(0.3);  // 8.2 s: nothing in the last 5 s
+    h.Settle();
+    REQUIRE(Detached(b, &reason));
+    CHECK(absl::StrContains(reason, "its link brought 0 of its MTA share's"));
+  }
+  CHECK(h.engine().CheckInvariants().ToString() == "OK");
+}
+
 // rogctl workers shows rogd's downlink to each worker: the bytes in flight
 // and the round trip of its batches (here 0.25 s from send to ack).
 TEST_CASE("the workers report shows the downlink's round trip and bytes in flight",

@@ -388,13 +388,10 @@ TEST_CASE(
     UNSCOPED_INFO(t.time << " s: w" << t.worker << (t.attached ? " reattached: " : " detached: ")
                          << t.reason);
   }
-  if (policy == SyncPolicy::kBsp) {
-    // BSP moves the whole model at every barrier: at 2 Mbit/s that keeps
-    // the others waiting longer than the patience, so worker 0 is detached
-    // with or without the pace rule.
-    CHECK(off.workers[0].detaches >= 1);
-    return;
-  }
+  // Without the pace rule nobody is detached, BSP included: BSP moves the
+  // whole model at every barrier and at 2 Mbit/s keeps the others waiting
+  // longer than the patience, but the link brings its share within the
+  // patience (a live link, DetachHolder) and the wait stays under twice it.
   CHECK(off.detaches() == 0);
   for (const SimTransition& t : on.transitions) {
     if (!t.attached) CHECK(t.reason.find("the team would run") != std::string::npos);

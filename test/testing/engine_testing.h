@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "common/clock.h"
 #include "common/layout.h"
+#include "common/protocol_rules.h"
 #include "proto/convert.h"
 #include "server/engine.h"
 
@@ -148,6 +149,9 @@ class EngineHarness {
     b.rows = rows;
     b.counts = counts;
     b.values = values;
+    // What the batch costs on the wire, as with fp32 (team patience counts
+    // the bytes a worker's uplink brings).
+    b.wire_bytes = values.size() * sizeof(float) + rows.size() * kRowIndexBytes;
     pending_[s.session][b.seq] = Sent{kind, rows, values};
     engine_->Batch(s.session, std::move(b));
   }
