@@ -324,18 +324,24 @@ void PrintTransitions(const rog::SimReport& r) {
   }
 }
 
-// Prints a line if the run broke the staleness bound or lost updates;
-// returns false if it did so with a lossless codec.
+// Prints a line if the run broke the staleness bound or lost updates, and
+// returns false; with a lossy codec, where neither is checked, prints what
+// the replicas differ by and returns true.
 bool CheckInvariants(const rog::SimConfig& cfg, const rog::SimReport& r) {
-  bool ok = true;
-  if (r.bound_violations != 0 || r.max_replica_error != 0 || r.max_sum_error != 0) {
-    if (rog::IsLossless(cfg.codec)) ok = false;
-    std::printf("       ! bound violations %llu of %llu checks, replica error %g, sum error %g\n",
-                static_cast<unsigned long long>(r.bound_violations),
-                static_cast<unsigned long long>(r.bound_checks), r.max_replica_error,
-                r.max_sum_error);
+  if (!rog::IsLossless(cfg.codec)) {
+    // The simulator counts versions exactly only without coding losses:
+    // it does not check the bound, and a replica differs by what the codec
+    // has not sent yet.
+    std::printf("       lossy codec: bound not checked; replica error %g, sum error %g\n",
+                r.max_replica_error, r.max_sum_error);
+    return true;
   }
-  return ok;
+  if (r.bound_violations == 0 && r.max_replica_error == 0 && r.max_sum_error == 0) return true;
+  std::printf("       ! bound violations %llu of %llu checks, replica error %g, sum error %g\n",
+              static_cast<unsigned long long>(r.bound_violations),
+              static_cast<unsigned long long>(r.bound_checks), r.max_replica_error,
+              r.max_sum_error);
+  return false;
 }
 
 // One policy's line of the stall causes table.
@@ -369,7 +375,7 @@ struct Throughputs {
 
 // The lines below the table: stall causes, ROG's ratios and the invariants.
 void PrintSummary(const std::vector<std::string>& causes, const Throughputs& ips, bool patience,
-                  bool ok) {
+                  bool lossless, bool ok) {
   std::printf(
       "\nstall share by what the stalled worker waited for: a peer still computing the\n"
       "iteration the bound needs, rogd's ask to a peer that has the rows (PushNow, until the\n"
@@ -382,6 +388,12 @@ void PrintSummary(const std::vector<std::string>& causes, const Throughputs& ips
   std::printf("\n");
   if (ips.rog > 0 && ips.bsp > 0) std::printf("ROG/BSP throughput: %.2fx\n", ips.rog / ips.bsp);
   if (ips.rog > 0 && ips.ssp > 0) std::printf("ROG/SSP throughput: %.2fx\n", ips.rog / ips.ssp);
+  if (!lossless) {
+    std::printf(
+        "invariants: not checked with a lossy codec (the staleness bound and exact "
+        "conservation are checked with fp32)\n");
+    return;
+  }
   std::printf(
       "invariants (staleness bound at every compute start%s, exact conservation after "
       "draining): %s\n",
@@ -410,7 +422,7 @@ int ComparePolicies(const std::vector<rog::SyncPolicy>& policies, const rog::Lay
     if (policy == rog::SyncPolicy::kSsp) ips.ssp = r->iterations_per_second();
     if (policy == rog::SyncPolicy::kRog) ips.rog = r->iterations_per_second();
   }
-  PrintSummary(causes, ips, patience, ok);
+  PrintSummary(causes, ips, patience, rog::IsLossless(base.codec), ok);
   return ok ? 0 : 1;
 }
 
