@@ -19,6 +19,29 @@ using engine_internal::kProbeIdle;
 using engine_internal::WorkerRec;
 using engine_internal::WState;
 
+namespace {
+
+// Why a holder is detached for keeping `waiting` at the bound (DetachHolder
+// said it goes): its link too slow for its share, or a live link at twice
+// the patience.
+std::string HolderDetachReason(const WorkerRec& waiting, double waited,
+                               const std::string& patience_text, double arrived, double share) {
+  if (arrived >= share) {
+    return absl::StrFormat(
+        "kept %s waiting %.1f s at the staleness bound before iteration %d, %g times the "
+        "patience (%s), although its link brought its MTA share (%d bytes) within the patience",
+        waiting.id, waited, waiting.clock + 1, kLiveLinkPatience, patience_text,
+        static_cast<uint64_t>(share));
+  }
+  return absl::StrFormat(
+      "kept %s waiting %.1f s at the staleness bound before iteration %d (patience %s), and its "
+      "link brought %d of its MTA share's %d bytes within the patience",
+      waiting.id, waited, waiting.clock + 1, patience_text, static_cast<uint64_t>(arrived),
+      static_cast<uint64_t>(share));
+}
+
+}  // namespace
+
 void EngineCore::Impl::CheckPatience(double now) {
   if (opt.patience <= 0 || !team_ready) return;
   // OnTick follows every event; a stall plan per tick is enough.
@@ -57,20 +80,8 @@ void EngineCore::Impl::CheckPatience(double now) {
       if (listed) continue;
       const double arrived = static_cast<double>(holder->up_arrivals.Since(now - patience));
       if (!DetachHolder(waited, patience, arrived, MembershipShare())) continue;
-      detach.emplace_back(
-          holder,
-          arrived >= MembershipShare()
-              ? absl::StrFormat("kept %s waiting %.1f s at the staleness bound before "
-                                "iteration %d, %g times the patience (%s), although its link "
-                                "brought its MTA share (%d bytes) within the patience",
-                                r->id, waited, r->clock + 1, kLiveLinkPatience,
-                                PatienceText(patience), static_cast<uint64_t>(MembershipShare()))
-              : absl::StrFormat("kept %s waiting %.1f s at the staleness bound before "
-                                "iteration %d (patience %s), and its link brought %d of its "
-                                "MTA share's %d bytes within the patience",
-                                r->id, waited, r->clock + 1, PatienceText(patience),
-                                static_cast<uint64_t>(arrived),
-                                static_cast<uint64_t>(MembershipShare())));
+      detach.emplace_back(holder, HolderDetachReason(*r, waited, PatienceText(patience), arrived,
+                                                     MembershipShare()));
     }
   }
   if (detach.empty() && opt.detach_speedup > 0) {
