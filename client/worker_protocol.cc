@@ -259,6 +259,7 @@ void WorkerProtocol::AcceptWelcome(const pb::Welcome& w, const std::vector<RowId
   team_ready_ = w.team_ready();
   released_ = false;
   stall_reported_ = false;
+  pause_reported_ = false;
   stall_ = StallInfo();
   window_ = w.window();
   flushed_ = false;
@@ -494,6 +495,7 @@ void WorkerProtocol::OnStall(const pb::Stall& s) {
 void WorkerProtocol::OnDetached(const pb::Detached& d) {
   if (!detached_) ++detaches_;
   detached_ = true;
+  pause_reported_ = false;  // a repeated detachment (reconnect) wants it again
   // The local steps count from the clock rogd detached it at, which an
   // iteration under way when the directive arrived has passed already (a
   // rogd that sends no clock: from ours).
@@ -668,11 +670,13 @@ std::vector<pb::WorkerMessage> WorkerProtocol::TakeOutgoing() {
 }
 
 bool WorkerProtocol::ReportWait() {
-  if (!active_ || values_next_ < layout_.num_rows() || resync_rows_ > 0 || stall_reported_ ||
-      detached_) {
-    return false;
-  }
-  stall_reported_ = true;
+  if (!active_ || values_next_ < layout_.num_rows() || resync_rows_ > 0) return false;
+  // Detached and out of local steps: rogd reattaches only a worker that
+  // said it pauses, at the clock rogd holds for it, so that the clock rogd
+  // moves it to credits no iteration this worker is still computing.
+  bool& reported = detached_ ? pause_reported_ : stall_reported_;
+  if (reported) return false;
+  reported = true;
   progress_out_.push_back(MakeProgress(/*stalled=*/true, /*flush=*/false));
   return true;
 }
@@ -725,6 +729,7 @@ void WorkerProtocol::Begin(double t0, double now, bool waited, double detached_w
   if (detached_) current_.detached = true;
   released_ = false;
   stall_reported_ = false;
+  pause_reported_ = false;
   stall_ = StallInfo();
   const std::vector<float>& replica = state_.replica();
   std::copy(replica.begin(), replica.end(), params.begin());

@@ -89,7 +89,8 @@ class WorkerProtocol {
   // Whether the policy lets the next iteration start now.
   bool MayBegin() const;
   // Called while BeginIteration waits: tells rogd once per wait that this
-  // worker waits, so that it releases it or asks the others to push. True
+  // worker waits, so that it releases it or asks the others to push; while
+  // detached, that it pauses (rogd reattaches only a paused worker). True
   // when a message was queued.
   bool ReportWait();
   // Why the worker waits (while connected).
@@ -220,6 +221,9 @@ class WorkerProtocol {
   // `local_until_`, then pauses until rogd reattaches it.
   bool detached_ = false;
   uint64_t local_until_ = 0;
+  // Detached: this worker told rogd it pauses (a stalled Progress at its
+  // clock) since the detachment or its last local step.
+  bool pause_reported_ = false;
   std::string detach_reason_;
   uint64_t detaches_ = 0;
   // Downlink.

@@ -291,7 +291,14 @@ void EngineCore::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
   if (p.flush()) r->flush = true;
   if (r->detached) {
     // Outside the bound and the window: no stall handling, no window; its
-    // rows stream as fast as its link allows (FormBatch).
+    // rows stream as fast as its link allows (FormBatch). A stalled report
+    // says it pauses (at its clock; an older one says nothing now), any
+    // other that it computed.
+    if (!p.stalled()) {
+      r->paused_at = WorkerRec::kNotPaused;
+    } else if (p.iteration() == r->clock) {
+      r->paused_at = r->clock;
+    }
   } else if (state && p.stalled()) {
     if (!r->stalled) r->stalled_since = Now();
     r->stalled = true;

@@ -130,7 +130,14 @@ struct WorkerRec {
   bool detached = false;
   double detached_at = 0;
   uint64_t detached_clock = 0;  // its clock when detached (local steps count from it)
-  double detached_total = 0;    // seconds, over earlier detachments
+  // Detached: the worker said it pauses at this clock (a stalled Progress),
+  // and has computed nothing since; kNotPaused otherwise. Reattaching moves
+  // its clock and credits the iterations in between, so rogd reattaches
+  // only a worker paused at the clock rogd holds: one detached while it
+  // computed may finish that iteration first (its report comes later).
+  static constexpr uint64_t kNotPaused = std::numeric_limits<uint64_t>::max();
+  uint64_t paused_at = kNotPaused;
+  double detached_total = 0;  // seconds, over earlier detachments
   double reattached_at = -1e9;
   double reattach_ok_since = -1;  // negative: its link does not qualify (yet)
   uint64_t detaches = 0, reattaches = 0, late_rows = 0;

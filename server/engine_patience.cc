@@ -233,6 +233,9 @@ std::string EngineCore::Impl::PatienceText(double patience) const {
 
 bool EngineCore::Impl::MayReattach(WorkerRec& q, double now, double patience) {
   if (q.resync_next < layout->num_rows() || !q.down_goodput.has_estimate()) return false;
+  // Not while it may compute: the move to the team's clock would credit an
+  // iteration whose updates are not in the global rows.
+  if (q.paused_at != q.clock) return false;
   const bool fits =
       ReattachLinkFits(MembershipShare(), patience, DownlinkRate(q, now)) &&
       !(opt.detach_speedup > 0 && TeamRate(&q, nullptr, now) < TeamRate(nullptr, nullptr, now));
@@ -295,6 +298,7 @@ void EngineCore::Impl::SendKnownVersions(const WorkerRec* except) {
 }
 
 void EngineCore::Impl::SendDetached(WorkerRec& q) {
+  q.paused_at = WorkerRec::kNotPaused;  // the worker says it again once it pauses
   // What is left of this detachment's local steps: a worker that reconnects
   // while detached must not get a fresh budget.
   const uint64_t taken = q.clock - std::min(q.clock, q.detached_clock);
@@ -334,6 +338,7 @@ void EngineCore::Impl::Reattach(WorkerRec& q, const std::string& reason) {
   const uint64_t clock =
       team_min == std::numeric_limits<uint64_t>::max() ? q.clock : std::max(q.clock, team_min);
   q.detached = false;
+  q.paused_at = WorkerRec::kNotPaused;
   q.reattached_at = now;
   q.detached_total += now - q.detached_at;
   ++q.reattaches;

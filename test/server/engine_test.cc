@@ -869,6 +869,7 @@ TEST_CASE("a detached SSP worker reattaches on the MTA share, not the whole mode
   h.clock().Advance(5.1);
   h.Settle();
   REQUIRE(Detached(b));
+  h.Progress(b, 0, /*stalled=*/true);  // it pauses
   // The MTA share at S=2 is half the model: at 0.3 models/s it takes
   // 1.67 s, within half the patience (2.5 s); the model takes 3.3 s.
   const double model = ModelWireBytes(h.layout(), Codec::kFp32);
@@ -881,6 +882,48 @@ TEST_CASE("a detached SSP worker reattaches on the MTA share, not the whole mode
     h.Settle();
   }
   CHECK(Reattached(b));
+}
+
+// rogd detached b while b computed its first iteration (a's wait passed the
+// patience, and b's link brought nothing). Reattaching moves b's clock to
+// the team's (3) and credits b's iterations up to it, so rogd waits until
+// b says it pauses: until then b may still be computing iteration 1, whose
+// updates would be credited without being in the global rows.
+TEST_CASE("a detached worker is reattached only once it says it pauses", "[engine][patience]") {
+  StalledAtBound t(5);
+  EngineHarness& h = t.h;
+  EngineHarness::Stream& b = t.b;
+  EngineHarness::Stream& a = t.a;
+  h.clock().Advance(5.1);
+  h.Settle();
+  REQUIRE(Detached(b));
+  const double rate = 0.3 * ModelWireBytes(h.layout(), Codec::kFp32);  // fits, as above
+  uint64_t acked = 0, a_acked = 0;
+  const auto link_fits_for = [&](double seconds) {
+    for (double t = 0; t < seconds && !Reattached(b); t += 0.3) {
+      AckDownlinkAt(h, a, rate, &a_acked);  // a holds what b pushed
+      AckDownlinkAt(h, b, rate, &acked);
+      h.clock().Advance(0.3);
+      h.Settle();
+    }
+  };
+  link_fits_for(10);
+  CHECK_FALSE(Reattached(b));  // its link fits, but it may be computing
+  h.Progress(b, 1);            // it was: iteration 1 is done
+  h.UpdateAll(b, 1, 1);
+  link_fits_for(10);
+  CHECK_FALSE(Reattached(b));
+  h.Progress(b, 1, /*stalled=*/true);  // now it pauses
+  link_fits_for(10);
+  REQUIRE(Reattached(b));
+  for (const pb::ServerMessage& m : b.outbox->messages()) {
+    if (m.has_directive() && m.directive().has_reattached()) {
+      CHECK(m.directive().reattached().iteration() == 3);  // a's clock
+    }
+  }
+  h.AccountAll();
+  CHECK(h.CheckLedger() == "");
+  CHECK(h.engine().CheckInvariants().ToString() == "OK");
 }
 
 // Team pace on the fake clock: b's uplink moves 50 bytes/s, so its share

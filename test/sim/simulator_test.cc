@@ -400,6 +400,22 @@ TEST_CASE(
   CHECK(on.iterations_per_second() > 1.2 * off.iterations_per_second());
 }
 
+// The robots' fast-timeline traces kept in the repository.
+std::vector<Trace> FastTraces() {
+  std::vector<Trace> traces;
+  for (int w = 1; w <= 4; ++w) {
+    const std::string path = absl::StrCat("tools/traces/outdoors-fast-w", w, ".tsv");
+    std::ifstream in(path);
+    REQUIRE(in.good());
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<Trace> t = Trace::Parse(text.str(), path);
+    REQUIRE(t.ok());
+    traces.push_back(*std::move(t));
+  }
+  return traces;
+}
+
 // Found by the return_after_share A/B (2026-11-25, regime point C = 0.2 s,
 // R = 4, patience 0.5 s, seed 1): rogd detached worker 2 when its link
 // died, and the directive took 8 s to reach it; meanwhile worker 1
@@ -418,21 +434,45 @@ TEST_CASE("a worker rogd detached is out of the bound while the directive is on 
   c.patience_iterations = 0;  // the scenario as found, before the patience was in team units
   c.trace_scale = 0.0188598;
   c.seed = 1;
-  for (int w = 1; w <= 4; ++w) {
-    const std::string path = absl::StrCat("tools/traces/outdoors-fast-w", w, ".tsv");
-    std::ifstream in(path);
-    REQUIRE(in.good());
-    std::stringstream text;
-    text << in.rdbuf();
-    absl::StatusOr<Trace> t = Trace::Parse(text.str(), path);
-    REQUIRE(t.ok());
-    c.traces.push_back(*std::move(t));
-  }
+  c.traces = FastTraces();
   absl::StatusOr<Layout> layout = SyntheticLayout("fmnist");
   REQUIRE(layout.ok());
   absl::StatusOr<SimReport> r = RunSimulation(c, *layout);
   REQUIRE(r.ok());
   CHECK(r->detaches() > 0);
+  CHECK(r->bound_checks > 0);
+  CHECK(r->bound_violations == 0);
+  CHECK(r->max_replica_error == 0.0);
+  CHECK(r->max_sum_error == 0.0);
+}
+
+// Found by the reattach-hold A/B (2026-11-27; BSP, 5 s iterations, the
+// whole model's one-way time 4 compute times at the traces' median, team
+// patience on, seed 1): rogd detached worker 2 while it computed (its link
+// brought nothing while the team waited) and reattached it a second later
+// at the team's clock, crediting the iteration it was still computing; its
+// next batch counted that iteration too, and rogd refused it and ended the
+// stream (and the bound was broken: the others went on without that
+// iteration's updates). rogd now reattaches a worker only once it said it
+// pauses, at the clock rogd holds for it.
+TEST_CASE("a worker reattached while it computes keeps its stream", "[simulator][patience]") {
+  SimConfig c;
+  c.policy = SyncPolicy::kBsp;
+  c.staleness = 4;
+  c.workers = 4;
+  c.seconds = 1200;
+  c.compute_seconds = 5;
+  c.compute_jitter = 0;
+  c.patience = 0.5;
+  c.trace_scale = 0.000754394;
+  c.seed = 1;
+  c.traces = FastTraces();
+  absl::StatusOr<Layout> layout = SyntheticLayout("fmnist");
+  REQUIRE(layout.ok());
+  absl::StatusOr<SimReport> r = RunSimulation(c, *layout);
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  CHECK(r->reattaches() > 0);
   CHECK(r->bound_checks > 0);
   CHECK(r->bound_violations == 0);
   CHECK(r->max_replica_error == 0.0);
