@@ -46,6 +46,11 @@ constexpr double kMaxPatience = 3600;
 // Team patience: a detached worker reattaches once its link moves its share
 // within this fraction of the patience, continuously for kReattachHold
 // seconds (hysteresis against links that flicker around the threshold).
+// In seconds, not the team's units: the flicker is on the link's time
+// scale. A hold of two patiences (the same 1 s at 0.5 s and short
+// iterations) raised BSP's detached share at the paper profile from 11% to
+// 27% and at 5 s iterations from 29% to 55% in the simulator
+// (results/2026-11-27-sim-reattach-350d5dc).
 constexpr double kReattachFraction = 0.5;
 constexpr double kReattachHold = 1.0;
 // Team pace: a worker is not detached for its pace within this long of the
