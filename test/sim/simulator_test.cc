@@ -416,6 +416,36 @@ std::vector<Trace> FastTraces() {
   return traces;
 }
 
+// A regime-map point as found in an A/B: four workers on the fast traces
+// at `trace_scale`, fmnist, S = 4, compute `compute_seconds` without jitter,
+// patience 0.5 s, seed 1; run for `seconds` and checked for the bound
+// among attached workers and exact conservation.
+SimReport RunFastPoint(SyncPolicy policy, double compute_seconds, double seconds,
+                       double trace_scale, double patience_iterations) {
+  SimConfig c;
+  c.policy = policy;
+  c.staleness = 4;
+  c.workers = 4;
+  c.seconds = seconds;
+  c.compute_seconds = compute_seconds;
+  c.compute_jitter = 0;
+  c.patience = 0.5;
+  c.patience_iterations = patience_iterations;
+  c.trace_scale = trace_scale;
+  c.seed = 1;
+  c.traces = FastTraces();
+  absl::StatusOr<Layout> layout = SyntheticLayout("fmnist");
+  REQUIRE(layout.ok());
+  absl::StatusOr<SimReport> r = RunSimulation(c, *layout);
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  CHECK(r->bound_checks > 0);
+  CHECK(r->bound_violations == 0);
+  CHECK(r->max_replica_error == 0.0);
+  CHECK(r->max_sum_error == 0.0);
+  return *r;
+}
+
 // Found by the return_after_share A/B (2026-11-25, regime point C = 0.2 s,
 // R = 4, patience 0.5 s, seed 1): rogd detached worker 2 when its link
 // died, and the directive took 8 s to reach it; meanwhile worker 1
@@ -424,26 +454,10 @@ std::vector<Trace> FastTraces() {
 // rogd's bound is for the workers it holds attached, from its decision on.
 TEST_CASE("a worker rogd detached is out of the bound while the directive is on its way",
           "[simulator][patience]") {
-  SimConfig c;
-  c.staleness = 4;
-  c.workers = 4;
-  c.seconds = 120;
-  c.compute_seconds = 0.2;
-  c.compute_jitter = 0;
-  c.patience = 0.5;
-  c.patience_iterations = 0;  // the scenario as found, before the patience was in team units
-  c.trace_scale = 0.0188598;
-  c.seed = 1;
-  c.traces = FastTraces();
-  absl::StatusOr<Layout> layout = SyntheticLayout("fmnist");
-  REQUIRE(layout.ok());
-  absl::StatusOr<SimReport> r = RunSimulation(c, *layout);
-  REQUIRE(r.ok());
-  CHECK(r->detaches() > 0);
-  CHECK(r->bound_checks > 0);
-  CHECK(r->bound_violations == 0);
-  CHECK(r->max_replica_error == 0.0);
-  CHECK(r->max_sum_error == 0.0);
+  // patience_iterations 0: the scenario as found, before the patience was
+  // in team units.
+  const SimReport r = RunFastPoint(SyncPolicy::kRog, 0.2, 120, 0.0188598, 0);
+  CHECK(r.detaches() > 0);
 }
 
 // Found by the reattach-hold A/B (2026-11-27; BSP, 5 s iterations, the
@@ -456,27 +470,9 @@ TEST_CASE("a worker rogd detached is out of the bound while the directive is on 
 // iteration's updates). rogd now reattaches a worker only once it said it
 // pauses, at the clock rogd holds for it.
 TEST_CASE("a worker reattached while it computes keeps its stream", "[simulator][patience]") {
-  SimConfig c;
-  c.policy = SyncPolicy::kBsp;
-  c.staleness = 4;
-  c.workers = 4;
-  c.seconds = 1200;
-  c.compute_seconds = 5;
-  c.compute_jitter = 0;
-  c.patience = 0.5;
-  c.trace_scale = 0.000754394;
-  c.seed = 1;
-  c.traces = FastTraces();
-  absl::StatusOr<Layout> layout = SyntheticLayout("fmnist");
-  REQUIRE(layout.ok());
-  absl::StatusOr<SimReport> r = RunSimulation(c, *layout);
-  INFO(r.status().ToString());
-  REQUIRE(r.ok());
-  CHECK(r->reattaches() > 0);
-  CHECK(r->bound_checks > 0);
-  CHECK(r->bound_violations == 0);
-  CHECK(r->max_replica_error == 0.0);
-  CHECK(r->max_sum_error == 0.0);
+  const SimReport r =
+      RunFastPoint(SyncPolicy::kBsp, 5, 1200, 0.000754394, SimConfig().patience_iterations);
+  CHECK(r.reattaches() > 0);
 }
 
 TEST_CASE("a negative patience or a detach speedup of 1 or less is refused",
