@@ -113,6 +113,8 @@ class WorkerProtocol {
   // When to look at PushEnds again at the latest (acks and disconnects
   // come as events before it).
   double PushWakeAt(double now) const;
+  // Whether every batch sent is acknowledged (nothing in flight).
+  bool AllAcknowledged() const { return inflight_.empty(); }
   // Ends the push; the iteration's stats.
   IterationStats FinishPush();
 

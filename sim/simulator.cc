@@ -244,6 +244,7 @@ class Simulation {
   void CheckBound(size_t w);
   void OnComputeDone(size_t w);
   void MakeUpdate(size_t w);
+  bool PushEnds(SimWorker& s);
   void EndPush(size_t w);
   void Stop(size_t w);
   bool AllIn(Phase phase) const;
@@ -611,7 +612,7 @@ void Simulation::Touch(size_t w) {
       TryBegin(w);
       break;
     case Phase::kPushing:
-      if (s.proto->PushEnds(now_)) EndPush(w);
+      if (PushEnds(s)) EndPush(w);
       break;
     case Phase::kFlushing:
       if (s.proto->Uploaded() && s.proto->FlushStep()) {
@@ -736,7 +737,7 @@ void Simulation::OnComputeDone(size_t w) {
   s.push_at = now_;
   ++s.push_tag;
   Pump(w);
-  if (s.proto->PushEnds(now_)) {
+  if (PushEnds(s)) {
     EndPush(w);
   } else {
     Schedule(s.proto->PushWakeAt(now_), EventType::kPushPoll, w, s.push_tag);
@@ -764,6 +765,12 @@ void Simulation::MakeUpdate(size_t w) {
     report_.max_update_element =
         std::max(report_.max_update_element, static_cast<double>(std::fabs(update_[j])));
   }
+}
+
+// Whether the worker's EndIteration returns now: as the SDK's, or with
+// push_waits_for_acks also not before every batch is acknowledged.
+bool Simulation::PushEnds(SimWorker& s) {
+  return s.proto->PushEnds(now_) && (!cfg_.push_waits_for_acks || s.proto->AllAcknowledged());
 }
 
 void Simulation::EndPush(size_t w) {

@@ -81,6 +81,11 @@ struct SimConfig {
   // The SDK's WorkerOptions::return_after_share and share_in_background.
   bool return_after_share = true;
   bool share_in_background = true;
+  // Experiment: a worker's push ends only once every batch it sent is
+  // acknowledged, so that its transfers do not overlap its next compute (a
+  // baseline as the paper ran it; the SDK returns once the push is handed
+  // off).
+  bool push_waits_for_acks = false;
   // rogd's --detached_local_steps and --detach_speedup (0: off).
   uint32_t detached_local_steps = 0;
   double detach_speedup = 0;

@@ -58,6 +58,10 @@ ABSL_FLAG(bool, share_in_background, true,
           "ROG, with --return_after_share: the MTA share streams in the background too, so "
           "EndIteration waits for the mandatory rows alone (the SDK's "
           "ProtocolOptions::share_in_background)");
+ABSL_FLAG(bool, push_waits_for_acks, false,
+          "Experiment: a worker's EndIteration returns only once every batch it sent is "
+          "acknowledged, so its transfers do not overlap its next compute (a baseline as the "
+          "paper ran it; the SDK returns once the push is handed off)");
 ABSL_FLAG(bool, downlink_lookahead, true,
           "ROG: while a worker computes, rogd sends it first the rows it will need to start its "
           "next iteration as soon as it holds them (rogd's EngineOptions::downlink_lookahead)");
@@ -219,6 +223,7 @@ absl::StatusOr<rog::SimConfig> ConfigFromFlags(rog::Codec codec,
   base.link_delay = absl::GetFlag(FLAGS_link_delay);
   base.return_after_share = absl::GetFlag(FLAGS_return_after_share);
   base.share_in_background = absl::GetFlag(FLAGS_share_in_background);
+  base.push_waits_for_acks = absl::GetFlag(FLAGS_push_waits_for_acks);
   base.downlink_lookahead = absl::GetFlag(FLAGS_downlink_lookahead);
   base.push_ahead = absl::GetFlag(FLAGS_push_ahead);
   base.patience = absl::GetFlag(FLAGS_patience);
