@@ -678,6 +678,7 @@ bool WorkerProtocol::ReportWait() {
   if (reported) return false;
   reported = true;
   progress_out_.push_back(MakeProgress(/*stalled=*/true, /*flush=*/false));
+  progress_out_.back().set_paused(detached_);
   return true;
 }
 

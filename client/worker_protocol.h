@@ -223,7 +223,7 @@ class WorkerProtocol {
   // `local_until_`, then pauses until rogd reattaches it.
   bool detached_ = false;
   uint64_t local_until_ = 0;
-  // Detached: this worker told rogd it pauses (a stalled Progress at its
+  // Detached: this worker told rogd it pauses (Progress.paused, at its
   // clock) since the detachment or its last local step.
   bool pause_reported_ = false;
   std::string detach_reason_;

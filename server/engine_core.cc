@@ -291,13 +291,15 @@ void EngineCore::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
   if (p.flush()) r->flush = true;
   if (r->detached) {
     // Outside the bound and the window: no stall handling, no window; its
-    // rows stream as fast as its link allows (FormBatch). A stalled report
-    // says it pauses (at its clock; an older one says nothing now), any
-    // other that it computed.
-    if (!p.stalled()) {
+    // rows stream as fast as its link allows (FormBatch). A paused report
+    // says it computes nothing now (at its clock; an older one says nothing
+    // now), an iteration's report that it computed; a stall report sent
+    // before it heard of the detachment says neither (rows that reach it
+    // before the directive may let it start an iteration).
+    if (p.paused()) {
+      if (p.iteration() == r->clock) r->paused_at = r->clock;
+    } else if (!p.stalled()) {
       r->paused_at = WorkerRec::kNotPaused;
-    } else if (p.iteration() == r->clock) {
-      r->paused_at = r->clock;
     }
   } else if (state && p.stalled()) {
     if (!r->stalled) r->stalled_since = Now();

@@ -130,8 +130,8 @@ struct WorkerRec {
   bool detached = false;
   double detached_at = 0;
   uint64_t detached_clock = 0;  // its clock when detached (local steps count from it)
-  // Detached: the worker said it pauses at this clock (a stalled Progress),
-  // and has computed nothing since; kNotPaused otherwise. Reattaching moves
+  // Detached: the worker said it pauses at this clock (Progress.paused), and
+  // has computed nothing since; kNotPaused otherwise. Reattaching moves
   // its clock and credits the iterations in between, so rogd reattaches
   // only a worker paused at the clock rogd holds: one detached while it
   // computed may finish that iteration first (its report comes later).

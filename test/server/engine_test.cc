@@ -869,7 +869,7 @@ TEST_CASE("a detached SSP worker reattaches on the MTA share, not the whole mode
   h.clock().Advance(5.1);
   h.Settle();
   REQUIRE(Detached(b));
-  h.Progress(b, 0, /*stalled=*/true);  // it pauses
+  h.Pause(b, 0);
   // The MTA share at S=2 is half the model: at 0.3 models/s it takes
   // 1.67 s, within half the patience (2.5 s); the model takes 3.3 s.
   const double model = ModelWireBytes(h.layout(), Codec::kFp32);
@@ -909,11 +909,17 @@ TEST_CASE("a detached worker is reattached only once it says it pauses", "[engin
   };
   link_fits_for(10);
   CHECK_FALSE(Reattached(b));  // its link fits, but it may be computing
-  h.Progress(b, 1);            // it was: iteration 1 is done
-  h.UpdateAll(b, 1, 1);
+  // A stall report it sent before it heard of the detachment says nothing:
+  // rows that reached it before the directive may have let it start.
+  h.Progress(b, 0, /*stalled=*/true);
   link_fits_for(10);
   CHECK_FALSE(Reattached(b));
-  h.Progress(b, 1, /*stalled=*/true);  // now it pauses
+  h.Progress(b, 1);  // it was computing: iteration 1 is done
+  h.UpdateAll(b, 1, 1);
+  h.Pause(b, 0);  // an old pause (below its clock) says nothing now
+  link_fits_for(10);
+  CHECK_FALSE(Reattached(b));
+  h.Pause(b, 1);  // now it pauses
   link_fits_for(10);
   REQUIRE(Reattached(b));
   for (const pb::ServerMessage& m : b.outbox->messages()) {

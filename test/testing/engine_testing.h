@@ -179,6 +179,16 @@ class EngineHarness {
     engine_->Progress(s.session, p);
   }
 
+  // A detached worker's word that it pauses at `iteration` (the SDK's
+  // ReportWait while detached).
+  void Pause(Stream& s, uint64_t iteration) {
+    pb::Progress p;
+    p.set_iteration(iteration);
+    p.set_stalled(true);
+    p.set_paused(true);
+    engine_->Progress(s.session, p);
+  }
+
   // Waits until the engine has run everything queued so far, and the tick
   // after it (the engine checks timers after every event).
   void Settle() {
