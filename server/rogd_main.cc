@@ -48,7 +48,8 @@ ABSL_FLAG(absl::Duration, patience, absl::Milliseconds(500),
           "it; a worker that keeps another waiting at the staleness bound longer is detached (it "
           "keeps streaming rows but no longer holds the team back; at twice the patience if its "
           "uplink brought its MTA share within the patience) until its link moves its MTA "
-          "share within half the patience for 1 s; under every policy, judged on the same MTA "
+          "share within half the patience for 1 s and it has paused (finished the iteration it "
+          "was computing); under every policy, judged on the same MTA "
           "share (that of --staleness)");
 ABSL_FLAG(double, patience_iterations, rog::kPatienceIterations,
           "with --patience: the patience in the team's own units, this many times the attached "
