@@ -74,6 +74,7 @@ pb::Progress WorkerProtocol::MakeProgress(bool stalled, bool flush) const {
   p.set_stalled(stalled);
   p.set_flush(flush);
   p.set_compute_seconds(total_compute_);
+  p.set_last_compute_seconds(last_compute_);
   p.set_transmit_seconds(total_transmit_);
   p.set_stall_seconds(total_stall_);
   p.set_detached_seconds(total_detached_);
@@ -744,6 +745,7 @@ void WorkerProtocol::StartPush(absl::Span<const float> update) {
   push_started_ = t0;
   current_.compute_seconds = t0 - begin_returned_;
   total_compute_ += current_.compute_seconds;
+  last_compute_ = current_.compute_seconds;
   state_.ApplyLocalUpdate(update);
   current_.iteration = state_.clock();
   // The plan: every row with something to push (a lossy codec's residual

@@ -281,6 +281,7 @@ class WorkerProtocol {
   double push_started_ = 0;
   bool in_iteration_ = false;
   double total_compute_ = 0, total_transmit_ = 0, total_stall_ = 0, total_detached_ = 0;
+  double last_compute_ = 0;  // the last finished iteration's (Progress.last_compute_seconds)
   // Waits of BeginIteration calls that timed out, for the next stats.
   double carry_stall_ = 0, carry_detached_ = 0;
   uint64_t total_stalls_ = 0;

@@ -265,6 +265,30 @@ void EngineCore::Impl::OnAck(uint64_t session, const pb::Ack& ack) {
   Pump(*r);
 }
 
+// One sample per iteration the worker finished: its own figure for the last
+// one (from its first iteration on), or, from an SDK that does not send it,
+// the cumulative compute since its previous report over the iterations in
+// between (from its second report on: the first is the baseline, as the
+// SDK's totals run across sessions). Figures past kMaxComputeSeconds, or a
+// total that runs backwards, are no sample.
+void EngineCore::Impl::NoteComputeTime(WorkerRec& r, const pb::Progress& p) {
+  if (p.iteration() <= r.compute_iteration_seen) return;
+  const bool total_ok =
+      p.compute_seconds() >= r.compute_total_seen && p.compute_seconds() <= kMaxComputeSeconds;
+  double sample = p.last_compute_seconds();
+  if (!(sample > 0) && total_ok && r.compute_iteration_seen > 0) {
+    sample = (p.compute_seconds() - r.compute_total_seen) /
+             static_cast<double>(p.iteration() - r.compute_iteration_seen);
+  }
+  const bool sampled = sample > 0 && sample <= kMaxComputeSeconds;
+  if (sampled) {
+    r.compute_per_iteration =
+        r.compute_per_iteration > 0 ? 0.9 * r.compute_per_iteration + 0.1 * sample : sample;
+  }
+  if (total_ok) r.compute_total_seen = p.compute_seconds();
+  if (total_ok || sampled) r.compute_iteration_seen = p.iteration();
+}
+
 void EngineCore::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
   WorkerRec* r = Live(session);
   if (r == nullptr) return;
@@ -274,17 +298,7 @@ void EngineCore::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
   }
   r->last_seen = Now();
   r->progress = p;
-  if (p.iteration() > r->compute_iteration_seen && p.compute_seconds() >= r->compute_total_seen &&
-      p.compute_seconds() <= kMaxComputeSeconds) {
-    if (r->compute_iteration_seen > 0) {
-      const double sample = (p.compute_seconds() - r->compute_total_seen) /
-                            static_cast<double>(p.iteration() - r->compute_iteration_seen);
-      r->compute_per_iteration =
-          r->compute_per_iteration > 0 ? 0.9 * r->compute_per_iteration + 0.1 * sample : sample;
-    }
-    r->compute_iteration_seen = p.iteration();
-    r->compute_total_seen = p.compute_seconds();
-  }
+  NoteComputeTime(*r, p);
   const uint64_t before = r->clock;
   const uint64_t min_before = MinAttachedClock();
   r->clock = std::max(r->clock, p.iteration());

@@ -144,8 +144,9 @@ struct WorkerRec {
   std::string detach_reason;
   uint64_t probes = 0;        // probes sent during this detachment
   double last_down_sent = 0;  // when a downlink batch last left
-  // Team pace: compute seconds per iteration (a moving average of what its
-  // progress reports), and the totals of the last progress it came from.
+  // Team patience and pace: compute seconds per iteration (a moving average
+  // of what its progress reports: NoteComputeTime), and the totals of the
+  // last progress it came from.
   double compute_per_iteration = 0;
   double compute_total_seen = 0;
   uint64_t compute_iteration_seen = 0;
@@ -358,6 +359,7 @@ struct EngineCore::Impl {
   void ApplyBatch(WorkerRec& r, const UplinkBatch& b);
   void OnAck(uint64_t session, const pb::Ack& ack);
   void OnProgress(uint64_t session, const pb::Progress& p);
+  static void NoteComputeTime(WorkerRec& r, const pb::Progress& p);
   void OnTick();
   void SendPace(uint64_t min_before, const WorkerRec* except);
 

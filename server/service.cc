@@ -588,7 +588,7 @@ bool TrainerService::StreamSession::Handle(const pb::WorkerMessage& m, grpc::Sta
 bool TrainerService::StreamSession::HandleProgress(const pb::Progress& p, grpc::Status* result) {
   if (!ValidSeconds(p.compute_seconds()) || !ValidSeconds(p.transmit_seconds()) ||
       !ValidSeconds(p.stall_seconds()) || !ValidSeconds(p.uplink_goodput()) ||
-      !ValidSeconds(p.window_overshoot())) {
+      !ValidSeconds(p.window_overshoot()) || !ValidSeconds(p.last_compute_seconds())) {
     *result = Reject(Rejection::kBadProgress, grpc::StatusCode::INVALID_ARGUMENT,
                      "progress carries a negative or non-finite time or goodput");
     return false;

@@ -569,6 +569,12 @@ TEST_CASE("every kind of malformed message is refused with its reason and change
     p.mutable_progress()->set_compute_seconds(-1);
     cases.push_back({"bad_progress", {hello, p}, grpc::StatusCode::INVALID_ARGUMENT, "negative"});
   }
+  {
+    pb::WorkerMessage p;
+    p.mutable_progress()->set_iteration(1);
+    p.mutable_progress()->set_last_compute_seconds(std::numeric_limits<double>::quiet_NaN());
+    cases.push_back({"bad_progress", {hello, p}, grpc::StatusCode::INVALID_ARGUMENT, "non-finite"});
+  }
   cases.push_back(
       {"second_hello", {hello, hello}, grpc::StatusCode::INVALID_ARGUMENT, "one Hello"});
   cases.push_back({"unknown_message",

@@ -825,6 +825,62 @@ TEST_CASE("patience is four compute times per iteration when that is above --pat
   CHECK(absl::StrContains(reason, "--patience_iterations=4"));
 }
 
+// Patience is in the team's units from the first iteration on: a worker's
+// own figure for the iteration it finished (Progress.last_compute_seconds)
+// counts at once. From the cumulative total alone (an older SDK) the first
+// report is only the baseline, and until a second one the --patience floor
+// alone counts: at 5 s iterations that detached robots 0.5 s into the
+// team's first wait at the bound (found in the simulator, BSP at 5 s
+// iterations). Here SSP at S=2: "a" runs to the bound at iteration 3.
+TEST_CASE("patience takes a worker's compute time from its first iteration on",
+          "[engine][patience]") {
+  EngineOptions o = Options(SyncPolicy::kSsp, 2);
+  o.patience = 0.5;
+  EngineHarness h(o);
+  std::vector<EngineHarness::Stream> w = JoinTeam(h, {"a", "b"});
+  REQUIRE(h.engine().Status().patience_now() == 0.5);
+  // a reports iteration k, `total` seconds of compute so far, `last` in k.
+  const auto report = [&](uint64_t k, double total, double last) {
+    pb::Progress p;
+    p.set_iteration(k);
+    p.set_compute_seconds(total);
+    p.set_last_compute_seconds(last);
+    h.engine().Progress(w[0].session, p);
+    w[0].clock = k;
+  };
+  SECTION("with the worker's own figure") {
+    report(1, 5, 5);
+    CHECK(h.engine().Status().patience_now() == Approx(20.0));
+    for (uint64_t k = 1; k <= 3; ++k) {
+      if (k > 1) report(k, 5.0 * static_cast<double>(k), 5);
+      h.UpdateAll(w[0], 1, 1);
+    }
+    h.Progress(w[0], 3, /*stalled=*/true);  // a needs b's iteration 1
+    h.Settle();
+    h.clock().Advance(19.9);
+    h.Settle();
+    CHECK_FALSE(Detached(w[1]));
+    h.clock().Advance(0.2);
+    h.Settle();
+    std::string reason;
+    REQUIRE(Detached(w[1], &reason));
+    CHECK(absl::StrContains(reason, "kept a waiting 20.1 s"));
+  }
+  SECTION("from the cumulative total alone, from the second report on") {
+    report(1, 5, 0);
+    CHECK(h.engine().Status().patience_now() == 0.5);
+    report(2, 10, 0);
+    CHECK(h.engine().Status().patience_now() == Approx(20.0));
+  }
+  SECTION("an absurd figure is no sample, and a later honest one counts") {
+    report(1, 5, 2e9);
+    CHECK(h.engine().Status().patience_now() == 0.5);
+    report(2, 10, 5);
+    CHECK(h.engine().Status().patience_now() == Approx(20.0));
+  }
+  CHECK(h.engine().CheckInvariants().ToString() == "OK");
+}
+
 // A worker that reports absurd compute times (hostile or broken) cannot
 // stretch the team's patience: rogd takes the lower median over the
 // attached workers and ignores totals that are not finite or beyond 1e9 s.
