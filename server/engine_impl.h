@@ -140,6 +140,10 @@ struct WorkerRec {
   double detached_total = 0;  // seconds, over earlier detachments
   double reattached_at = -1e9;
   double reattach_ok_since = -1;  // negative: its link does not qualify (yet)
+  // Since when its link qualifies while it has not said it pauses (negative:
+  // not so), and whether the operator was told (NoteNotPaused).
+  double unpaused_fit_since = -1;
+  bool unpaused_logged = false;
   uint64_t detaches = 0, reattaches = 0, late_rows = 0;
   std::string detach_reason;
   uint64_t probes = 0;        // probes sent during this detachment
@@ -366,6 +370,7 @@ struct EngineCore::Impl {
   // --- team patience and pace (engine_patience.cc) --------------------------------
   void CheckPatience(double now);
   bool MayReattach(WorkerRec& q, double now, double patience);
+  void NoteNotPaused(WorkerRec& q, bool fits, double now, double patience);
   std::string PatienceText(double patience) const;
   bool OthersHoldAll(const WorkerRec& q) const;
   double DownlinkRate(const WorkerRec& q, double now) const;

@@ -233,12 +233,16 @@ std::string EngineCore::Impl::PatienceText(double patience) const {
 
 bool EngineCore::Impl::MayReattach(WorkerRec& q, double now, double patience) {
   if (q.resync_next < layout->num_rows() || !q.down_goodput.has_estimate()) return false;
-  // Not while it may compute: the move to the team's clock would credit an
-  // iteration whose updates are not in the global rows.
-  if (q.paused_at != q.clock) return false;
   const bool fits =
       ReattachLinkFits(MembershipShare(), patience, DownlinkRate(q, now)) &&
       !(opt.detach_speedup > 0 && TeamRate(&q, nullptr, now) < TeamRate(nullptr, nullptr, now));
+  // Not while it may compute: the move to the team's clock would credit an
+  // iteration whose updates are not in the global rows.
+  if (q.paused_at != q.clock) {
+    NoteNotPaused(q, fits, now, patience);
+    return false;
+  }
+  q.unpaused_fit_since = -1;
   if (!HeldFor(fits, now, &q.reattach_ok_since)) return false;
   // Everything it computed is folded (the global rows hold its clock in
   // every row): raising its versions to the team's clock then claims
@@ -251,6 +255,27 @@ bool EngineCore::Impl::MayReattach(WorkerRec& q, double now, double patience) {
     return false;
   }
   return OthersHoldAll(q);
+}
+
+// The operator's sign that a detached worker waits for its word that it
+// pauses: once per detachment, when its link has qualified to reattach for
+// a patience (a pause is due within the iteration it computes, once its
+// local steps are taken) without it. A robot whose iterations take longer,
+// or an SDK that never says it (one built before Progress.paused), stays
+// detached until then, or for good.
+void EngineCore::Impl::NoteNotPaused(WorkerRec& q, bool fits, double now, double patience) {
+  const bool stepping = q.clock < q.detached_clock + opt.detached_local_steps;
+  if (!HeldFor(fits && !stepping, now, &q.unpaused_fit_since, std::max(patience, kReattachHold))) {
+    return;
+  }
+  if (q.unpaused_logged) return;
+  q.unpaused_logged = true;
+  spdlog::warn(
+      "worker {} stays detached at iteration {}: its link has qualified to reattach for {:.1f} s "
+      "but it has not said it pauses (Progress.paused), which rogd needs before it moves the "
+      "worker to the team's clock; either its iteration takes longer than that, or its SDK "
+      "is older than rogd and never says so: build robots and rogd from one release",
+      q.id, q.clock, now - q.unpaused_fit_since);
 }
 
 // Whether every other connected attached worker's replica holds all of q's
@@ -316,7 +341,8 @@ void EngineCore::Impl::Detach(WorkerRec& q, const std::string& reason) {
   q.detached = true;
   q.detached_at = now;
   q.detached_clock = q.clock;
-  q.reattach_ok_since = -1;
+  q.reattach_ok_since = q.unpaused_fit_since = -1;
+  q.unpaused_logged = false;
   q.probes = 0;
   ++q.detaches;
   q.detach_reason = reason;

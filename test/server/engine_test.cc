@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,8 @@
 #include "common/row_digest.h"
 #include "common/staleness.h"
 #include "common/uplink_rules.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
 #include "test/testing/engine_testing.h"
 
 namespace rog {
@@ -946,6 +950,23 @@ TEST_CASE("a detached SSP worker reattaches on the MTA share, not the whole mode
 // b says it pauses: until then b may still be computing iteration 1, whose
 // updates would be credited without being in the global rows.
 TEST_CASE("a detached worker is reattached only once it says it pauses", "[engine][patience]") {
+  std::ostringstream log;
+  const std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  struct Restore {
+    std::shared_ptr<spdlog::logger> logger;
+    ~Restore() { spdlog::set_default_logger(logger); }
+  } restore{previous};
+  const auto signs = [&] {
+    const std::string text = log.str();
+    size_t n = 0;
+    for (size_t at = text.find("has not said it pauses"); at != std::string::npos;
+         at = text.find("has not said it pauses", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
   StalledAtBound t(5);
   EngineHarness& h = t.h;
   EngineHarness::Stream& b = t.b;
@@ -963,8 +984,11 @@ TEST_CASE("a detached worker is reattached only once it says it pauses", "[engin
       h.Settle();
     }
   };
+  link_fits_for(0.3);
+  CHECK(signs() == 0);  // the rest of an iteration is no news
   link_fits_for(10);
   CHECK_FALSE(Reattached(b));  // its link fits, but it may be computing
+  CHECK(signs() == 1);         // a patience (5 s) of it is: the operator hears once
   // A stall report it sent before it heard of the detachment says nothing:
   // rows that reached it before the directive may have let it start.
   h.Progress(b, 0, /*stalled=*/true);
@@ -978,6 +1002,7 @@ TEST_CASE("a detached worker is reattached only once it says it pauses", "[engin
   h.Pause(b, 1);  // now it pauses
   link_fits_for(10);
   REQUIRE(Reattached(b));
+  CHECK(signs() == 1);
   for (const pb::ServerMessage& m : b.outbox->messages()) {
     if (m.has_directive() && m.directive().has_reattached()) {
       CHECK(m.directive().reattached().iteration() == 3);  // a's clock
