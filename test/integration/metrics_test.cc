@@ -202,6 +202,8 @@ TEST_CASE("rogd serves Prometheus metrics of a training team", "[metrics]") {
     CHECK(member->violation == "");
   }
 
+  REQUIRE(WaitForTeamAt((*rogd)->address(), 2, 10));
+
   // Counters lie between two admin answers taken around the scrape.
   auto before = AdminWorkers((*rogd)->address());
   const HttpReply r = Scrape(port);

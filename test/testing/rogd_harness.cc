@@ -189,6 +189,17 @@ absl::StatusOr<pb::WorkersReply> AdminWorkers(const std::string& address,
   return reply;
 }
 
+bool WaitForTeamAt(const std::string& address, int workers, uint64_t iteration, double seconds) {
+  return WaitFor(seconds, [&] {
+    const absl::StatusOr<pb::WorkersReply> w = AdminWorkers(address);
+    if (!w.ok() || w->workers_size() != workers) return false;
+    for (const pb::WorkerInfo& info : w->workers()) {
+      if (info.iteration() != iteration) return false;
+    }
+    return true;
+  });
+}
+
 const pb::WorkerInfo* FindWorker(const pb::WorkersReply& workers, const std::string& id) {
   for (const pb::WorkerInfo& w : workers.workers()) {
     if (w.worker_id() == id) return &w;

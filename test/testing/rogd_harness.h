@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
@@ -74,6 +75,12 @@ absl::StatusOr<pb::WorkersReply> AdminWorkers(const std::string& address,
                                               const ClientSecurity& security = {});
 // The entry of worker `id` in `workers`; null when it is not listed.
 const pb::WorkerInfo* FindWorker(const pb::WorkersReply& workers, const std::string& id);
+// Waits up to `seconds` until rogd lists exactly `workers` workers, each at
+// `iteration`. A worker's clock moves when its EndIteration returns; its
+// progress report may still be on the stream then, so a test that reads
+// rogd's view right after its workers stop waits for it here first.
+bool WaitForTeamAt(const std::string& address, int workers, uint64_t iteration,
+                   double seconds = 10);
 // The global model, fp32, in row order.
 absl::StatusOr<std::vector<float>> AdminExport(const std::string& address,
                                                const ClientSecurity& security = {});

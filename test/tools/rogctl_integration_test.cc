@@ -80,6 +80,7 @@ TEST_CASE("rogctl reports a rogd training a team, as tables and JSON", "[rogctl]
     REQUIRE(m->error == "");
     CHECK(m->violation == "");
   }
+  REQUIRE(WaitForTeamAt((*rogd)->address(), 2, 10));
 
   Run status = Rogctl({server, "status"});
   SHOW(status);
