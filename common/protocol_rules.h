@@ -53,10 +53,13 @@ constexpr double kMaxPatience = 3600;
 // (results/2026-11-27-sim-reattach-350d5dc).
 constexpr double kReattachFraction = 0.5;
 constexpr double kReattachHold = 1.0;
-// Team pace: a worker is not detached for its pace within this long of the
+// Team pace: a worker is not detached for its pace within PaceGrace of the
 // team's start, of its joining or of its reattaching, before attached
 // traffic has measured its links (the first estimates, taken while every
-// worker's full resync shares the links, read healthy links as slow).
+// worker's full resync shares the links, read healthy links as slow). The
+// links are measured by the rows iterations move, so the grace is in the
+// team's units too: kPatienceIterations of its compute time, at least
+// kPaceGrace seconds (the grace that served short iterations).
 constexpr double kPaceGrace = 2.0;
 
 // What a row costs on the link in a plan: its encoded values and index.
@@ -70,6 +73,13 @@ inline uint64_t RowWireBytes(Codec codec, uint32_t numel) {
 // kMaxPatience unless the floor is more. 0 (off) when `floor_seconds` <= 0:
 // the floor switches patience on and off.
 double TeamPatience(double floor_seconds, double iterations, double team_compute_seconds);
+
+// Team pace's grace in seconds, given the team's compute time per iteration
+// (TeamComputeSeconds; <= 0 while unmeasured): the larger of kPaceGrace and
+// kPatienceIterations times it, at most kMaxPatience.
+inline double PaceGrace(double team_compute_seconds) {
+  return TeamPatience(kPaceGrace, kPatienceIterations, team_compute_seconds);
+}
 
 // The team's compute time per iteration as TeamPatience takes it: the lower
 // median of the members' measured times (entries <= 0, unmeasured, do not

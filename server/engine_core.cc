@@ -94,15 +94,17 @@ double EngineCore::Impl::ComputeWindow() const {
   return TeamWindow(opt.policy, goodputs, ShareBytes(), Patience());
 }
 
-// Over the connected attached workers' compute times (TeamComputeSeconds).
-double EngineCore::Impl::Patience() const {
-  if (!(opt.patience > 0)) return 0;
+double EngineCore::Impl::TeamCompute() const {
   std::vector<double> compute;
   for (const auto& r : workers) {
     if (r->state == WState::kConnected && Attached(*r)) compute.push_back(r->compute_per_iteration);
   }
-  return TeamPatience(opt.patience, opt.patience_iterations,
-                      TeamComputeSeconds(std::move(compute)));
+  return TeamComputeSeconds(std::move(compute));
+}
+
+double EngineCore::Impl::Patience() const {
+  if (!(opt.patience > 0)) return 0;
+  return TeamPatience(opt.patience, opt.patience_iterations, TeamCompute());
 }
 
 pb::Window EngineCore::Impl::CurrentWindow(uint64_t iteration) const {

@@ -297,6 +297,9 @@ struct EngineCore::Impl {
   // the attached workers' compute times (TeamPatience; 0 = off).
   double MembershipShare() const { return MembershipShareBytes(opt.staleness, model_wire_bytes); }
   double Patience() const;
+  // The team's compute time per iteration (TeamComputeSeconds over the
+  // connected attached workers; 0 while unmeasured).
+  double TeamCompute() const;
 
   // The team's window (TeamWindow) over the connected attached workers'
   // links: the uplink as the worker measured it, the downlink as rogd did.

@@ -202,9 +202,9 @@ std::string EngineCore::Impl::PaceDetachReason(double now) {
       pace_candidate = r.get();
     }
   }
-  if (attached < 2 || pace_candidate == nullptr || now - team_ready_at < kPaceGrace ||
-      now - pace_candidate->joined_at < kPaceGrace ||
-      now - pace_candidate->reattached_at < kPaceGrace) {
+  const double grace = PaceGrace(TeamCompute());
+  if (attached < 2 || pace_candidate == nullptr || now - team_ready_at < grace ||
+      now - pace_candidate->joined_at < grace || now - pace_candidate->reattached_at < grace) {
     pace_candidate = nullptr;
     return "";
   }

@@ -1013,50 +1013,56 @@ TEST_CASE("a detached worker is reattached only once it says it pauses", "[engin
   CHECK(h.engine().CheckInvariants().ToString() == "OK");
 }
 
-// Team pace on the fake clock: b's uplink moves 50 bytes/s, so its share
+// Team pace on the fake clock: b's uplink moves 5 bytes/s, so its share
 // takes seconds; the team would run far faster without it, so with
-// --detach_speedup it is detached, but not before the links had kPaceGrace
-// (2 s) since the team started to be measured.
-TEST_CASE("the team pace detaches the slowest link, not within 2 s of the start",
+// --detach_speedup it is detached, but not within the pace's grace of the
+// team's start (links not yet measured by attached traffic): 2 s for short
+// iterations, four compute times for long ones (the team's units).
+TEST_CASE("the team pace detaches the slowest link, not within its grace of the start",
           "[engine][patience]") {
-  EngineOptions o = Options(SyncPolicy::kRog, 3);
-  o.patience = 10;
-  o.detach_speedup = 1.5;
-  EngineHarness h(o);
-  std::vector<EngineHarness::Stream> w = JoinTeam(h, {"a", "b", "c"});
-  std::vector<uint64_t> acked(3, 0);
-  const double uplink[3] = {1e6, 50, 1e6};  // bytes/s, as each worker measures
-  const auto iteration = [&](uint64_t k) {
-    for (size_t i = 0; i < w.size(); ++i) {
-      pb::Progress p;
-      p.set_iteration(k);
-      p.set_compute_seconds(0.01 * static_cast<double>(k));
-      p.set_uplink_goodput(uplink[i]);
-      h.engine().Progress(w[i].session, p);
-      w[i].clock = k;
-      h.UpdateAll(w[i], 1, 1);
+  for (const double compute : {0.01, 1.5}) {
+    const double grace = compute < 0.5 ? 2.0 : 4 * compute;
+    INFO("compute " << compute << " s per iteration, grace " << grace << " s");
+    EngineOptions o = Options(SyncPolicy::kRog, 3);
+    o.patience = 10;
+    o.detach_speedup = 1.5;
+    EngineHarness h(o);
+    std::vector<EngineHarness::Stream> w = JoinTeam(h, {"a", "b", "c"});
+    std::vector<uint64_t> acked(3, 0);
+    const double uplink[3] = {1e6, 5, 1e6};  // bytes/s, as each worker measures
+    const auto iteration = [&](uint64_t k) {
+      for (size_t i = 0; i < w.size(); ++i) {
+        pb::Progress p;
+        p.set_iteration(k);
+        p.set_compute_seconds(compute * static_cast<double>(k));
+        p.set_last_compute_seconds(compute);
+        p.set_uplink_goodput(uplink[i]);
+        h.engine().Progress(w[i].session, p);
+        w[i].clock = k;
+        h.UpdateAll(w[i], 1, 1);
+      }
+      h.Settle();
+      for (size_t i = 0; i < w.size(); ++i) AckDownlink(h, w[i], 0.001, &acked[i]);
+      h.clock().Advance(0.1);
+      h.Settle();
+    };
+    const double ready = h.clock().Now();
+    // Every link is measured and every compute time known after a few
+    // iterations; the pace still waits for its grace.
+    double detached_at = -1;
+    for (uint64_t k = 1; k <= 100 && detached_at < 0; ++k) {
+      iteration(k);
+      if (Detached(w[1])) detached_at = h.clock().Now();
     }
-    h.Settle();
-    for (size_t i = 0; i < w.size(); ++i) AckDownlink(h, w[i], 0.001, &acked[i]);
-    h.clock().Advance(0.1);
-    h.Settle();
-  };
-  const double ready = h.clock().Now();
-  // Every link is measured and every compute time known after a few
-  // iterations; the pace still waits until 2 s after the start.
-  double detached_at = -1;
-  for (uint64_t k = 1; k <= 40 && detached_at < 0; ++k) {
-    iteration(k);
-    if (Detached(w[1])) detached_at = h.clock().Now();
+    std::string reason;
+    REQUIRE(Detached(w[1], &reason));
+    INFO("detached " << detached_at - ready << " s after the start");
+    CHECK(detached_at - ready >= grace);
+    CHECK(detached_at - ready < grace + 0.3);
+    CHECK(reason.find("--detach_speedup=1.5") != std::string::npos);
+    CHECK_FALSE(Detached(w[0]));
+    CHECK_FALSE(Detached(w[2]));
   }
-  std::string reason;
-  REQUIRE(Detached(w[1], &reason));
-  INFO("detached " << detached_at - ready << " s after the start");
-  CHECK(detached_at - ready >= 2.0);
-  CHECK(detached_at - ready < 2.3);
-  CHECK(reason.find("--detach_speedup=1.5") != std::string::npos);
-  CHECK_FALSE(Detached(w[0]));
-  CHECK_FALSE(Detached(w[2]));
 }
 
 // The PushNow directives stream `s` received: rows and needed versions.
