@@ -21,23 +21,50 @@ using engine_internal::WState;
 
 namespace {
 
-// Why a holder is detached for keeping `waiting` at the bound (DetachHolder
+// What rogd saw the holder doing when it was blamed: whether it was itself
+// stalled or computing, and what rogd's downlink had on the way to it. An
+// uplink that brought nothing reads as a dead link; a holder still waiting
+// for rows from rogd, or computing long iterations, is another story.
+std::string HolderActivity(const WorkerRec& holder, double now) {
+  const uint64_t down =
+      holder.inflight_bytes + (holder.outbox ? holder.outbox->queued_bytes() : uint64_t{0});
+  const std::string doing =
+      holder.stalled ? absl::StrFormat("had been stalled at the staleness bound itself for %.1f s",
+                                       now - holder.stalled_since)
+      : holder.compute_per_iteration > 0
+          ? absl::StrFormat("was not stalled (computing, %.3g s per iteration, or pushing)",
+                            holder.compute_per_iteration)
+          : std::string("was not stalled (computing or pushing; no compute time reported yet)");
+  return absl::StrFormat("; it had completed %d iteration%s and %s, with %s", holder.clock,
+                         holder.clock == 1 ? "" : "s", doing,
+                         down > 0
+                             ? absl::StrFormat("%d bytes from rogd queued or in flight to it", down)
+                             : std::string("nothing from rogd on the way to it"));
+}
+
+// Why `holder` is detached for keeping `waiting` at the bound (DetachHolder
 // said it goes): its link too slow for its share, or a live link at twice
-// the patience.
-std::string HolderDetachReason(const WorkerRec& waiting, double waited,
-                               const std::string& patience_text, double arrived, double share) {
+// the patience; then what it was doing.
+std::string HolderDetachReason(const WorkerRec& holder, const WorkerRec& waiting, double waited,
+                               const std::string& patience_text, double arrived, double share,
+                               double now) {
   if (arrived >= share) {
-    return absl::StrFormat(
-        "kept %s waiting %.1f s at the staleness bound before iteration %d, %g times the "
-        "patience (%s), although its link brought its MTA share (%d bytes) within the patience",
-        waiting.id, waited, waiting.clock + 1, kLiveLinkPatience, patience_text,
-        static_cast<uint64_t>(share));
+    return absl::StrCat(
+        absl::StrFormat(
+            "kept %s waiting %.1f s at the staleness bound before iteration %d, %g times the "
+            "patience (%s), although its link brought its MTA share (%d bytes) within the "
+            "patience",
+            waiting.id, waited, waiting.clock + 1, kLiveLinkPatience, patience_text,
+            static_cast<uint64_t>(share)),
+        HolderActivity(holder, now));
   }
-  return absl::StrFormat(
-      "kept %s waiting %.1f s at the staleness bound before iteration %d (patience %s), and its "
-      "link brought %d of its MTA share's %d bytes within the patience",
-      waiting.id, waited, waiting.clock + 1, patience_text, static_cast<uint64_t>(arrived),
-      static_cast<uint64_t>(share));
+  return absl::StrCat(
+      absl::StrFormat(
+          "kept %s waiting %.1f s at the staleness bound before iteration %d (patience %s), and "
+          "its link brought %d of its MTA share's %d bytes within the patience",
+          waiting.id, waited, waiting.clock + 1, patience_text, static_cast<uint64_t>(arrived),
+          static_cast<uint64_t>(share)),
+      HolderActivity(holder, now));
 }
 
 }  // namespace
@@ -80,8 +107,8 @@ void EngineCore::Impl::CheckPatience(double now) {
       if (listed) continue;
       const double arrived = static_cast<double>(holder->up_arrivals.Since(now - patience));
       if (!DetachHolder(waited, patience, arrived, MembershipShare())) continue;
-      detach.emplace_back(holder, HolderDetachReason(*r, waited, PatienceText(patience), arrived,
-                                                     MembershipShare()));
+      detach.emplace_back(holder, HolderDetachReason(*holder, *r, waited, PatienceText(patience),
+                                                     arrived, MembershipShare(), now));
     }
   }
   if (detach.empty() && opt.detach_speedup > 0) {

@@ -748,6 +748,50 @@ TEST_CASE("a holder on a live link is detached at twice the patience, not at the
   CHECK(h.engine().CheckInvariants().ToString() == "OK");
 }
 
+// A detach reason says what rogd saw the holder doing, so that an uplink
+// that brought nothing is not read as a dead link when the holder was
+// still computing or receiving: b has either reported nothing and has a's
+// rows on their way to it, or finished the iteration a needs (1 s of
+// compute: the patience stays at its 5 s floor) with its downlink drained
+// and not pushed.
+TEST_CASE("a holder's detach reason says what it was doing", "[engine][patience]") {
+  for (const bool reported : {false, true}) {
+    INFO("b reported its iteration: " << reported);
+    StalledAtBound t(5);
+    EngineHarness& h = t.h;
+    EngineHarness::Stream& b = t.b;
+    if (reported) {
+      pb::Progress p;
+      p.set_iteration(1);
+      p.set_compute_seconds(1);
+      p.set_last_compute_seconds(1);
+      h.engine().Progress(b.session, p);
+      b.clock = 1;
+      h.Settle();
+      uint64_t acked = 0;
+      AckDownlink(h, b, 0.01, &acked);
+      h.Settle();
+    }
+    h.clock().Advance(5.1);
+    h.Settle();
+    std::string reason;
+    REQUIRE(Detached(b, &reason));
+    INFO(reason);
+    CHECK(absl::StrContains(reason, "its link brought 0 of its MTA share's"));
+    if (reported) {
+      CHECK(absl::StrContains(reason,
+                              "; it had completed 1 iteration and was not stalled (computing, 1 "
+                              "s per iteration, or pushing), with nothing from rogd on the way"));
+    } else {
+      CHECK(absl::StrContains(reason,
+                              "; it had completed 0 iterations and was not stalled (computing or "
+                              "pushing; no compute time reported yet), with "));
+      CHECK(absl::StrContains(reason, " bytes from rogd queued or in flight to it"));
+    }
+    CHECK(h.engine().CheckInvariants().ToString() == "OK");
+  }
+}
+
 // rogctl workers shows rogd's downlink to each worker: the bytes in flight
 // and the round trip of its batches (here 0.25 s from send to ack).
 TEST_CASE("the workers report shows the downlink's round trip and bytes in flight",
