@@ -378,8 +378,8 @@ struct EngineCore::Impl {
   bool OthersHoldAll(const WorkerRec& q) const;
   double DownlinkRate(const WorkerRec& q, double now) const;
   void MaybeProbe(WorkerRec& q, double now);
-  double ShareSeconds(const WorkerRec& q, double now) const;
-  double TeamRate(const WorkerRec* with, const WorkerRec* without, double now) const;
+  double ShareSeconds(const WorkerRec& q) const;
+  double TeamRate(const WorkerRec* with, const WorkerRec* without) const;
   std::string PaceDetachReason(double now);
   WorkerRec* pace_candidate = nullptr;  // set by PaceDetachReason
   void SendKnownVersions(const WorkerRec* except);

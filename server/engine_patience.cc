@@ -180,12 +180,16 @@ double EngineCore::Impl::DownlinkRate(const WorkerRec& q, double now) const {
 }
 
 // Team pace: the seconds q's link takes for its share, from the estimates
-// the window uses (attached) or the downlink estimate reattachment uses
-// (detached); 0 while unknown.
-double EngineCore::Impl::ShareSeconds(const WorkerRec& q, double now) const {
+// the window uses (attached) or its downlink goodput estimate (detached);
+// 0 while unknown. Both are goodput estimates, neither capped by a batch
+// waiting in flight: a detached link capped (DownlinkRate) read slower than
+// the same link attached whenever its downlink had a queue, and each dip
+// restarted the reattach hold (ReattachLinkFits still judges the capped
+// rate: a link that just died does not reattach on its last estimate).
+double EngineCore::Impl::ShareSeconds(const WorkerRec& q) const {
   double rate = 0;
   if (q.detached) {
-    rate = DownlinkRate(q, now);
+    rate = q.down_goodput.has_estimate() ? q.down_goodput.rate() : 0;
   } else if (q.progress.uplink_goodput() > 0 && q.down_goodput.has_estimate()) {
     rate = std::min(q.progress.uplink_goodput(), q.down_goodput.rate());
   }
@@ -195,8 +199,7 @@ double EngineCore::Impl::ShareSeconds(const WorkerRec& q, double now) const {
 // Team pace: the iterations per second the connected attached workers (plus
 // `with`, minus `without`) would run together, each iteration costing the
 // mean compute time plus the slowest member's share time.
-double EngineCore::Impl::TeamRate(const WorkerRec* with, const WorkerRec* without,
-                                  double now) const {
+double EngineCore::Impl::TeamRate(const WorkerRec* with, const WorkerRec* without) const {
   size_t members = 0;
   double compute = 0, slowest = 0;
   for (const auto& r : workers) {
@@ -204,7 +207,7 @@ double EngineCore::Impl::TeamRate(const WorkerRec* with, const WorkerRec* withou
     if (!member || r.get() == without) continue;
     ++members;
     compute += r->compute_per_iteration;
-    slowest = std::max(slowest, ShareSeconds(*r, now));
+    slowest = std::max(slowest, ShareSeconds(*r));
   }
   if (members == 0) return 0;
   return rog::TeamRate(members, compute / static_cast<double>(members), slowest);
@@ -221,7 +224,7 @@ std::string EngineCore::Impl::PaceDetachReason(double now) {
     // Someone disconnected, resyncing or not measured yet: the patience and
     // the lease judge for now.
     if (r->state != WState::kConnected || r->resync_next < layout->num_rows()) return "";
-    const double t = ShareSeconds(*r, now);
+    const double t = ShareSeconds(*r);
     if (t <= 0 || r->compute_per_iteration <= 0) return "";
     ++attached;
     if (t > worst) {
@@ -235,8 +238,8 @@ std::string EngineCore::Impl::PaceDetachReason(double now) {
     pace_candidate = nullptr;
     return "";
   }
-  const double with = TeamRate(nullptr, nullptr, now);
-  const double without = TeamRate(nullptr, pace_candidate, now);
+  const double with = TeamRate(nullptr, nullptr);
+  const double without = TeamRate(nullptr, pace_candidate);
   if (!(with > 0) || without < opt.detach_speedup * with) {
     pace_candidate = nullptr;
     return "";
@@ -260,9 +263,8 @@ std::string EngineCore::Impl::PatienceText(double patience) const {
 
 bool EngineCore::Impl::MayReattach(WorkerRec& q, double now, double patience) {
   if (q.resync_next < layout->num_rows() || !q.down_goodput.has_estimate()) return false;
-  const bool fits =
-      ReattachLinkFits(MembershipShare(), patience, DownlinkRate(q, now)) &&
-      !(opt.detach_speedup > 0 && TeamRate(&q, nullptr, now) < TeamRate(nullptr, nullptr, now));
+  const bool fits = ReattachLinkFits(MembershipShare(), patience, DownlinkRate(q, now)) &&
+                    !(opt.detach_speedup > 0 && TeamRate(&q, nullptr) < TeamRate(nullptr, nullptr));
   // Not while it may compute: the move to the team's clock would credit an
   // iteration whose updates are not in the global rows.
   if (q.paused_at != q.clock) {
