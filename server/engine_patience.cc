@@ -48,23 +48,20 @@ std::string HolderActivity(const WorkerRec& holder, double now) {
 std::string HolderDetachReason(const WorkerRec& holder, const WorkerRec& waiting, double waited,
                                const std::string& patience_text, double arrived, double share,
                                double now) {
-  if (arrived >= share) {
-    return absl::StrCat(
-        absl::StrFormat(
-            "kept %s waiting %.1f s at the staleness bound before iteration %d, %g times the "
-            "patience (%s), although its link brought its MTA share (%d bytes) within the "
-            "patience",
-            waiting.id, waited, waiting.clock + 1, kLiveLinkPatience, patience_text,
-            static_cast<uint64_t>(share)),
-        HolderActivity(holder, now));
-  }
-  return absl::StrCat(
-      absl::StrFormat(
-          "kept %s waiting %.1f s at the staleness bound before iteration %d (patience %s), and "
-          "its link brought %d of its MTA share's %d bytes within the patience",
-          waiting.id, waited, waiting.clock + 1, patience_text, static_cast<uint64_t>(arrived),
-          static_cast<uint64_t>(share)),
-      HolderActivity(holder, now));
+  const std::string why =
+      arrived >= share
+          ? absl::StrFormat(
+                "kept %s waiting %.1f s at the staleness bound before iteration %d, %g times the "
+                "patience (%s), although its link brought its MTA share (%d bytes) within the "
+                "patience",
+                waiting.id, waited, waiting.clock + 1, kLiveLinkPatience, patience_text,
+                static_cast<uint64_t>(share))
+          : absl::StrFormat(
+                "kept %s waiting %.1f s at the staleness bound before iteration %d (patience %s), "
+                "and its link brought %d of its MTA share's %d bytes within the patience",
+                waiting.id, waited, waiting.clock + 1, patience_text,
+                static_cast<uint64_t>(arrived), static_cast<uint64_t>(share));
+  return absl::StrCat(why, HolderActivity(holder, now));
 }
 
 }  // namespace
