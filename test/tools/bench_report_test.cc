@@ -502,6 +502,28 @@ TEST_CASE("the summary over repeats takes ratios within each repeat and checks t
   INFO(short_md);
   CHECK(short_md.find("40 s; not reached in 1 of 2") != std::string::npos);
   CHECK(short_md.find("ROG did not reach it in 1") != std::string::npos);
+
+  // BSP's evaluated curve never reaches its final accuracy (measured after
+  // its final sync): its time is later than its last evaluation, so ROG's
+  // share against that evaluation's time is an upper bound.
+  reps[1][2].team_accuracy = {{0, 0.5}, {90, 0.72}};
+  reps[0][0].team_accuracy = {{0, 0.5}, {100, 0.69}};
+  const std::string bound_md = RepeatsMarkdown(reps, settings, goals, "P", "");
+  INFO(bound_md);
+  CHECK(bound_md.find("| ≤ 0.65 (0.40–0.90); 1 of 2 upper bounds |") != std::string::npos);
+  CHECK(bound_md.find("BSP's: not measured (≤ 0.65 (0.40–0.90); 1 of 2 upper bounds)") !=
+        std::string::npos);
+  // Bounds within the goal meet it.
+  reps[1][2].team_accuracy = {{0, 0.5}, {30, 0.72}};
+  const std::string met_md = RepeatsMarkdown(reps, settings, goals, "P", "");
+  INFO(met_md);
+  CHECK(met_md.find("BSP's: **met** (≤ 0.35 (0.30–0.40); 1 of 2 upper bounds)") !=
+        std::string::npos);
+  // With --target, a BSP that never reached it gives no bound.
+  settings.target = 0.70;
+  const std::string fixed_md = RepeatsMarkdown(reps, settings, goals, "P", "");
+  INFO(fixed_md);
+  CHECK(fixed_md.find("upper bound") == std::string::npos);
 }
 
 TEST_CASE("overshoot is reported per window length", "[bench]") {
