@@ -647,7 +647,8 @@ void AppendHowToRead(std::string* md, const BenchSettings& settings, std::option
       md, "\nHow to read it:\n\n",
       "- *it/s per robot*: iterations over the span from a robot's first iteration start to "
       "its last iteration end, averaged over robots. Shares split that span: compute (forward, "
-      "backward, optimizer step), transmit (inside EndStep: ROG holds the link for its window), "
+      "backward, optimizer step), transmit (inside EndStep, until the rows it waits for are on "
+      "their way), "
       "stall (BeginStep blocked by the staleness bound or a reconnect), detached (BeginStep "
       "waiting while rogd had the robot detached by its patience or the team's pace: idle like a "
       "stall, counted apart); the rest is evaluation.\n",
@@ -661,8 +662,7 @@ void AppendHowToRead(std::string* md, const BenchSettings& settings, std::option
       "included.\n",
       "- *link utilisation*: uplink row batch bytes over what the trace let the link carry "
       "while a push was under way: from its start to its last acknowledgement less the path's "
-      "minimum round trip, overlapping pushes counted once (ROG's paced wait for the rest of "
-      "the window is not counted: the robot had nothing left to send).\n",
+      "minimum round trip, overlapping pushes counted once.\n",
       "- *overshoot*: from the end of ROG's window to the estimated arrival of the push's last "
       "byte at rogd (its acknowledgement less half the path's minimum round trip). ATP cuts "
       "only optional rows: rows the staleness bound made mandatory, or that a stalled robot "
