@@ -780,8 +780,8 @@ bool WorkerProtocol::PushEnds(double now) {
   // for (PushStats reports them). No pacing hold: a worker ahead of the
   // slowest computes on while its window's rows stream, and stalls at the
   // bound if it gets there (holding its link for the window instead cost
-  // ROG 4-5% on the paper profile's fast timeline in the simulator;
-  // results/2026-11-27-sim-no-pacing-hold-a0d02b7).
+  // ROG 3.8% at the paper profile's fp32/fast quarter, 4.9% simulated;
+  // results/2026-11-27-paper-fp32-fast-no-pacing-hold-a0d02b7).
   return PlanFinished(now) || (ReturnsAfterShare() && ReturnPointPassed());
 }
 
