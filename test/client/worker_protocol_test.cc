@@ -236,17 +236,21 @@ TEST_CASE(
     "[worker][protocol]") {
   Fixture f(/*return_after_share=*/true, /*share_in_background=*/true);
   f.Welcome(/*rog=*/true);  // the slowest attached worker at iteration 0
+  // Batches the worker sends until it has nothing more, each acknowledged.
+  const auto send_all = [&f] {
+    int batches = 0;
+    for (std::vector<pb::WorkerMessage> out = f.proto.TakeOutgoing(); !out.empty();
+         out = f.proto.TakeOutgoing()) {
+      batches += Batches(out);
+      AckAll(f.proto, out);
+    }
+    return batches;
+  };
   // Iteration 1 (one ahead): every row goes within the window, acknowledged.
   f.ComputeAndPush();
   REQUIRE(f.proto.PushEnds(f.clock->Now()));
   f.proto.FinishPush();
-  int sent = 0;
-  for (std::vector<pb::WorkerMessage> out = f.proto.TakeOutgoing(); !out.empty();
-       out = f.proto.TakeOutgoing()) {
-    sent += Batches(out);
-    AckAll(f.proto, out);
-  }
-  REQUIRE(sent == 4);
+  REQUIRE(send_all() == 4);
   // Iteration 2, two ahead of the slowest, nothing mandatory: EndIteration
   // may return at once, 10 s before its window closes (until 2026-11-27 it
   // held the link until then), and the rows go while iteration 3 computes.
@@ -257,13 +261,7 @@ TEST_CASE(
   CHECK(stats.window_seconds == Approx(10));
   REQUIRE(f.proto.MayBegin());
   f.proto.Begin(f.clock->Now(), f.clock->Now(), false, 0, absl::MakeSpan(f.params));
-  sent = 0;
-  for (std::vector<pb::WorkerMessage> out = f.proto.TakeOutgoing(); !out.empty();
-       out = f.proto.TakeOutgoing()) {
-    sent += Batches(out);
-    AckAll(f.proto, out);
-  }
-  CHECK(sent == 4);
+  CHECK(send_all() == 4);
 }
 
 // The row of a one-row batch.

@@ -1118,6 +1118,36 @@ std::vector<pb::PushNow> PushNows(const EngineHarness::Stream& s) {
   return out;
 }
 
+// The windows stream `s` received as directives, in order.
+std::vector<pb::Window> Windows(const EngineHarness::Stream& s) {
+  std::vector<pb::Window> out;
+  for (const pb::ServerMessage& m : s.outbox->messages()) {
+    if (m.has_directive() && m.directive().has_window()) out.push_back(m.directive().window());
+  }
+  return out;
+}
+
+// What a worker's next push reads to decide whether it may speculate
+// (MaySpeculate): the slowest attached clock, current when the slowest
+// moves, not as of the worker's own last report.
+TEST_CASE("when the slowest clock moves, every other attached worker gets a fresh window",
+          "[engine][window]") {
+  EngineHarness h(Options(SyncPolicy::kRog, 2));
+  std::vector<EngineHarness::Stream> w = JoinTeam(h, {"a", "b"});
+  h.Progress(w[0], 1);  // a at 1, b at 0: the slowest is at 0
+  h.Settle();
+  const std::vector<pb::Window> before = Windows(w[0]);
+  REQUIRE(!before.empty());
+  CHECK(before.back().min_iteration() == 0);
+  h.Progress(w[1], 1);  // b reaches 1: a reports nothing, yet hears of it
+  h.Settle();
+  const std::vector<pb::Window> after = Windows(w[0]);
+  REQUIRE(after.size() == before.size() + 1);
+  CHECK(after.back().min_iteration() == 1);
+  h.AccountAll();
+  CHECK(h.CheckLedger() == "");
+}
+
 // Rows of update batches stream `s` received after its first `from` messages.
 size_t UpdateRowsAfter(const EngineHarness::Stream& s, size_t from) {
   size_t rows = 0;
