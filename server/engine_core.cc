@@ -334,7 +334,7 @@ void EngineCore::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
     spdlog::debug("worker {} iteration {}: window {:.3f} s", r->id, r->clock, window.seconds());
   }
   if (r->clock != before) {
-    SendPace(min_before, r);
+    SendFreshWindows(min_before, r);
     ReplanStalls();
   }
   PumpAll();
@@ -345,7 +345,7 @@ void EngineCore::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
 // next push decides whether to speculate (MaySpeculate) on the slowest
 // clock as it is, as the simulator's workers do, not as it was when the
 // worker's last iteration ended.
-void EngineCore::Impl::SendPace(uint64_t min_before, const WorkerRec* except) {
+void EngineCore::Impl::SendFreshWindows(uint64_t min_before, const WorkerRec* except) {
   if (opt.policy != SyncPolicy::kRog || !state) return;
   const uint64_t min = MinAttachedClock();
   if (min == std::numeric_limits<uint64_t>::max() || min <= min_before) return;

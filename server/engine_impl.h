@@ -368,7 +368,7 @@ struct EngineCore::Impl {
   void OnProgress(uint64_t session, const pb::Progress& p);
   static void NoteComputeTime(WorkerRec& r, const pb::Progress& p);
   void OnTick();
-  void SendPace(uint64_t min_before, const WorkerRec* except);
+  void SendFreshWindows(uint64_t min_before, const WorkerRec* except);
 
   // --- team patience and pace (engine_patience.cc) --------------------------------
   void CheckPatience(double now);

@@ -114,7 +114,7 @@ void EngineCore::Impl::CheckPatience(double now) {
   }
   const uint64_t min_before = MinAttachedClock();
   for (auto& [q, reason] : detach) Detach(*q, reason);
-  if (!detach.empty()) SendPace(min_before, nullptr);
+  if (!detach.empty()) SendFreshWindows(min_before, nullptr);
   // Reattach: a detached worker whose link moves its share well within the
   // patience again, for long enough. The downlink estimate decides: rogd
   // streams every pending row to a detached worker, so it stays fresh.
