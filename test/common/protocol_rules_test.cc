@@ -1,6 +1,6 @@
 // The composed protocol rules that rogd, the SDK and the simulator share:
-// the team window, speculation, pacing and the row candidates each side
-// offers, driven by hand without a network or a clock.
+// the team window, speculation, the team's pace and the row candidates
+// each side offers, driven by hand without a network or a clock.
 #include "common/protocol_rules.h"
 
 #include <limits>
