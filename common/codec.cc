@@ -49,15 +49,24 @@ uint16_t ToBf16(float f) {
   const uint32_t u = FloatBits(f);
   // Round to nearest even on the 16 dropped bits (inputs are finite).
   const uint32_t rounding = 0x7FFF + ((u >> 16) & 1);
-  return static_cast<uint16_t>((u + rounding) >> 16);
+  const uint16_t b = static_cast<uint16_t>((u + rounding) >> 16);
+  // Finite values from about 3.3961e38 up round to Inf, which no receiver
+  // decodes: saturate at the largest finite bf16 of the same sign.
+  if ((b & 0x7F80) == 0x7F80) return static_cast<uint16_t>((b & 0x8000) | 0x7F7F);
+  return b;
 }
 
 float FromBf16(uint16_t b) { return BitsFloat(static_cast<uint32_t>(b) << 16); }
 
+// The largest scale Decode accepts: 127 × it stays finite.
+constexpr float kMaxInt8Scale = std::numeric_limits<float>::max() / 128;
+
 float Int8Scale(absl::Span<const float> v) {
   float max = 0;
   for (float x : v) max = std::max(max, std::fabs(x));
-  return max / 127.0f;
+  // Past max|x| of about 3.376e38 the scale saturates (the extremes then
+  // decode to ±127 × kMaxInt8Scale; error feedback keeps the rest).
+  return std::min(max / 127.0f, kMaxInt8Scale);
 }
 
 int8_t Quantize(float x, float scale) {
@@ -190,7 +199,7 @@ absl::Status Decode(Codec codec, absl::string_view bytes, absl::Span<float> out)
     case Codec::kInt8: {
       const float scale = BitsFloat(GetU32(p));
       // A scale beyond FLT_MAX / 128 would turn q × scale into Inf.
-      if (!std::isfinite(scale) || scale < 0 || scale > std::numeric_limits<float>::max() / 128) {
+      if (!std::isfinite(scale) || scale < 0 || scale > kMaxInt8Scale) {
         return ScaleError(codec, scale);
       }
       for (size_t i = 0; i < n; ++i) out[i] = static_cast<int8_t>(p[4 + i]) * scale;
@@ -216,8 +225,9 @@ void EncodeWithFeedback(Codec codec, absl::Span<float> residual, std::string* ou
                         absl::Span<float> decoded) {
   const size_t at = out->size();
   Encode(codec, residual, out);
-  // Decode exactly what was written, with the receiver's arithmetic. The
-  // encoding of finite values always decodes, so the status is ignored
+  // Decode exactly what was written, with the receiver's arithmetic. Encode
+  // saturates, so the encoding of finite values always decodes (codec_test
+  // checks the extremes of every codec) and the status is ignored
   // deliberately; scratch keeps `decoded` optional.
   const absl::string_view written(out->data() + at, out->size() - at);
   if (decoded.empty()) {

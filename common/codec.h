@@ -30,7 +30,10 @@ bool IsLossless(Codec codec);
 // Exact number of bytes Encode() writes for a row of `numel` elements.
 size_t EncodedSize(Codec codec, size_t numel);
 
-// Appends the encoding of `values` to *out. REQUIRES: every value finite.
+// Appends the encoding of `values` to *out; it always decodes. Values
+// beyond what a codec carries saturate: bf16 at ±3.3895e38 (its largest
+// finite value), int8's scale at FLT_MAX / 128; with EncodeWithFeedback the
+// rest stays in the residual. REQUIRES: every value finite.
 void Encode(Codec codec, absl::Span<const float> values, std::string* out);
 
 // Decodes one row of out.size() elements from untrusted `bytes`, which must

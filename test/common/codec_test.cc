@@ -199,6 +199,47 @@ TEST_CASE("error feedback keeps exactly what the receiver did not get", "[codec]
   }
 }
 
+TEST_CASE("the largest finite values encode to payloads every receiver decodes", "[codec]") {
+  // rogd folds any finite push, so a row may hold values up to FLT_MAX;
+  // bf16 once rounded them to Inf and int8's scale once passed what Decode
+  // accepts, and every receiver then refused the batch.
+  const Codec c = GENERATE(Codec::kFp32, Codec::kBf16, Codec::kInt8, Codec::kSign);
+  CAPTURE(CodecName(c));
+  const float max = std::numeric_limits<float>::max();
+  const std::vector<std::vector<float>> rows = {
+      {max, -max, 1.0f, -0.5f},
+      {3.3961e38f, -3.3961e38f, 3.39e38f, 0.0f},
+      {3.38e38f, 1e-3f, -3.377e38f, 2.0f},
+      {0.0f, 0.0f, 0.0f, 0.0f},
+  };
+  for (const std::vector<float>& original : rows) {
+    CAPTURE(original);
+    std::string out;
+    Encode(c, original, &out);
+    std::vector<float> plain(original.size());
+    REQUIRE(Decode(c, out, absl::MakeSpan(plain)).ok());
+    std::vector<float> residual = original;
+    std::vector<float> decoded(original.size());
+    std::string fed;
+    EncodeWithFeedback(c, absl::MakeSpan(residual), &fed, absl::MakeSpan(decoded));
+    CHECK(fed == out);
+    CHECK(decoded == plain);
+    for (size_t i = 0; i < original.size(); ++i) {
+      CAPTURE(i);
+      CHECK(std::isfinite(decoded[i]));
+      CHECK(std::isfinite(residual[i]));
+      // Nothing lost: what went plus what stays is the value (in double,
+      // as their float sum may round).
+      CHECK(double{decoded[i]} + double{residual[i]} ==
+            Approx(double{original[i]}).epsilon(1e-6).margin(1e32));
+      // Saturation keeps the sign and carries most of the value.
+      if (c != Codec::kSign && std::fabs(original[i]) > 1e38f) {
+        CHECK(decoded[i] / original[i] > 0.99f);
+      }
+    }
+  }
+}
+
 TEST_CASE("repeated feedback rounds drive the residual down", "[codec]") {
   auto norm = [](const std::vector<float>& v) {
     double s = 0;
