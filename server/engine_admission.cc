@@ -61,7 +61,9 @@ absl::StatusOr<EngineCore::Impl::CheckedHello> EngineCore::Impl::CheckHello(
     }
     checked.in_sync = *std::move(in_sync);
   }
-  if (!state && workers.empty()) {
+  // Every hello while rogd has no model, the first worker's again among
+  // them: a second hello with another layout starts the model over.
+  if (!state) {
     const uint64_t team = std::max<uint64_t>(opt.team_size, 1);
     const uint64_t need = StateBytes(checked.layout, team);
     if (need > opt.max_state_bytes) {

@@ -142,6 +142,14 @@ TEST_CASE("the model state is bounded: a copy per worker, versions per row and w
   CHECK(reason == "model_too_large");
   CHECK(absl::StrContains(s.status().message(), "--max_state_bytes"));
   EngineHarness::Stream a = *h.Hello(h.MakeHello("a"));
+  // The first worker saying hello again before its model arrived starts
+  // the model over: the new layout is bounded as the first was (rogd once
+  // checked only while it had no worker at all).
+  s = h.Hello(rows, &reason);
+  REQUIRE_FALSE(s.ok());
+  CHECK(reason == "model_too_large");
+  CHECK(absl::StrContains(s.status().message(), "--max_state_bytes"));
+  a = *h.Hello(h.MakeHello("a"));
   h.SendValues(a, Ones(h.layout()));
   h.Settle();
   CHECK(h.Hello(h.MakeHello("b")).ok());
