@@ -3,9 +3,11 @@
 //
 //   fp32  numel × 4 bytes: the IEEE-754 bits of each element.
 //   bf16  numel × 2 bytes: the upper 16 bits of each element's fp32 bits,
-//         rounded to nearest, ties to even.
-//   int8  4-byte fp32 scale s = max|x| / 127 (0 for an all-zero row), then
-//         numel signed bytes q = clamp(round(x / s), -127, 127); x' = q × s.
+//         rounded to nearest, ties to even; what would round to Inf is the
+//         largest finite bf16 of its sign.
+//   int8  4-byte fp32 scale s = min(max|x| / 127, FLT_MAX / 128) (0 for an
+//         all-zero row), then numel signed bytes
+//         q = clamp(round(x / s), -127, 127); x' = q × s.
 //   sign  4-byte fp32 scale s = mean|x|, then ceil(numel / 8) bytes: bit j of
 //         byte k is element 8k + j, 1 for x >= 0 (x' = +s), 0 for x < 0
 //         (x' = -s); unused high bits of the last byte are 0.
