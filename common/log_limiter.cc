@@ -1,6 +1,27 @@
 #include "common/log_limiter.h"
 
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
 namespace rog {
+namespace {
+
+bool Printable(char c) { return c >= ' ' && c <= '~'; }
+
+}  // namespace
+
+std::string ClientText(const std::string& text, size_t max_bytes) {
+  std::string out = text.substr(0, max_bytes);
+  std::replace_if(
+      out.begin(), out.end(), [](char c) { return !Printable(c); }, '?');
+  if (text.size() > max_bytes) absl::StrAppend(&out, " ... (", text.size(), " bytes)");
+  return out;
+}
+
+bool PrintableAscii(const std::string& text) {
+  return std::all_of(text.begin(), text.end(), Printable);
+}
 
 bool LogLimiter::Allow(const std::string& key, double now, uint64_t* suppressed) {
   auto it = windows_.find(key);

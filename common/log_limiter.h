@@ -1,7 +1,8 @@
-// Rate limits for log lines that clients can cause (refusals): at most
-// `burst` lines per key (e.g. reason and worker) in any `period` seconds;
-// the next line printed for the key says how many were left out meanwhile.
-// Pure: the caller passes the time. Not thread-safe.
+// Log lines that clients can cause. LogLimiter: rate limits (refusals): at
+// most `burst` lines per key (e.g. reason and worker) in any `period`
+// seconds; the next line printed for the key says how many were left out
+// meanwhile. Pure: the caller passes the time. Not thread-safe.
+// ClientText: what of a client's free text goes into a line.
 #ifndef ROG_COMMON_LOG_LIMITER_H_
 #define ROG_COMMON_LOG_LIMITER_H_
 
@@ -37,6 +38,14 @@ class LogLimiter {
   const size_t max_keys_;
   std::map<std::string, Window> windows_;
 };
+
+// Free text a client sent, fit for one log line: its first `max_bytes`
+// bytes, each byte outside printable ASCII as '?', and when cut, how long
+// it was (" ... (N bytes)").
+std::string ClientText(const std::string& text, size_t max_bytes);
+
+// Whether every byte of `text` is printable ASCII (space to '~').
+bool PrintableAscii(const std::string& text);
 
 }  // namespace rog
 

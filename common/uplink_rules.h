@@ -26,7 +26,7 @@ constexpr uint64_t kMaxClock = uint64_t{1} << 48;
 // one is a report sent before rogd moved the worker's clock, and ignored).
 absl::Status CheckReportedClock(uint64_t clock, uint64_t reported);
 
-// Hello.iteration: below kMaxClock. Not bounded further: a worker may have
+// Hello.iteration: at most kMaxClock. Not bounded further: a worker may have
 // trained on while it was away, and one rogd restored from a checkpoint
 // reports a clock past it (the staleness bound a reconnecting worker kept
 // is the SDK's to keep; rogd bounds every count by the reported clock).

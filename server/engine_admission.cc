@@ -6,8 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/log_limiter.h"
 #include "common/row_digest.h"
 #include "common/uplink_rules.h"
+#include "proto/convert.h"
 #include "server/engine_impl.h"
 #include "spdlog/spdlog.h"
 
@@ -18,6 +20,13 @@ using engine_internal::kReplaced;
 using engine_internal::StateBytes;
 using engine_internal::WorkerRec;
 using engine_internal::WState;
+
+namespace {
+
+// Hello.sdk_version: for logs and `rogctl workers`, kept per worker record.
+constexpr size_t kMaxSdkVersionBytes = 128;
+
+}  // namespace
 
 // Everything about a hello that can be checked before anything changes, so
 // that a bad hello leaves no trace: its layout (bounded before anything is
@@ -39,6 +48,15 @@ absl::StatusOr<EngineCore::Impl::CheckedHello> EngineCore::Impl::CheckHello(
     }
     return absl::InvalidArgumentError(absl::StrCat("hello from '", hello.worker_id(),
                                                    "': bad layout: ", parsed.status().message()));
+  }
+  if (hello.sdk_version().size() > kMaxSdkVersionBytes || !PrintableAscii(hello.sdk_version())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "hello from '", hello.worker_id(), "': sdk_version '",
+        ClientText(hello.sdk_version(), kMaxSdkVersionBytes), "' must be at most ",
+        kMaxSdkVersionBytes,
+        " printable ASCII characters: send the SDK's version string (the ROG SDK sends its "
+        "release, e.g. ",
+        kRogVersion, ")"));
   }
   if (absl::Status clock = CheckHelloClock(hello.iteration()); !clock.ok()) {
     *reason = Rejection::kBadClock;

@@ -8,7 +8,9 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/codec.h"
@@ -295,6 +297,27 @@ class StreamOutbox final : public Outbox {
 
 bool ValidSeconds(double v) { return std::isfinite(v) && v >= 0; }
 
+// Goodbye.reason is free text for one log line: longer ones are cut.
+constexpr size_t kMaxGoodbyeReasonBytes = 200;
+
+// The first time or goodput in `p` that is negative or non-finite, as
+// "name (value)"; empty when every one is valid.
+std::string BadProgressField(const pb::Progress& p) {
+  const std::pair<const char*, double> fields[] = {
+      {"compute_seconds", p.compute_seconds()},
+      {"transmit_seconds", p.transmit_seconds()},
+      {"stall_seconds", p.stall_seconds()},
+      {"uplink_goodput", p.uplink_goodput()},
+      {"window_overshoot", p.window_overshoot()},
+      {"detached_seconds", p.detached_seconds()},
+      {"last_compute_seconds", p.last_compute_seconds()},
+  };
+  for (const auto& [name, value] : fields) {
+    if (!ValidSeconds(value)) return absl::StrCat(name, " (", value, ")");
+  }
+  return "";
+}
+
 }  // namespace
 
 grpc::Status ToGrpc(const absl::Status& status) {
@@ -488,7 +511,7 @@ grpc::Status TrainerService::StreamSession::CheckHello(const pb::WorkerMessage& 
   }
   if (!ValidWorkerId(m.hello().worker_id())) {
     return Reject(Rejection::kBadWorkerId, grpc::StatusCode::INVALID_ARGUMENT,
-                  absl::StrCat("worker id '", m.hello().worker_id().substr(0, 80),
+                  absl::StrCat("worker id '", ClientText(m.hello().worker_id(), 80),
                                "' is invalid: use 1-64 letters, digits, '.', '_' or '-'"));
   }
   return grpc::Status::OK;
@@ -571,7 +594,7 @@ bool TrainerService::StreamSession::Handle(const pb::WorkerMessage& m, grpc::Sta
     case pb::WorkerMessage::kProgress:
       return HandleProgress(m.progress(), result);
     case pb::WorkerMessage::kGoodbye:
-      svc_.engine_->Goodbye(session_, m.goodbye().reason());
+      svc_.engine_->Goodbye(session_, ClientText(m.goodbye().reason(), kMaxGoodbyeReasonBytes));
       clean_ = true;
       return false;
     case pb::WorkerMessage::kHello:
@@ -586,11 +609,12 @@ bool TrainerService::StreamSession::Handle(const pb::WorkerMessage& m, grpc::Sta
 }
 
 bool TrainerService::StreamSession::HandleProgress(const pb::Progress& p, grpc::Status* result) {
-  if (!ValidSeconds(p.compute_seconds()) || !ValidSeconds(p.transmit_seconds()) ||
-      !ValidSeconds(p.stall_seconds()) || !ValidSeconds(p.uplink_goodput()) ||
-      !ValidSeconds(p.window_overshoot()) || !ValidSeconds(p.last_compute_seconds())) {
+  if (const std::string bad = BadProgressField(p); !bad.empty()) {
     *result = Reject(Rejection::kBadProgress, grpc::StatusCode::INVALID_ARGUMENT,
-                     "progress carries a negative or non-finite time or goodput");
+                     absl::StrCat("Progress.", bad,
+                                  " is negative or non-finite: a worker's times and goodput "
+                                  "must be finite and >= 0 (the ROG SDK never sends such a "
+                                  "value; fix the client that did)"));
     return false;
   }
   std::shared_ptr<const void> hold = HoldFor(kSmallEventBytes);

@@ -47,7 +47,9 @@ absl::Status CheckIndex(const pb::RowBatch& b, const Layout& layout, std::vector
     // counted (a lossy codec's error feedback, or updates kept across a
     // rejoin).
     if (b.kind() == pb::BATCH_KIND_VALUES && c != 0) {
-      return fail(Rejection::kBadCount, "initial values carry count 0");
+      return fail(Rejection::kBadCount,
+                  absl::StrCat("initial values (pb::BATCH_KIND_VALUES) carry count ", c, " in row ",
+                               k, " of the batch; they count no iteration: send count 0"));
     }
   }
   return absl::OkStatus();
@@ -143,7 +145,10 @@ absl::Status ValidateUplinkBatch(const pb::RowBatch& b, const Layout& layout, ui
                              "; use pb::BATCH_KIND_UPDATE or pb::BATCH_KIND_VALUES"));
   }
   if (!pb::Codec_IsValid(b.codec())) {
-    return fail(Rejection::kBadCodec, absl::StrCat("unknown codec ", b.codec()));
+    return fail(Rejection::kBadCodec,
+                absl::StrCat("unknown codec ", b.codec(),
+                             "; encode rows with the codec the Welcome named (pb::Codec: fp32, "
+                             "bf16, int8 or sign)"));
   }
   std::vector<RowId> rows;
   if (absl::Status s = CheckIndex(b, layout, &rows, reason); !s.ok()) return s;

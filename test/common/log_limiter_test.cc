@@ -35,5 +35,16 @@ TEST_CASE("keys are bounded: past max_keys they share one budget", "[log_limiter
   CHECK(limiter.Allow("fresh", 20));
 }
 
+TEST_CASE("a client's free text is cut and made printable for one log line", "[log_limiter]") {
+  CHECK(ClientText("training done", 64) == "training done");
+  CHECK(ClientText(std::string("a\nb\x01\xff", 5), 64) == "a?b??");
+  CHECK(ClientText(std::string(1 << 20, 'x'), 4) == "xxxx ... (1048576 bytes)");
+  CHECK(ClientText("", 4).empty());
+  CHECK(PrintableAscii("0.9.0 (rog sdk)"));
+  CHECK(PrintableAscii(""));
+  CHECK_FALSE(PrintableAscii("0.9\n"));
+  CHECK_FALSE(PrintableAscii(std::string("\x80", 1)));
+}
+
 }  // namespace
 }  // namespace rog

@@ -9,6 +9,7 @@
 // the same refusals.
 #include <signal.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -278,6 +279,30 @@ TEST_CASE("after the model exists: counts, clocks, overflow, order and size are 
     INFO(r.message);
     CHECK(r.code == grpc::StatusCode::INVALID_ARGUMENT);
     CHECK(Rejected(address, "unparseable") == 1);
+  }
+  // An sdk_version that is no version string, and a goodbye whose reason
+  // is a megabyte of lines: neither reaches a record or the log whole.
+  {
+    pb::WorkerMessage h = HelloFor("v", layout);
+    h.mutable_hello()->set_sdk_version(std::string(1000, 'v'));
+    const RawResult r = Raw(address, {h});
+    INFO(r.message);
+    CHECK(r.code == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(absl::StrContains(r.message, "sdk_version"));
+    CHECK(absl::StrContains(r.message, "at most 128 printable ASCII characters"));
+    CHECK(r.message.size() < 600);
+    pb::WorkerMessage bye;
+    std::string reason(1 << 20, 'y');
+    for (size_t i = 0; i < reason.size(); i += 100) reason[i] = '\n';
+    bye.mutable_goodbye()->set_reason(reason);
+    const RawResult g = Raw(address, {HelloFor("g", layout), bye});
+    INFO(g.message);
+    CHECK(WaitFor(10, [&] { return absl::StrContains((*rogd)->log(), "(1048576 bytes)"); }));
+    size_t longest = 0;
+    for (absl::string_view line : absl::StrSplit((*rogd)->log(), '\n')) {
+      longest = std::max(longest, line.size());
+    }
+    CHECK(longest < 1000);
   }
   // A message over --max_message_bytes (4 MiB), counted as such.
   {

@@ -575,6 +575,16 @@ TEST_CASE("every kind of malformed message is refused with its reason and change
     p.mutable_progress()->set_last_compute_seconds(std::numeric_limits<double>::quiet_NaN());
     cases.push_back({"bad_progress", {hello, p}, grpc::StatusCode::INVALID_ARGUMENT, "non-finite"});
   }
+  {
+    // Every reported time is checked, and the message names the field.
+    pb::WorkerMessage p;
+    p.mutable_progress()->set_iteration(1);
+    p.mutable_progress()->set_detached_seconds(-std::numeric_limits<double>::infinity());
+    cases.push_back({"bad_progress",
+                     {hello, p},
+                     grpc::StatusCode::INVALID_ARGUMENT,
+                     "Progress.detached_seconds (-inf) is negative or non-finite"});
+  }
   cases.push_back(
       {"second_hello", {hello, hello}, grpc::StatusCode::INVALID_ARGUMENT, "one Hello"});
   cases.push_back({"unknown_message",
