@@ -8,7 +8,9 @@
 // and equal, bit for bit, to the ledger of the batches it acknowledged,
 // after every operation; and Engine::CheckInvariants must hold (no row
 // counts more of a worker's iterations than its clock, which the staleness
-// bound relies on). Input: 1 byte of options, then ops of a few bytes each.
+// bound relies on); and every row batch it sent must decode as a worker
+// decodes it, in rogd's codec (fp32, bf16, int8 or sign: the options).
+// Input: 1 byte of options, then ops of a few bytes each.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/codec.h"
 #include "common/uplink_rules.h"
 #include "spdlog/spdlog.h"
 #include "test/fuzz/fuzz_input.h"
@@ -58,13 +61,18 @@ uint32_t PickCount(rog::FuzzInput& in) {
   }
 }
 
-float PickValue(rog::FuzzInput& in) {
+float PickValue(rog::FuzzInput& in, bool lossy) {
   const uint8_t b = in.Byte();
   switch (b % 8) {
     case 0:
       return 3e38f;
     case 1:
       return -3e38f;
+    case 2:
+      // With a lossy codec: past what bf16 rounds to a finite value and
+      // int8's largest scale (fp32 inputs keep their small integers).
+      if (lossy) return (b & 0x80) ? 3.4e38f : -3.4e38f;
+      return static_cast<float>(static_cast<int>(b >> 3) - 16);
     default:
       return static_cast<float>(static_cast<int>(b >> 3) - 16);  // exact small integers
   }
@@ -80,6 +88,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.staleness = (options >> 2) % 4;
   o.team_size = 1 + ((options >> 4) & 1);
   o.patience = (options & 0x20) ? 1.0 : 0.0;
+  // Bits 6-7: rogd's codec (the downlink's; workers push in any).
+  o.codec = static_cast<rog::Codec>(options >> 6);
   o.lease_seconds = 5;
   spdlog::set_level(spdlog::level::off);
   rog::EngineHarness h(o);
@@ -117,7 +127,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           if (r < 8 && !(mask & (1u << r))) continue;
           rows.push_back(r);
           counts.push_back(kind == 1 ? 0 : PickCount(in));
-          const float v = PickValue(in);
+          const float v = PickValue(in, o.codec != rog::Codec::kFp32);
           values.insert(values.end(), layout.row(r).numel, v);
         }
         const bool values_kind = kind == 1;
@@ -171,6 +181,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string ledger = h.CheckLedger();
     if (!ledger.empty()) {
       fprintf(stderr, "after op %d, ledger: %s\n", op, ledger.c_str());
+      std::abort();
+    }
+    const std::string downlink = h.CheckDownlinkDecodes();
+    if (!downlink.empty()) {
+      fprintf(stderr, "after op %d: %s\n", op, downlink.c_str());
       std::abort();
     }
   }

@@ -15,9 +15,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "common/codec.h"
 #include "common/layout.h"
 #include "common/protocol_rules.h"
+#include "common/row_index.h"
 #include "proto/convert.h"
 #include "server/engine.h"
 
@@ -248,6 +251,38 @@ class EngineHarness {
       if (static_cast<double>(snap->values[j]) != static_cast<float>(want)) {
         return "model[" + std::to_string(j) + "] = " + std::to_string(snap->values[j]) +
                " but the ledger says " + std::to_string(want);
+      }
+    }
+    return "";
+  }
+
+  // "" when every row batch the engine sent decodes as a worker decodes it
+  // (its row ids, then each row's payload in the batch's codec, the whole
+  // payload used): nothing rogd sends may be refused by an honest worker.
+  std::string CheckDownlinkDecodes() const {
+    for (const Open& o : streams_) {
+      for (const pb::ServerMessage& m : o.outbox->messages()) {
+        if (!m.has_batch()) continue;
+        const pb::RowBatch& b = m.batch();
+        const std::string which =
+            absl::StrCat("downlink batch ", b.seq(), " of session ", o.session);
+        absl::StatusOr<std::vector<RowId>> rows = DecodeRowIds(
+            absl::MakeConstSpan(b.row_delta().data(), b.row_delta_size()), layout_.num_rows());
+        if (!rows.ok()) return absl::StrCat(which, ": ", rows.status().message());
+        const Codec codec = static_cast<Codec>(b.codec());
+        size_t offset = 0;
+        std::vector<float> values;
+        for (RowId row : *rows) {
+          const uint32_t numel = layout_.row(row).numel;
+          const size_t bytes = EncodedSize(codec, numel);
+          if (offset + bytes > b.payload().size()) return which + ": short payload";
+          values.resize(numel);
+          const absl::Status s = Decode(codec, absl::string_view(b.payload()).substr(offset, bytes),
+                                        absl::MakeSpan(values));
+          if (!s.ok()) return absl::StrCat(which, ", row ", row, ": ", s.message());
+          offset += bytes;
+        }
+        if (offset != b.payload().size()) return which + ": payload longer than its rows";
       }
     }
     return "";
