@@ -31,8 +31,8 @@ constexpr size_t kMaxSdkVersionBytes = 128;
 // Everything about a hello that can be checked before anything changes, so
 // that a bad hello leaves no trace: its layout (bounded before anything is
 // allocated for it: a hello of a few bytes can describe petabytes), its
-// clock, its fingerprint, its row digests, and for a first worker whether
-// the model's state fits --max_state_bytes.
+// SDK version string, its clock, its fingerprint, its row digests, and
+// while there is no model whether the model's state fits --max_state_bytes.
 absl::StatusOr<EngineCore::Impl::CheckedHello> EngineCore::Impl::CheckHello(
     const pb::Hello& hello, Rejection* reason) const {
   *reason = Rejection::kBadHello;
