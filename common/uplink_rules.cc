@@ -1,11 +1,18 @@
 #include "common/uplink_rules.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace rog {
 
 absl::Status CheckReportedClock(uint64_t clock, uint64_t reported) {
-  if (reported > kMaxClock || (reported > clock && reported - clock > 1)) {
+  if (reported > kMaxClock) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("progress reports iteration ", reported, "; at most ", kMaxClock,
+                     " are possible: report the worker's own iteration count"));
+  }
+  if (reported > clock && reported - clock > 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "progress reports iteration ", reported, " but rogd holds this worker at iteration ", clock,
         ": a worker reports after each iteration it completes, so its clock rises by at most 1 "
@@ -14,11 +21,15 @@ absl::Status CheckReportedClock(uint64_t clock, uint64_t reported) {
   return absl::OkStatus();
 }
 
-absl::Status CheckHelloClock(uint64_t reported) {
-  if (reported > kMaxClock) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("hello says the worker completed ", reported, " iterations; at most ",
-                     kMaxClock, " are possible: send the worker's own iteration count"));
+absl::Status CheckHelloClock(uint64_t reported, uint64_t known) {
+  known = std::min(known, kMaxClock);
+  const uint64_t limit = std::min(kMaxClock, std::max(kMaxHelloClock, known + kHelloClockLead));
+  if (reported > limit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "hello says the worker completed ", reported, " iterations; at most ", limit,
+        " are possible",
+        known > 0 ? absl::StrCat(" (rogd holds this worker id at iteration ", known, ")") : "",
+        ": send the worker's own iteration count"));
   }
   return absl::OkStatus();
 }

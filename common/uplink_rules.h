@@ -16,21 +16,41 @@
 
 namespace rog {
 
-// The highest clock any worker may report: 2^48 iterations is a million a
-// second for eight years, and it keeps clocks far from UINT64_MAX, which
-// rogd uses for "no worker".
-constexpr uint64_t kMaxClock = uint64_t{1} << 48;
+// The highest clock a hello may name: 2^48 iterations is a million a
+// second for eight years.
+constexpr uint64_t kMaxHelloClock = uint64_t{1} << 48;
+// The highest clock counting may reach. Far above kMaxHelloClock, so that
+// no hello can bring a worker, or a team that joins or reattaches at its
+// clock, to where its progress is refused: from any clock a hello may
+// name, 2^52 - 2^48 iterations remain (over a century at a million a
+// second). Every clock stays exact in a double and far from UINT64_MAX,
+// which rogd uses for "no worker".
+constexpr uint64_t kMaxClock = uint64_t{1} << 52;
+static_assert(kMaxClock - kMaxHelloClock > (uint64_t{1} << 51), "no hello may end counting");
 
 // Progress.iteration from a worker rogd holds at clock `clock`: a worker
 // reports after every iteration, so a report is at most one ahead (a lower
-// one is a report sent before rogd moved the worker's clock, and ignored).
+// one is a report sent before rogd moved the worker's clock, and ignored),
+// and at most kMaxClock.
 absl::Status CheckReportedClock(uint64_t clock, uint64_t reported);
 
-// Hello.iteration: at most kMaxClock. Not bounded further: a worker may have
-// trained on while it was away, and one rogd restored from a checkpoint
-// reports a clock past it (the staleness bound a reconnecting worker kept
-// is the SDK's to keep; rogd bounds every count by the reported clock).
-absl::Status CheckHelloClock(uint64_t reported);
+// How far past the clock rogd holds for a worker id its hello may name a
+// clock beyond kMaxHelloClock: the progress reports a lost stream may have
+// carried, a million iterations.
+constexpr uint64_t kHelloClockLead = uint64_t{1} << 20;
+
+// Hello.iteration from a worker id rogd holds at clock `known` (0 for an id
+// it does not hold): at most kMaxHelloClock, or at most kHelloClockLead
+// past `known` (so that workers reconnect to a team that counted on past
+// kMaxHelloClock), and never past kMaxClock. Not bounded further: a
+// worker's last progress reports may have been lost with its stream, and
+// one rogd restored from a checkpoint reports a clock past it (the
+// staleness bound a reconnecting worker kept is the SDK's to keep; rogd
+// bounds every count by the reported clock). A buggy or hostile hello may
+// so move its worker, and the workers that join or reattach at its clock,
+// up to kMaxHelloClock at once, past it only kHelloClockLead per hello,
+// never to where counting stops.
+absl::Status CheckHelloClock(uint64_t reported, uint64_t known);
 
 // The counts of an uplink BATCH_KIND_UPDATE from worker `w`, formed when
 // the worker had completed `iteration` iterations (RowBatch.iteration,

@@ -67,7 +67,7 @@ class Engine {
   // For tests and fuzzers: the engine's invariants, checked now. No
   // worker's updates in any row count more iterations than its clock (what
   // the staleness bound relies on), no copy holds more of a worker than
-  // the global rows, clocks stay below 2^48, and the model is finite.
+  // the global rows, clocks stay at most 2^52, and the model is finite.
   // Internal with what broke, else OK.
   absl::Status CheckInvariants();
 

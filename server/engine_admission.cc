@@ -58,7 +58,9 @@ absl::StatusOr<EngineCore::Impl::CheckedHello> EngineCore::Impl::CheckHello(
         "release, e.g. ",
         kRogVersion, ")"));
   }
-  if (absl::Status clock = CheckHelloClock(hello.iteration()); !clock.ok()) {
+  const auto known = by_id.find(hello.worker_id());
+  const uint64_t known_clock = known == by_id.end() ? 0 : workers[known->second]->clock;
+  if (absl::Status clock = CheckHelloClock(hello.iteration(), known_clock); !clock.ok()) {
     *reason = Rejection::kBadClock;
     return absl::InvalidArgumentError(
         absl::StrCat("hello from '", hello.worker_id(), "': ", clock.message()));

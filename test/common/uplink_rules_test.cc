@@ -13,26 +13,46 @@ bool Says(const absl::Status& s, const std::string& text) {
   return std::string(s.message()).find(text) != std::string::npos;
 }
 
-TEST_CASE("a progress report moves the clock by at most one, and stays below 2^48",
+TEST_CASE("a progress report moves the clock by at most one, and stays within 2^52",
           "[uplink_rules]") {
   CHECK(CheckReportedClock(5, 6).ok());
   CHECK(CheckReportedClock(5, 5).ok());  // a stall report
   CHECK(CheckReportedClock(5, 2).ok());  // sent before rogd moved the clock
+  // Counting goes on past the highest clock a hello may name.
+  CHECK(CheckReportedClock(kMaxHelloClock, kMaxHelloClock + 1).ok());
   CHECK(CheckReportedClock(kMaxClock - 1, kMaxClock).ok());
   const absl::Status jump = CheckReportedClock(5, 7);
   CHECK(jump.code() == absl::StatusCode::kInvalidArgument);
   CHECK(Says(jump, "iteration 7 but rogd holds this worker at iteration 5"));
-  CHECK_FALSE(CheckReportedClock(kMaxClock, kMaxClock + 1).ok());
+  const absl::Status beyond = CheckReportedClock(kMaxClock, kMaxClock + 1);
+  CHECK(beyond.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(Says(beyond, "at most 4503599627370496 are possible"));
   CHECK_FALSE(CheckReportedClock(0, std::numeric_limits<uint64_t>::max()).ok());
 }
 
-TEST_CASE("a hello clock is below 2^48", "[uplink_rules]") {
-  CHECK(CheckHelloClock(0).ok());
-  CHECK(CheckHelloClock(kMaxClock).ok());
-  const absl::Status s = CheckHelloClock(kMaxClock + 1);
+TEST_CASE("a hello clock is at most 2^48, or a little past what rogd holds for the worker",
+          "[uplink_rules]") {
+  CHECK(CheckHelloClock(0, 0).ok());
+  CHECK(CheckHelloClock(kMaxHelloClock, 0).ok());
+  CHECK(CheckHelloClock(kMaxHelloClock, 7).ok());
+  const absl::Status s = CheckHelloClock(kMaxHelloClock + 1, 0);
   CHECK(s.code() == absl::StatusCode::kInvalidArgument);
-  CHECK(Says(s, "at most 281474976710656 are possible"));
-  CHECK_FALSE(CheckHelloClock(std::numeric_limits<uint64_t>::max()).ok());
+  CHECK(Says(s, "at most 281474976710656 are possible: send"));
+  CHECK_FALSE(CheckHelloClock(std::numeric_limits<uint64_t>::max(), 0).ok());
+  // A worker rogd holds past 2^48 (its team counted on from there)
+  // reconnects with the progress its lost stream carried, within the lead.
+  const uint64_t known = kMaxHelloClock + 100;
+  CHECK(CheckHelloClock(known, known).ok());
+  CHECK(CheckHelloClock(known + kHelloClockLead, known).ok());
+  const absl::Status far = CheckHelloClock(known + kHelloClockLead + 1, known);
+  CHECK(far.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(Says(far, "(rogd holds this worker id at iteration 281474976710756)"));
+  // Never past where counting stops.
+  CHECK(CheckHelloClock(kMaxClock, kMaxClock).ok());
+  CHECK_FALSE(CheckHelloClock(kMaxClock + 1, kMaxClock).ok());
+  CHECK_FALSE(
+      CheckHelloClock(std::numeric_limits<uint64_t>::max(), std::numeric_limits<uint64_t>::max())
+          .ok());
 }
 
 TEST_CASE("update counts keep every row within the worker's clock", "[uplink_rules]") {

@@ -40,7 +40,8 @@ uint64_t PickClock(rog::FuzzInput& in, uint64_t near) {
     case 3:
       return near + 2 + in.Byte() % 8;
     case 4:
-      return rog::kMaxClock + in.Byte() % 2;
+      // The highest clock a hello may name, and the one past it.
+      return rog::kMaxHelloClock + in.Byte() % 2;
     default:
       return std::numeric_limits<uint64_t>::max() - in.Byte() % 2;
   }

@@ -164,22 +164,53 @@ TEST_CASE("the model state is bounded: a copy per worker, versions per row and w
 TEST_CASE("hello clocks are bounded and never collide with 'no worker'", "[engine][hostile]") {
   EngineHarness h(Options());
   std::string reason;
-  for (uint64_t clock : {std::numeric_limits<uint64_t>::max(), kMaxClock + 1}) {
+  for (uint64_t clock : {std::numeric_limits<uint64_t>::max(), kMaxHelloClock + 1}) {
     absl::StatusOr<EngineHarness::Stream> s = h.Hello(h.MakeHello("a", clock), &reason);
     REQUIRE_FALSE(s.ok());
     CHECK(s.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(absl::StrContains(s.status().message(), "at most 281474976710656 are possible"));
     CHECK(reason == "bad_clock");
   }
-  // The highest allowed clock works, and status reports it as it is.
-  EngineHarness::Stream a = *h.Hello(h.MakeHello("a", kMaxClock));
+  // The highest clock a hello may name works, and status reports it as it is.
+  EngineHarness::Stream a = *h.Hello(h.MakeHello("a", kMaxHelloClock));
   h.SendValues(a, Ones(h.layout()));
   h.Settle();
-  const pb::StatusReply status = h.engine().Status();
-  CHECK(status.min_iteration() == kMaxClock);
-  CHECK(status.max_iteration() == kMaxClock);
-  // It cannot report beyond it.
-  h.Progress(a, kMaxClock + 1);
-  RequireRefused(h, a, absl::StatusCode::kInvalidArgument, "bad_clock", "at most 1");
+  pb::StatusReply status = h.engine().Status();
+  CHECK(status.min_iteration() == kMaxHelloClock);
+  CHECK(status.max_iteration() == kMaxHelloClock);
+  // Such a hello cannot stop the team: a worker joining later starts at its
+  // clock, and both count on past it (until 2^48 ended every progress).
+  EngineHarness::Stream b = *h.Hello(h.MakeHello("b"));
+  h.Settle();
+  h.Progress(a, kMaxHelloClock + 1);
+  h.Progress(b, kMaxHelloClock + 1);
+  h.Progress(a, kMaxHelloClock + 2);
+  h.Settle();
+  CHECK_FALSE(a.outbox->ended());
+  CHECK_FALSE(b.outbox->ended());
+  status = h.engine().Status();
+  CHECK(status.min_iteration() == kMaxHelloClock + 1);
+  CHECK(status.max_iteration() == kMaxHelloClock + 2);
+  // A worker rogd holds there reconnects with the progress a lost stream
+  // may have carried, but a hello cannot move it further.
+  EngineHarness::Stream b2 = *h.Hello(h.MakeHello("b", kMaxHelloClock + 40, b.token));
+  h.Settle();
+  CHECK(h.engine().Status().max_iteration() == kMaxHelloClock + 40);
+  absl::StatusOr<EngineHarness::Stream> far =
+      h.Hello(h.MakeHello("b", kMaxHelloClock + 40 + kHelloClockLead + 1, b2.token), &reason);
+  REQUIRE_FALSE(far.ok());
+  CHECK(absl::StrContains(far.status().message(), "rogd holds this worker id at iteration"));
+  CHECK(reason == "bad_clock");
+  CHECK(h.engine().CheckInvariants().ok());
+}
+
+TEST_CASE("counting stops at 2^52", "[engine][hostile]") {
+  WithModel m;
+  // A progress beyond the last clock counting may reach is refused; no
+  // hello or honest run comes near it (CheckHelloClock).
+  m.h.Progress(m.a, kMaxClock + 1);
+  RequireRefused(m.h, m.a, absl::StatusCode::kInvalidArgument, "bad_clock",
+                 "at most 4503599627370496 are possible");
 }
 
 TEST_CASE("a progress report moves the clock by at most one", "[engine][hostile]") {
