@@ -121,6 +121,7 @@ enum class EventType {
   kPushPoll,  // EndIteration looks at its push again
   kTick,      // rogd's engine thread ticks
   kEnd,       // the training time is over
+  kScore,     // the learning task scores every replica
 };
 
 struct Event {
@@ -242,6 +243,7 @@ class Simulation {
   void NoteDetached(SimWorker& s);
   void TryBegin(size_t w);
   void CheckBound(size_t w);
+  void ScoreReplicas(double time);
   void OnComputeDone(size_t w);
   void MakeUpdate(size_t w);
   bool PushEnds(SimWorker& s);
@@ -306,6 +308,15 @@ absl::Status Simulation::Validate() {
     return absl::InvalidArgumentError("detach_speedup must be 0 (off) or above 1");
   }
   if (cfg_.compute_factors.empty()) cfg_.compute_factors = {1.0};
+  if (cfg_.learning != nullptr) {
+    if (!(cfg_.score_every > 0)) return absl::InvalidArgumentError("score_every must be > 0");
+    initial_ = cfg_.learning->Initial();
+    if (initial_.size() != layout_.total_numel()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the learning task's model has ", initial_.size(), " parameters and the layout ",
+          layout_.total_numel(), ": simulate the model's own layout"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -313,8 +324,10 @@ void Simulation::Setup() {
   static const Trace kDefaultTrace = Trace::Constant(100);
   const size_t n = cfg_.workers;
   Rng init_rng(SeedFor(cfg_.seed, 0, 0, 1));
-  initial_.resize(layout_.total_numel());
-  for (float& v : initial_) v = static_cast<float>(static_cast<int>(init_rng.Next() % 201) - 100);
+  if (cfg_.learning == nullptr) {
+    initial_.resize(layout_.total_numel());
+    for (float& v : initial_) v = static_cast<float>(static_cast<int>(init_rng.Next() % 201) - 100);
+  }
   amplitude_.resize(layout_.num_rows());
   for (uint32_t& a : amplitude_) {
     const double u = init_rng.Uniform();
@@ -423,7 +436,11 @@ absl::Status Simulation::Loop() {
         Schedule(now_ + EngineCore::kTickSeconds, EventType::kTick, 0);
         break;
       case EventType::kEnd:
+        if (cfg_.learning != nullptr) ScoreReplicas(cfg_.seconds);
         EndTraining();
+        break;
+      case EventType::kScore:
+        ScoreReplicas(now_ - start_);
         break;
     }
     if (start_ >= 0 && rogd_at_start_.empty()) rogd_at_start_ = RogdWorkers();
@@ -540,6 +557,10 @@ void Simulation::StartTraining() {
   start_ = now_;
   end_ = now_ + cfg_.seconds;
   Schedule(end_, EventType::kEnd, 0);
+  if (cfg_.learning != nullptr) ScoreReplicas(0);
+  for (int k = 1; cfg_.learning != nullptr && k * cfg_.score_every < cfg_.seconds; ++k) {
+    Schedule(start_ + k * cfg_.score_every, EventType::kScore, 0);
+  }
 }
 
 // rogd's account of each worker, in the simulator's order (rogd numbers
@@ -702,7 +723,7 @@ void Simulation::TryBegin(size_t w) {
 void Simulation::CheckBound(size_t w) {
   // Counters are exact only when nothing is lost in coding, and only the
   // training time counts.
-  if (!IsLossless(cfg_.codec) || !Training()) return;
+  if (!IsLossless(cfg_.codec) || !Training() || cfg_.learning != nullptr) return;
   SimWorker& s = workers_[w];
   const uint64_t clock = s.proto->clock();
   bool violated = false;
@@ -744,8 +765,25 @@ void Simulation::OnComputeDone(size_t w) {
   }
 }
 
-// Integer updates: the counters, and values of the row's amplitude.
+// Every replica as it stands (a robot's model between its steps), scored.
+void Simulation::ScoreReplicas(double time) {
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    report_.scores.push_back(SimScore{time, w, cfg_.learning->Score(workers_[w].proto->replica())});
+  }
+}
+
+// Integer updates: the counters, and values of the row's amplitude; or the
+// learning task's step on what the compute started from.
 void Simulation::MakeUpdate(size_t w) {
+  if (cfg_.learning != nullptr) {
+    cfg_.learning->Step(w, workers_[w].iterations, workers_[w].params, absl::MakeSpan(update_));
+    for (size_t j = 0; j < update_.size(); ++j) {
+      true_sum_[j] += update_[j];
+      report_.max_update_element =
+          std::max(report_.max_update_element, static_cast<double>(std::fabs(update_[j])));
+    }
+    return;
+  }
   const size_t n = workers_.size();
   Rng rng(SeedFor(cfg_.seed, w, workers_[w].iterations, 3));
   for (RowId r = 0; r < layout_.num_rows(); ++r) {
@@ -836,6 +874,7 @@ void Simulation::Check() {
         std::max(report_.max_replica_error, MaxDifference(s.proto->replica(), global));
   }
   report_.max_residual = report_.max_replica_error;
+  if (cfg_.learning != nullptr) report_.final_score = cfg_.learning->Score(global);
 }
 
 void Simulation::Report() {
@@ -918,6 +957,18 @@ uint64_t SimReport::late_rows() const {
   uint64_t total = 0;
   for (const SimWorkerReport& w : workers) total += w.late_rows;
   return total;
+}
+
+double SimReport::team_score(double time) const {
+  double sum = 0;
+  size_t n = 0;
+  for (const SimScore& s : scores) {
+    if (s.time == time) {
+      sum += s.score;
+      ++n;
+    }
+  }
+  return n > 0 ? sum / n : -1;
 }
 
 absl::StatusOr<SimReport> RunSimulation(const SimConfig& config, const Layout& layout) {

@@ -31,6 +31,10 @@
 // drain every replica must equal rogd's model and rogd's model minus the
 // initial values the sum of every update (lossless codecs). The checks are
 // sim/invariants.h's, the ones the integration tests make on real teams.
+//
+// With a learning task (SimConfig::learning), the updates are a real
+// model's training steps instead, and its score is recorded over the
+// training time and after the drain; see SimLearning.
 #ifndef ROG_SIM_SIMULATOR_H_
 #define ROG_SIM_SIMULATOR_H_
 
@@ -46,6 +50,34 @@
 #include "common/trace.h"
 
 namespace rog {
+
+// A model the simulated workers really train (optional): each update is
+// Step() on the parameters the worker's compute started from, as a robot
+// computes on what BeginIteration gave it, and Score() rates parameters
+// (e.g. test accuracy). The integer updates' markers are then gone, so the
+// staleness bound is not checked, and float sums make conservation
+// approximate (SimReport::max_sum_error says by how much).
+class SimLearning {
+ public:
+  virtual ~SimLearning() = default;
+  // The model's initial values, the layout's size.
+  virtual std::vector<float> Initial() = 0;
+  // Worker `worker`'s update (a parameter delta, the layout's size) for
+  // its `step`-th compute (0-based), from `params`. The same (worker, step,
+  // params) must give the same update, so that policies compare on equal
+  // terms.
+  virtual void Step(size_t worker, uint64_t step, absl::Span<const float> params,
+                    absl::Span<float> update) = 0;
+  virtual double Score(absl::Span<const float> params) = 0;
+};
+
+// A learning task's score of one worker's replica at `time` seconds of
+// training time.
+struct SimScore {
+  double time = 0;
+  size_t worker = 0;
+  double score = 0;
+};
 
 struct SimConfig {
   SyncPolicy policy = SyncPolicy::kRog;
@@ -92,6 +124,10 @@ struct SimConfig {
   // rogd's EngineOptions::downlink_lookahead and push_ahead.
   bool downlink_lookahead = true;
   bool push_ahead = false;
+  // Real training (not owned; nullptr: integer updates), and how often
+  // every replica is scored during the training time (also at its end).
+  SimLearning* learning = nullptr;
+  double score_every = 10;
 };
 
 // One attach-state change of a worker, with rogd's reason (the Detached or
@@ -166,6 +202,12 @@ struct SimReport {
   uint64_t events = 0;
   // Detaches and reattaches in time order (empty without patience).
   std::vector<SimTransition> transitions;
+  // With a learning task: every replica's score every score_every seconds
+  // of training time and at its end (time == seconds), in time order; and
+  // the score of rogd's model after the drain (every replica then equals
+  // it with a lossless codec), -1 without a task.
+  std::vector<SimScore> scores;
+  double final_score = -1;
 
   double iterations_per_second() const;  // mean per worker
   double stall_share() const;            // stall time / (workers × seconds)
@@ -177,6 +219,8 @@ struct SimReport {
   uint64_t detaches() const;
   uint64_t reattaches() const;
   uint64_t late_rows() const;
+  // Mean score over the workers at `time` (-1 if none was taken then).
+  double team_score(double time) const;
 };
 
 // Runs one simulation. Errors: invalid config (InvalidArgument saying which

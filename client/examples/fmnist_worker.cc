@@ -29,14 +29,12 @@
 // their header lines; unix_s is wall-clock time, to line up with the links'
 // traces).
 #include <torch/torch.h>
-#include <zlib.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
-#include <filesystem>
 #include <mutex>
 #include <random>
 #include <string>
@@ -50,6 +48,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "client/examples/fmnist_model.h"
 #include "client/examples/security_flags.h"
 #include "client/torch_adapter.h"
 
@@ -57,7 +56,6 @@ ABSL_FLAG(std::string, server, "127.0.0.1:7070", "rogd's address, host:port");
 ABSL_FLAG(std::string, id, "", "this robot's worker id (required unless --pretrain_only)");
 ABSL_FLAG(int, shard, 0, "this robot's shard of the training data (0-based)");
 ABSL_FLAG(int, shards, 4, "number of shards (robots in the team)");
-ABSL_FLAG(bool, non_iid, false, "label-skewed shards instead of IID ones");
 ABSL_FLAG(std::string, model, "cnn",
           "cnn: a small CNN (82 KB fp32, 8 tensors); convmlp: the same convolutions under a "
           "256-1024-512-10 MLP head (3.2 MB fp32, 1,568 rows). Every robot of a team must use "
@@ -71,13 +69,6 @@ ABSL_FLAG(double, seconds, 120, "how long to adapt, seconds of wall time");
 ABSL_FLAG(double, eval_every, 10, "seconds between accuracy evaluations");
 ABSL_FLAG(double, progress_every, 2,
           "seconds between progress lines (accuracy is the latest evaluation)");
-ABSL_FLAG(int, eval_images, 2000, "degraded test images per evaluation");
-ABSL_FLAG(int, batch, 32, "examples per iteration");
-ABSL_FLAG(double, lr, 0.02, "SGD learning rate");
-ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
-          "folder of the Fashion-MNIST idx files (Debian's dataset-fashion-mnist)");
-ABSL_FLAG(std::string, cache_dir, "/tmp/rog-cache", "where the pretrained clean model is cached");
-ABSL_FLAG(int, pretrain_steps, 600, "clean-image SGD steps of the pretraining");
 ABSL_FLAG(bool, pretrain_only, false, "pretrain (or find the cached model) and exit");
 ABSL_FLAG(std::string, csv_dir, "",
           "if set, write ID.iters.csv (one row per iteration), ID.acc.csv (one row per "
@@ -86,149 +77,9 @@ ABSL_FLAG(std::string, csv_dir, "",
 
 namespace {
 
-constexpr int kSide = 28;
-constexpr int kPixels = kSide * kSide;
-
-// The two models of --model. Their layouts are also the simulator's
-// synthetic "fmnist" and "convmlp" layouts (sim/simulator.cc): change
-// both together.
-struct NetImpl : torch::nn::Module {
-  explicit NetImpl(bool convmlp) {
-    conv1 = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 8, 5)));
-    conv2 = register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 16, 5)));
-    if (convmlp) {
-      fc1 = register_module("fc1", torch::nn::Linear(256, 1024));
-      fc2 = register_module("fc2", torch::nn::Linear(1024, 512));
-      fc3 = register_module("fc3", torch::nn::Linear(512, 10));
-    } else {
-      fc1 = register_module("fc1", torch::nn::Linear(256, 64));
-      fc2 = register_module("fc2", torch::nn::Linear(64, 10));
-    }
-  }
-  torch::Tensor forward(torch::Tensor x) {
-    x = torch::max_pool2d(torch::relu(conv1->forward(x)), 2);
-    x = torch::max_pool2d(torch::relu(conv2->forward(x)), 2);
-    x = torch::relu(fc1->forward(x.view({-1, 256})));
-    if (fc3) {
-      x = torch::relu(fc2->forward(x));
-      x = fc3->forward(x);
-    } else {
-      x = fc2->forward(x);
-    }
-    return torch::log_softmax(x, 1);
-  }
-  torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
-  torch::nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};
-};
-TORCH_MODULE(Net);
-
-std::string ReadGz(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) return "";
-  std::string out;
-  char buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, n);
-  gzclose(f);
-  return out;
-}
-
-uint32_t BigEndian(const std::string& s, size_t at) {
-  return (uint32_t(uint8_t(s[at])) << 24) | (uint32_t(uint8_t(s[at + 1])) << 16) |
-         (uint32_t(uint8_t(s[at + 2])) << 8) | uint32_t(uint8_t(s[at + 3]));
-}
-
-struct Data {
-  torch::Tensor images;  // N x 1 x 28 x 28, [0, 1]
-  torch::Tensor labels;  // N, int64
-};
-
-// Reads an idx image file and its label file; exits with a message on error.
-Data Load(const std::string& dir, const std::string& prefix) {
-  const std::string ipath = dir + "/" + prefix + "-images-idx3-ubyte.gz";
-  const std::string lpath = dir + "/" + prefix + "-labels-idx1-ubyte.gz";
-  const std::string img = ReadGz(ipath), lab = ReadGz(lpath);
-  if (img.size() < 16 || BigEndian(img, 0) != 2051 || lab.size() < 8 || BigEndian(lab, 0) != 2049) {
-    std::fprintf(stderr,
-                 "fmnist_worker: cannot read %s and %s (install Debian's dataset-fashion-mnist, "
-                 "or pass --data_dir)\n",
-                 ipath.c_str(), lpath.c_str());
-    std::exit(2);
-  }
-  const int64_t n = BigEndian(img, 4);
-  if (img.size() != 16 + size_t(n) * kPixels || lab.size() != 8 + size_t(n)) {
-    std::fprintf(stderr, "fmnist_worker: %s is truncated\n", ipath.c_str());
-    std::exit(2);
-  }
-  Data d;
-  d.images =
-      torch::from_blob(const_cast<char*>(img.data() + 16), {n, 1, kSide, kSide}, torch::kUInt8)
-          .to(torch::kFloat32)
-          .div(255);
-  d.labels =
-      torch::from_blob(const_cast<char*>(lab.data() + 8), {n}, torch::kUInt8).to(torch::kInt64);
-  return d;
-}
-
-// Fog-like degradation: a 5x5 blur, a grey veil and Gaussian noise, the same
-// for a given seed on every robot.
-torch::Tensor Degrade(const torch::Tensor& images, uint64_t seed) {
-  torch::NoGradGuard no_grad;
-  auto blurred = torch::avg_pool2d(images, 5, 1, 2, /*ceil_mode=*/false,
-                                   /*count_include_pad=*/false);
-  auto gen = at::detail::createCPUGenerator(seed * 7919 + 17);
-  auto noise = at::normal(0.0, 0.2, images.sizes(), gen);
-  return (0.55 * blurred + 0.35 + noise).clamp(0, 1);
-}
-
-double Accuracy(Net& net, const torch::Tensor& images, const torch::Tensor& labels) {
-  torch::NoGradGuard no_grad;
-  net->eval();
-  int64_t correct = 0;
-  for (int64_t at = 0; at < images.size(0); at += 500) {
-    const int64_t n = std::min<int64_t>(500, images.size(0) - at);
-    auto out = net->forward(images.narrow(0, at, n));
-    correct += out.argmax(1).eq(labels.narrow(0, at, n)).sum().item<int64_t>();
-  }
-  net->train();
-  return static_cast<double>(correct) / images.size(0);
-}
-
-// The clean model every robot starts from: pretrained once and cached.
-void Pretrained(Net& net, const Data& train, const Data& test) {
-  const std::string dir = absl::GetFlag(FLAGS_cache_dir);
-  // The small CNN keeps its original file name, so existing caches stay valid.
-  const std::string model = absl::GetFlag(FLAGS_model);
-  const std::string path =
-      absl::StrCat(dir, "/fmnist-clean-", model == "cnn" ? "" : model + "-",
-                   absl::GetFlag(FLAGS_pretrain_steps), "-seed", absl::GetFlag(FLAGS_seed), ".pt");
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec)) {
-    torch::load(net, path);
-    return;
-  }
-  torch::manual_seed(absl::GetFlag(FLAGS_seed));
-  torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
-  std::mt19937_64 rng(absl::GetFlag(FLAGS_seed));
-  std::uniform_int_distribution<int64_t> pick(0, train.images.size(0) - 1);
-  for (int step = 0; step < absl::GetFlag(FLAGS_pretrain_steps); ++step) {
-    std::vector<int64_t> idx(64);
-    for (auto& i : idx) i = pick(rng);
-    auto sel = torch::tensor(idx);
-    opt.zero_grad();
-    auto loss = torch::nll_loss(net->forward(train.images.index_select(0, sel)),
-                                train.labels.index_select(0, sel));
-    loss.backward();
-    opt.step();
-  }
-  std::filesystem::create_directories(dir, ec);
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  torch::save(net, tmp);
-  std::filesystem::rename(tmp, path, ec);
-  const auto clean = test.images.narrow(0, 0, 2000);
-  std::printf("pretrained clean model: %s (clean test accuracy %.3f)\n", path.c_str(),
-              Accuracy(net, clean, test.labels.narrow(0, 0, 2000)));
-}
+using rog::fmnist::Accuracy;
+using rog::fmnist::Data;
+using rog::fmnist::Net;
 
 double UnixSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -427,24 +278,6 @@ bool FlagsOk() {
   return true;
 }
 
-// This robot's shard of the degraded training images.
-Data DegradedShard(const Data& train, int shard, int shards, uint64_t seed) {
-  std::vector<int64_t> mine;
-  const int64_t n = train.images.size(0);
-  if (absl::GetFlag(FLAGS_non_iid)) {
-    auto order = std::get<1>(train.labels.sort(/*stable=*/true, 0, false));
-    const int64_t from = n * shard / shards, to = n * (shard + 1) / shards;
-    for (int64_t i = from; i < to; ++i) mine.push_back(order[i].item<int64_t>());
-  } else {
-    for (int64_t i = shard; i < n; i += shards) mine.push_back(i);
-  }
-  const auto sel = torch::tensor(mine);
-  Data d;
-  d.images = Degrade(train.images.index_select(0, sel), seed + shard);
-  d.labels = train.labels.index_select(0, sel);
-  return d;
-}
-
 // Joins the team at --server as worker `id`, training `net`.
 absl::StatusOr<std::unique_ptr<rog::TorchWorker>> JoinTeam(Net& net, const std::string& id) {
   rog::WorkerOptions options;
@@ -467,9 +300,8 @@ class Adaptation {
         images_(shard.images),
         labels_(shard.labels),
         compute_time_(compute_time),
-        opt_(net->parameters(), torch::optim::SGDOptions(absl::GetFlag(FLAGS_lr))),
+        opt_(net->parameters(), torch::optim::SGDOptions(rog::fmnist::LearningRate())),
         rng_(seed * 131 + shard_index),
-        pick_(0, images_.size(0) - 1),
         t0_(std::chrono::steady_clock::now()) {}
 
   // Adapts until --seconds have passed: 0, or 1 after saying what failed.
@@ -498,10 +330,8 @@ class Adaptation {
   rog::TorchWorker* const rog_;
   const torch::Tensor images_, labels_;
   const double compute_time_;
-  const int batch_ = absl::GetFlag(FLAGS_batch);
   torch::optim::SGD opt_;
   std::mt19937_64 rng_;
-  std::uniform_int_distribution<int64_t> pick_;
   const std::chrono::steady_clock::time_point t0_;
   double stall_ = 0, next_eval_ = 0, next_progress_ = 0, real_compute_total_ = 0;
   uint64_t stalls_ = 0, up_ = 0, down_ = 0, iter_ = 0, steps_ = 0;
@@ -545,9 +375,7 @@ absl::Status Adaptation::Begin(Evaluator* evaluator, double* waited) {
 
 double Adaptation::Compute() {
   const auto compute_start = std::chrono::steady_clock::now();
-  std::vector<int64_t> idx(batch_);
-  for (auto& i : idx) i = pick_(rng_);
-  auto b = torch::tensor(idx);
+  auto b = rog::fmnist::PickBatch(rng_, images_.size(0));
   opt_.zero_grad();
   auto loss =
       torch::nll_loss(net_->forward(images_.index_select(0, b)), labels_.index_select(0, b));
@@ -649,21 +477,20 @@ int main(int argc, char** argv) {
   const int shard = absl::GetFlag(FLAGS_shard), shards = absl::GetFlag(FLAGS_shards);
   const bool convmlp = absl::GetFlag(FLAGS_model) == "convmlp";
   const double compute_time = absl::ToDoubleSeconds(absl::GetFlag(FLAGS_compute_time));
-  const std::string dir = absl::GetFlag(FLAGS_data_dir);
-  const Data train = Load(dir, "train"), test = Load(dir, "t10k");
+  const Data train = rog::fmnist::Load("train"), test = rog::fmnist::Load("t10k");
   Net net(convmlp);
-  Pretrained(net, train, test);
   const uint64_t seed = absl::GetFlag(FLAGS_seed);
-  const int eval_n = std::min<int64_t>(absl::GetFlag(FLAGS_eval_images), test.images.size(0));
-  const auto test_images = Degrade(test.images.narrow(0, 0, eval_n), seed + 1000);
-  const auto test_labels = test.labels.narrow(0, 0, eval_n);
+  rog::fmnist::Pretrained(net, absl::GetFlag(FLAGS_model), seed, train, test);
+  const Data degraded_test = rog::fmnist::DegradedTest(test, seed);
+  const auto& test_images = degraded_test.images;
+  const auto& test_labels = degraded_test.labels;
   if (absl::GetFlag(FLAGS_pretrain_only)) {
     std::printf("degraded test accuracy of the clean model: %.3f\n",
                 Accuracy(net, test_images, test_labels));
     return 0;
   }
 
-  const Data mine = DegradedShard(train, shard, shards, seed);
+  const Data mine = rog::fmnist::DegradedShard(train, shard, shards, seed);
   auto rog = JoinTeam(net, id);
   if (!rog.ok()) {
     std::fprintf(stderr, "fmnist_worker: %s\n", std::string(rog.status().message()).c_str());

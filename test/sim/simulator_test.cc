@@ -2,11 +2,14 @@
 // seeds, random links (including near-dead stretches), all three policies.
 #include "sim/simulator.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -534,6 +537,80 @@ TEST_CASE("the convmlp layout is fmnist_worker --model=convmlp", "[simulator]") 
   CHECK(l->total_numel() == 796522);  // 3.19 MB fp32
   CHECK(l->num_rows() == 1568);       // at least 1,000, as the benchmark needs
   CHECK(l->tensors()[8].name == "fc3.weight");
+}
+
+// A learning task for the tests: worker w's step moves the parameters a
+// tenth of the way to its own target (w + 1 everywhere); the score is minus
+// the largest distance to the targets' mean. It records every step asked.
+class PullToTargets final : public SimLearning {
+ public:
+  PullToTargets(size_t numel, size_t workers) : numel_(numel), workers_(workers) {}
+  std::vector<float> Initial() override { return std::vector<float>(numel_, 0.0f); }
+  void Step(size_t worker, uint64_t step, absl::Span<const float> params,
+            absl::Span<float> update) override {
+    steps.push_back({worker, step});
+    for (size_t j = 0; j < numel_; ++j) {
+      update[j] = 0.1f * (static_cast<float>(worker + 1) - params[j]);
+    }
+  }
+  double Score(absl::Span<const float> params) override {
+    const double mean = (workers_ + 1) / 2.0;
+    double worst = 0;
+    for (float v : params) worst = std::max(worst, std::fabs(v - mean));
+    return -worst;
+  }
+  std::vector<std::pair<size_t, uint64_t>> steps;
+
+ private:
+  size_t numel_, workers_;
+};
+
+TEST_CASE("a learning task trains the team and is scored over time and after the drain",
+          "[simulator][learning]") {
+  const Layout layout = Tiny();
+  for (SyncPolicy policy : {SyncPolicy::kBsp, SyncPolicy::kSsp, SyncPolicy::kRog}) {
+    CAPTURE(SyncPolicyName(policy));
+    SimConfig c = RandomConfig(policy, 7);
+    c.seconds = 20;
+    c.score_every = 5;
+    PullToTargets task(layout.total_numel(), c.workers);
+    c.learning = &task;
+    auto r = RunSimulation(c, layout);
+    REQUIRE(r.ok());
+    // Every worker's replica at 0, 5, 10, 15 and 20 s, in time order.
+    REQUIRE(r->scores.size() == 5 * c.workers);
+    for (size_t i = 0; i < r->scores.size(); ++i) {
+      CHECK(r->scores[i].time == 5.0 * (i / c.workers));
+      CHECK(r->scores[i].worker == i % c.workers);
+    }
+    // At 0 s every replica is the task's initial model.
+    CHECK(r->team_score(0) == task.Score(task.Initial()));
+    CHECK(r->team_score(20) > r->team_score(0));
+    CHECK(r->team_score(3) == -1);
+    // Each worker's steps are asked once each, numbered from 0, and every
+    // iteration it counts produced one.
+    std::vector<uint64_t> next(c.workers, 0);
+    for (const auto& [w, step] : task.steps) CHECK(step == next[w]++);
+    for (size_t w = 0; w < c.workers; ++w) CHECK(next[w] >= r->workers[w].iterations);
+    // After the drain: rogd's model is scored, every replica equals it up to
+    // float rounding, and it is the initial values plus every update.
+    CHECK(r->final_score > r->team_score(0));
+    CHECK(r->max_replica_error < 1e-4);
+    CHECK(r->max_sum_error < 1e-4);
+    CHECK(r->bound_checks == 0);  // no markers: the bound is tools/sim's to check
+  }
+}
+
+TEST_CASE("a learning task whose model is not the layout's is refused", "[simulator][learning]") {
+  const Layout layout = Tiny();
+  SimConfig c = RandomConfig(SyncPolicy::kRog, 3);
+  PullToTargets task(layout.total_numel() + 1, c.workers);
+  c.learning = &task;
+  auto r = RunSimulation(c, layout);
+  REQUIRE(r.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(r.status().message()), Catch::Contains("the layout"));
+  c.learning = nullptr;
+  CHECK(RunSimulation(c, layout)->final_score == -1);
 }
 
 }  // namespace
