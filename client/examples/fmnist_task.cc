@@ -35,6 +35,9 @@ absl::StatusOr<std::unique_ptr<Task>> Task::Create(const std::string& model, int
         absl::StrCat("no Fashion-MNIST model '", model, "'; use cnn or convmlp"));
   }
   if (workers < 1) return absl::InvalidArgumentError("need at least one worker");
+  // One intra-op thread, as each robot runs: the same floats on every
+  // machine whatever its cores.
+  torch::set_num_threads(1);
   auto impl = std::make_unique<Impl>(model == "convmlp");
   const Data train = fmnist::Load("train"), test = fmnist::Load("t10k");
   Pretrained(impl->net, model, seed, train, test);

@@ -19,6 +19,7 @@ class Task {
   // `model`: "cnn" or "convmlp"; `workers` shards of the degraded training
   // images, one per worker; `seed` as fmnist_worker's --seed. Reads the
   // data and the pretrained model (pretraining it if it is not cached).
+  // Sets LibTorch to one intra-op thread, as fmnist_worker runs.
   static absl::StatusOr<std::unique_ptr<Task>> Create(const std::string& model, int workers,
                                                       uint64_t seed);
   ~Task();
