@@ -440,7 +440,8 @@ absl::Status Simulation::Loop() {
         EndTraining();
         break;
       case EventType::kScore:
-        ScoreReplicas(now_ - start_);
+        // The k-th score time exactly (start_ + t - start_ may round).
+        ScoreReplicas(static_cast<double>(e.tag) * cfg_.score_every);
         break;
     }
     if (start_ >= 0 && rogd_at_start_.empty()) rogd_at_start_ = RogdWorkers();
@@ -559,7 +560,7 @@ void Simulation::StartTraining() {
   Schedule(end_, EventType::kEnd, 0);
   if (cfg_.learning != nullptr) ScoreReplicas(0);
   for (int k = 1; cfg_.learning != nullptr && k * cfg_.score_every < cfg_.seconds; ++k) {
-    Schedule(start_ + k * cfg_.score_every, EventType::kScore, 0);
+    Schedule(start_ + k * cfg_.score_every, EventType::kScore, 0, static_cast<uint64_t>(k));
   }
 }
 
