@@ -309,7 +309,10 @@ absl::Status Simulation::Validate() {
   }
   if (cfg_.compute_factors.empty()) cfg_.compute_factors = {1.0};
   if (cfg_.learning != nullptr) {
-    if (!(cfg_.score_every > 0)) return absl::InvalidArgumentError("score_every must be > 0");
+    if (!(cfg_.score_every >= 0.01) || cfg_.seconds / cfg_.score_every > 100000) {
+      return absl::InvalidArgumentError(
+          "score_every must be at least 0.01 s and at most 100,000 scores per run");
+    }
     initial_ = cfg_.learning->Initial();
     if (initial_.size() != layout_.total_numel()) {
       return absl::InvalidArgumentError(absl::StrCat(

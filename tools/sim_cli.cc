@@ -43,7 +43,10 @@ ABSL_FLAG(double, trace_time_scale, 1.0,
           "Multiply every trace's time axis (0.2: each sample lasts a fifth of its time), as "
           "the links' --time_scale does");
 ABSL_FLAG(double, seconds, 300, "Simulated training time in seconds");
-ABSL_FLAG(uint64_t, seed, 1, "Random seed (compute jitter, updates, initial values)");
+ABSL_FLAG(uint64_t, seed, 1,
+          "Random seed (compute jitter, updates, initial values; tools/fmnist_sim: also the "
+          "pretrained model's cache file, the degradation, the shards and the batches, as "
+          "fmnist_worker's --seed)");
 ABSL_FLAG(double, compute_seconds, 1.0, "Mean compute time per iteration, seconds");
 ABSL_FLAG(double, solve_trace_scale, 0,
           "If > 0: print the --trace_scale at which pushing plus pulling the whole model "
@@ -53,7 +56,8 @@ ABSL_FLAG(double, compute_jitter, 0.1, "Compute time jitter, ± fraction (unifor
 ABSL_FLAG(std::string, codec, "fp32", "Row codec: fp32, bf16, int8, sign");
 ABSL_FLAG(std::string, model, "cnn",
           "Synthetic model layout: cnn (1.7 MB), fmnist (the main job's CNN, 82 KB), convmlp "
-          "(fmnist_worker --model=convmlp, 3.2 MB) or tiny");
+          "(fmnist_worker --model=convmlp, 3.2 MB) or tiny; tools/fmnist_sim: fmnist (its "
+          "default) or convmlp");
 ABSL_FLAG(uint32_t, batch_bytes, 16384, "Payload bytes per row batch");
 ABSL_FLAG(bool, return_after_share, true,
           "ROG: EndIteration returns once the MTA share is on its way; the rest of the window "
@@ -313,16 +317,20 @@ void PrintRow(rog::SyncPolicy policy, const rog::SimReport& r, bool patience) {
   }
   const bool has_window = !overshoots.empty();
   const double worker_seconds = r.seconds * r.workers.size();
+  // Staleness is counted from the integer updates' markers: none with a
+  // learning task.
+  const bool counted = r.config.learning == nullptr;
   const std::string extra =
       patience ? absl::StrFormat(" %7.1f%% %9s %8d", 100 * r.detached_share(),
                                  absl::StrCat(r.detaches(), "/", r.reattaches()), r.late_rows())
                : "";
   std::printf(
-      "%-6s %7.3f %7.1f%% %7.1f%% %7.1f%% %7llu %7.2f %7llu %8.1f %8.1f %8s %8s%s %s\n",
+      "%-6s %7.3f %7.1f%% %7.1f%% %7.1f%% %7llu %7s %7s %8.1f %8.1f %8s %8s%s %s\n",
       std::string(rog::SyncPolicyName(policy)).c_str(), r.iterations_per_second(),
       100 * compute / worker_seconds, 100 * transmit / worker_seconds, 100 * r.stall_share(),
-      static_cast<unsigned long long>(r.stalls()), stale_sum / r.workers.size(),
-      static_cast<unsigned long long>(stale_max), r.bytes_up() / 1e6, r.bytes_down() / 1e6,
+      static_cast<unsigned long long>(r.stalls()),
+      counted ? absl::StrFormat("%.2f", stale_sum / r.workers.size()).c_str() : "-",
+      counted ? absl::StrCat(stale_max).c_str() : "-", r.bytes_up() / 1e6, r.bytes_down() / 1e6,
       has_window ? absl::StrFormat("%.0f", 1e3 * Percentile(overshoots, 0.5)).c_str() : "-",
       has_window ? absl::StrFormat("%.0f", 1e3 * Percentile(overshoots, 0.99)).c_str() : "-",
       extra.c_str(), absl::StrJoin(per_worker, " ").c_str());
@@ -378,7 +386,7 @@ void PrintScores(const rog::SimReport& r) {
   for (const rog::SimScore& s : r.scores) {
     if (s.time == last) continue;
     last = s.time;
-    curve.push_back(absl::StrFormat("%.0f s %.4f", s.time, r.team_score(s.time)));
+    curve.push_back(absl::StrFormat("%g s %.4f", s.time, r.team_score(s.time)));
   }
   std::printf("       score, team mean: %s\n", absl::StrJoin(curve, ", ").c_str());
   std::printf(
@@ -410,7 +418,7 @@ void PrintTimesToBspScore(const std::vector<std::pair<rog::SyncPolicy, rog::SimR
   for (const auto& [policy, r] : runs) {
     const double t = TimeToScore(r, target);
     std::printf(" %s %s", std::string(rog::SyncPolicyName(policy)).c_str(),
-                t < 0 ? "not reached" : absl::StrFormat("%.0f s", t).c_str());
+                t < 0 ? "not reached" : absl::StrFormat("%g s", t).c_str());
   }
   std::printf("\n");
 }

@@ -541,7 +541,8 @@ TEST_CASE("the convmlp layout is fmnist_worker --model=convmlp", "[simulator]") 
 
 // A learning task for the tests: worker w's step moves the parameters a
 // tenth of the way to its own target (w + 1 everywhere); the score is minus
-// the largest distance to the targets' mean. It records every step asked.
+// the largest distance to the targets' mean. It records every step asked,
+// with the parameters it was given and the update it made.
 class PullToTargets final : public SimLearning {
  public:
   PullToTargets(size_t numel, size_t workers) : numel_(numel), workers_(workers) {}
@@ -552,6 +553,8 @@ class PullToTargets final : public SimLearning {
     for (size_t j = 0; j < numel_; ++j) {
       update[j] = 0.1f * (static_cast<float>(worker + 1) - params[j]);
     }
+    given.emplace_back(params.begin(), params.end());
+    made.emplace_back(update.begin(), update.end());
   }
   double Score(absl::Span<const float> params) override {
     const double mean = (workers_ + 1) / 2.0;
@@ -559,7 +562,8 @@ class PullToTargets final : public SimLearning {
     for (float v : params) worst = std::max(worst, std::fabs(v - mean));
     return -worst;
   }
-  std::vector<std::pair<size_t, uint64_t>> steps;
+  std::vector<std::pair<size_t, uint64_t>> steps;  // (worker, step), in call order
+  std::vector<std::vector<float>> given, made;     // per call
 
  private:
   size_t numel_, workers_;
@@ -591,7 +595,7 @@ TEST_CASE("a learning task trains the team and is scored over time and after the
     // iteration it counts produced one.
     std::vector<uint64_t> next(c.workers, 0);
     for (const auto& [w, step] : task.steps) CHECK(step == next[w]++);
-    for (size_t w = 0; w < c.workers; ++w) CHECK(next[w] >= r->workers[w].iterations);
+    for (size_t w = 0; w < c.workers; ++w) CHECK(next[w] == r->workers[w].iterations);
     // After the drain: rogd's model is scored, every replica equals it up to
     // float rounding, and it is the initial values plus every update.
     CHECK(r->final_score > r->team_score(0));
@@ -599,6 +603,41 @@ TEST_CASE("a learning task trains the team and is scored over time and after the
     CHECK(r->max_sum_error < 1e-4);
     CHECK(r->bound_checks == 0);  // no markers: the bound is tools/sim's to check
   }
+}
+
+// Under BSP every worker's step k is given the initial model plus every
+// worker's steps before k (not a stale or zeroed buffer). It
+// does not tell the parameters at the compute's start from those at its
+// end: under BSP nothing arrives in between.
+TEST_CASE("under BSP a learning task's step k is given the team's steps before k",
+          "[simulator][learning]") {
+  const Layout layout = Tiny();
+  SimConfig c = RandomConfig(SyncPolicy::kBsp, 11);
+  c.seconds = 10;
+  PullToTargets task(layout.total_numel(), c.workers);
+  c.learning = &task;
+  auto r = RunSimulation(c, layout);
+  REQUIRE(r.ok());
+  REQUIRE(task.steps.size() >= 2 * c.workers);
+  std::vector<std::vector<double>> sum_before;  // per step k: initial + updates of steps < k
+  for (size_t i = 0; i < task.steps.size(); ++i) {
+    const auto [w, k] = task.steps[i];
+    while (sum_before.size() <= k + 1) {
+      sum_before.emplace_back(layout.total_numel(), 0.0);
+    }
+    for (size_t j = 0; j < layout.total_numel(); ++j) sum_before[k + 1][j] += task.made[i][j];
+  }
+  for (size_t k = 1; k < sum_before.size(); ++k) {
+    for (size_t j = 0; j < layout.total_numel(); ++j) sum_before[k][j] += sum_before[k - 1][j];
+  }
+  double worst = 0;
+  for (size_t i = 0; i < task.steps.size(); ++i) {
+    const uint64_t k = task.steps[i].second;
+    for (size_t j = 0; j < layout.total_numel(); ++j) {
+      worst = std::max(worst, std::fabs(task.given[i][j] - sum_before[k][j]));
+    }
+  }
+  CHECK(worst < 1e-4);
 }
 
 TEST_CASE("a learning task whose model is not the layout's is refused", "[simulator][learning]") {
@@ -609,6 +648,9 @@ TEST_CASE("a learning task whose model is not the layout's is refused", "[simula
   auto r = RunSimulation(c, layout);
   REQUIRE(r.status().code() == absl::StatusCode::kInvalidArgument);
   CHECK_THAT(std::string(r.status().message()), Catch::Contains("the layout"));
+  task = PullToTargets(layout.total_numel(), c.workers);
+  c.score_every = 0.001;
+  CHECK(RunSimulation(c, layout).status().code() == absl::StatusCode::kInvalidArgument);
   c.learning = nullptr;
   CHECK(RunSimulation(c, layout)->final_score == -1);
 }
