@@ -55,12 +55,7 @@ absl::StatusOr<std::unique_ptr<TorchWorker>> TorchWorker::Start(torch::nn::Modul
   for (const auto& item : module.named_parameters(/*recurse=*/true)) params.push_back(item.value());
   const size_t numel = layout->total_numel();
   std::vector<float> initial(numel);
-  size_t at = 0;
-  for (const torch::Tensor& p : params) {
-    const torch::Tensor c = p.detach().contiguous();
-    std::memcpy(initial.data() + at, c.data_ptr<float>(), c.numel() * sizeof(float));
-    at += c.numel();
-  }
+  StoreParameters(params, absl::MakeSpan(initial));
   absl::StatusOr<std::unique_ptr<Worker>> worker =
       Worker::Start(std::move(options), *std::move(layout), std::move(initial));
   if (!worker.ok()) return worker.status();
@@ -68,25 +63,28 @@ absl::StatusOr<std::unique_ptr<TorchWorker>> TorchWorker::Start(torch::nn::Modul
       new TorchWorker(module, std::move(params), *std::move(worker), numel));
 }
 
-void TorchWorker::Load(const std::vector<float>& values) {
+void LoadParameters(absl::Span<const float> values, std::vector<torch::Tensor>& params) {
   torch::NoGradGuard no_grad;
   size_t at = 0;
-  for (torch::Tensor& p : params_) {
-    const int64_t n = p.numel();
-    torch::Tensor src =
-        torch::from_blob(const_cast<float*>(values.data() + at), p.sizes(), torch::kFloat32);
-    p.copy_(src);
-    at += n;
+  for (torch::Tensor& p : params) {
+    p.copy_(torch::from_blob(const_cast<float*>(values.data() + at), p.sizes(), torch::kFloat32));
+    at += p.numel();
   }
 }
 
-void TorchWorker::Store(std::vector<float>* values) const {
+void StoreParameters(const std::vector<torch::Tensor>& params, absl::Span<float> values) {
   size_t at = 0;
-  for (const torch::Tensor& p : params_) {
+  for (const torch::Tensor& p : params) {
     const torch::Tensor c = p.detach().contiguous();
-    std::memcpy(values->data() + at, c.data_ptr<float>(), c.numel() * sizeof(float));
+    std::memcpy(values.data() + at, c.data_ptr<float>(), c.numel() * sizeof(float));
     at += c.numel();
   }
+}
+
+void TorchWorker::Load(const std::vector<float>& values) { LoadParameters(values, params_); }
+
+void TorchWorker::Store(std::vector<float>* values) const {
+  StoreParameters(params_, absl::MakeSpan(*values));
 }
 
 absl::Status TorchWorker::BeginStep(double timeout_seconds) {

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "client/worker.h"
 #include "common/layout.h"
 
@@ -39,6 +40,11 @@ namespace rog {
 
 // The layout of `module`'s parameters: one tensor per parameter, by name.
 absl::StatusOr<Layout> LayoutOfModule(const torch::nn::Module& module);
+
+// Copies flat values (the layout's order) into `params`, float32 CPU
+// tensors whose sizes add up to values.size(), and back.
+void LoadParameters(absl::Span<const float> values, std::vector<torch::Tensor>& params);
+void StoreParameters(const std::vector<torch::Tensor>& params, absl::Span<float> values);
 
 class TorchWorker {
  public:

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/examples/fmnist_model.h"
+#include "client/torch_adapter.h"
 
 namespace rog::fmnist {
 
@@ -13,16 +14,6 @@ struct Task::Impl {
   Data test;
   uint64_t seed = 0;
   std::vector<float> initial;  // the pretrained values (Step and Accuracy change the net's)
-
-  // Copies `values` into the net's parameters.
-  void Load(absl::Span<const float> values) {
-    torch::NoGradGuard no_grad;
-    size_t at = 0;
-    for (torch::Tensor& p : params) {
-      p.copy_(torch::from_blob(const_cast<float*>(values.data() + at), p.sizes(), torch::kFloat32));
-      at += p.numel();
-    }
-  }
 };
 
 Task::Task(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -41,11 +32,13 @@ absl::StatusOr<std::unique_ptr<Task>> Task::Create(const std::string& model, int
   auto impl = std::make_unique<Impl>(model == "convmlp");
   const Data train = fmnist::Load("train"), test = fmnist::Load("t10k");
   Pretrained(impl->net, model, seed, train, test);
+  size_t numel = 0;
   for (const auto& p : impl->net->parameters()) {
     impl->params.push_back(p);
-    const torch::Tensor c = p.detach().contiguous();
-    impl->initial.insert(impl->initial.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+    numel += p.numel();
   }
+  impl->initial.resize(numel);
+  StoreParameters(impl->params, absl::MakeSpan(impl->initial));
   for (int w = 0; w < workers; ++w) impl->shards.push_back(DegradedShard(train, w, workers, seed));
   impl->test = DegradedTest(test, seed);
   impl->seed = seed;
@@ -57,7 +50,7 @@ std::vector<float> Task::Initial() const { return impl_->initial; }
 void Task::Step(size_t worker, uint64_t step, absl::Span<const float> params,
                 absl::Span<float> update) {
   Impl& m = *impl_;
-  m.Load(params);
+  LoadParameters(params, m.params);
   std::seed_seq seq{m.seed, static_cast<uint64_t>(worker), step};
   std::mt19937_64 rng(seq);
   const Data& shard = m.shards[worker % m.shards.size()];
@@ -77,7 +70,7 @@ void Task::Step(size_t worker, uint64_t step, absl::Span<const float> params,
 }
 
 double Task::Accuracy(absl::Span<const float> params) {
-  impl_->Load(params);
+  LoadParameters(params, impl_->params);
   return fmnist::Accuracy(impl_->net, impl_->test.images, impl_->test.labels);
 }
 
