@@ -250,6 +250,11 @@ absl::StatusOr<rog::SimConfig> ConfigFromFlags(rog::Codec codec,
   if (!(base.patience >= 0)) {
     return absl::InvalidArgumentError("--patience must be >= 0 seconds (0: off)");
   }
+  if (!(base.score_every >= 0.01) || base.seconds / base.score_every > 100000) {
+    return absl::InvalidArgumentError(
+        "--score_every must be at least 0.01 (seconds) and leave at most 100,000 scores in "
+        "--seconds");
+  }
   return base;
 }
 
