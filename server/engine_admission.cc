@@ -73,6 +73,11 @@ absl::StatusOr<EngineCore::Impl::CheckedHello> EngineCore::Impl::CheckHello(
   }
   CheckedHello checked{*std::move(parsed), {}};
   if (state && checked.layout.fingerprint() == layout->fingerprint()) {
+    // A new id that the team has no room for is refused before its row
+    // digests cost a pass over the whole model.
+    if (known == by_id.end()) {
+      if (absl::Status room = RoomForNewWorker(hello, reason); !room.ok()) return room;
+    }
     absl::StatusOr<std::vector<bool>> in_sync =
         RowsInSync(*layout, state->global(), hello.row_digests());
     if (!in_sync.ok()) {
@@ -243,10 +248,9 @@ void EngineCore::Impl::Rejoin(WorkerRec& r, const pb::Hello& hello, const std::s
                was_evicted ? "was evicted" : "new incarnation", r.clock);
 }
 
-// A new worker record, within --max_workers and --max_state_bytes; it
-// starts at the slowest attached clock (its own, alone).
-absl::StatusOr<WorkerRec*> EngineCore::Impl::AddWorker(const pb::Hello& hello,
-                                                       const std::string& peer, Rejection* reason) {
+// Whether a worker id rogd has no record of may have one: within
+// --max_workers and --max_state_bytes.
+absl::Status EngineCore::Impl::RoomForNewWorker(const pb::Hello& hello, Rejection* reason) const {
   if (workers.size() < opt.max_workers &&
       StateBytes(*layout, workers.size() + 1) > opt.max_state_bytes) {
     *reason = Rejection::kTooManyWorkers;
@@ -269,6 +273,14 @@ absl::StatusOr<WorkerRec*> EngineCore::Impl::AddWorker(const pb::Hello& hello,
                      "their old worker ids (a stable id, e.g. the host name, rejoins), or raise "
                      "--max_workers"));
   }
+  return absl::OkStatus();
+}
+
+// A new worker record (RoomForNewWorker permitting); it starts at the
+// slowest attached clock (its own, alone).
+absl::StatusOr<WorkerRec*> EngineCore::Impl::AddWorker(const pb::Hello& hello,
+                                                       const std::string& peer, Rejection* reason) {
+  if (absl::Status room = RoomForNewWorker(hello, reason); !room.ok()) return room;
   const uint64_t team_min = MinAttachedClock();
   const bool alone = team_min == std::numeric_limits<uint64_t>::max();
   auto rec = std::make_unique<WorkerRec>();

@@ -326,6 +326,7 @@ struct EngineCore::Impl {
                                          pb::Welcome* welcome, Rejection* reason);
   void Resume(WorkerRec& r, const pb::Hello& hello, const std::string& peer);
   void Rejoin(WorkerRec& r, const pb::Hello& hello, const std::string& peer);
+  absl::Status RoomForNewWorker(const pb::Hello& hello, Rejection* reason) const;
   absl::StatusOr<WorkerRec*> AddWorker(const pb::Hello& hello, const std::string& peer,
                                        Rejection* reason);
   void Connect(WorkerRec& r, uint64_t session, std::shared_ptr<Outbox> outbox,

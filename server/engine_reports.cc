@@ -2,6 +2,8 @@
 // metrics' staleness counts, and the invariants tests check.
 #include <algorithm>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/uplink_rules.h"
@@ -153,17 +155,37 @@ absl::StatusOr<pb::StalenessReply> EngineCore::Impl::StalenessReport(
   pb::StalenessReply reply;
   reply.set_staleness_bound(m.bound);
   for (const WorkerRec* c : cols) reply.add_workers(c->id);
-  std::vector<pb::RowStaleness> rows;
-  for (RowId row = first; row < end; ++row) {
-    pb::RowStaleness rs;
+  const auto staleness = [&](RowId row, const WorkerRec* c) {
+    return CopyStaleness(m.state->versions(), m.state->copy_versions(c->index), row, c->index,
+                         attached);
+  };
+  // With --top, only the stalest rows are built (ties in row order): a
+  // model may have a million rows, and the reply is made under the lock.
+  std::vector<RowId> rows;
+  if (request.top() > 0) {
+    std::vector<std::pair<uint64_t, RowId>> worst;
+    worst.reserve(end - first);
+    for (RowId row = first; row < end; ++row) {
+      uint64_t w = 0;
+      for (const WorkerRec* c : cols) w = std::max(w, staleness(row, c));
+      worst.emplace_back(w, row);
+    }
+    const size_t keep = std::min<size_t>(worst.size(), request.top());
+    std::partial_sort(worst.begin(), worst.begin() + keep, worst.end(),
+                      [](const auto& a, const auto& b) {
+                        return a.first != b.first ? a.first > b.first : a.second < b.second;
+                      });
+    for (size_t k = 0; k < keep; ++k) rows.push_back(worst[k].second);
+  } else {
+    for (RowId row = first; row < end; ++row) rows.push_back(row);
+  }
+  for (RowId row : rows) {
+    pb::RowStaleness& rs = *reply.add_rows();
     rs.set_row(row);
     const RowInfo& info = layout.row(row);
     rs.set_tensor(layout.tensors()[info.tensor].name);
     rs.set_index_in_tensor(info.index_in_tensor);
-    for (const WorkerRec* c : cols) {
-      rs.add_staleness(CopyStaleness(m.state->versions(), m.state->copy_versions(c->index), row,
-                                     c->index, attached));
-    }
+    for (const WorkerRec* c : cols) rs.add_staleness(staleness(row, c));
     uint64_t oldest = 0;
     for (const auto& r : m.workers) {
       if (!m.Attached(*r)) continue;
@@ -175,19 +197,7 @@ absl::StatusOr<pb::StalenessReply> EngineCore::Impl::StalenessReport(
       }
     }
     rs.set_oldest_unpushed_age(oldest);
-    rows.push_back(std::move(rs));
   }
-  if (request.top() > 0) {
-    const auto worst = [](const pb::RowStaleness& r) {
-      uint64_t w = 0;
-      for (uint64_t s : r.staleness()) w = std::max(w, s);
-      return w;
-    };
-    std::stable_sort(rows.begin(), rows.end(),
-                     [&](const auto& a, const auto& b) { return worst(a) > worst(b); });
-    if (rows.size() > request.top()) rows.resize(request.top());
-  }
-  for (pb::RowStaleness& rs : rows) *reply.add_rows() = std::move(rs);
   return reply;
 }
 

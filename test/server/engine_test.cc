@@ -11,6 +11,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -625,6 +626,88 @@ TEST_CASE("row digests of the wrong size are refused before the worker is admitt
   m.h.Settle();
   CHECK(m.h.engine().Status().workers_connected() == workers);
   CHECK(m.h.engine().CheckInvariants().ToString() == "OK");
+}
+
+TEST_CASE("a new id beyond --max_workers is refused before its row digests are read",
+          "[engine][hostile]") {
+  EngineOptions o = Options();
+  o.max_workers = 2;
+  WithModel m(o);
+  REQUIRE(m.h.Hello(m.h.MakeHello("b")).ok());
+  m.h.Settle();
+  // Digests of the wrong size would be refused as a bad hello if rogd read
+  // them (the test above): a new id gets the team's limit instead, without
+  // a pass over the model.
+  pb::Hello hello = m.h.MakeHello("c");
+  hello.set_row_digests(std::string(7, '\1'));
+  std::string reason;
+  absl::StatusOr<EngineHarness::Stream> c = m.h.Hello(hello, &reason);
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.status().code() == absl::StatusCode::kResourceExhausted);
+  CHECK(absl::StrContains(c.status().message(), "rogd keeps 2 worker records (--max_workers)"));
+  CHECK(reason == "too_many_workers");
+  // A known id is still checked as before.
+  hello.set_worker_id("b");
+  absl::StatusOr<EngineHarness::Stream> b = m.h.Hello(hello, &reason);
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(absl::StrContains(b.status().message(), "8 per group"));
+  m.h.Settle();
+  CHECK(m.h.engine().CheckInvariants().ToString() == "OK");
+}
+
+// Each row's worst staleness over the reply's workers.
+std::vector<std::pair<uint64_t, RowId>> WorstByRow(const pb::StalenessReply& reply) {
+  std::vector<std::pair<uint64_t, RowId>> out;
+  for (const pb::RowStaleness& rs : reply.rows()) {
+    uint64_t w = 0;
+    for (uint64_t s : rs.staleness()) w = std::max(w, s);
+    out.emplace_back(w, rs.row());
+  }
+  return out;
+}
+
+TEST_CASE("the staleness report's top rows are the stalest, ties in row order",
+          "[engine][staleness]") {
+  WithModel m(Options(SyncPolicy::kSsp, 2));
+  EngineHarness::Stream b = *m.h.Hello(m.h.MakeHello("b"));
+  m.h.Settle();
+  m.h.Account(b);
+  // a pushes rows 1, 3 and 5 for three iterations, row 7 for one; rogd
+  // sends b some of that, so b's copy falls behind on some rows only.
+  const Layout& layout = m.h.layout();
+  for (uint64_t it = 1; it <= 3; ++it) {
+    std::vector<RowId> rows =
+        it == 1 ? std::vector<RowId>{1, 3, 5, 7} : std::vector<RowId>{1, 3, 5};
+    std::vector<float> values;
+    for (RowId r : rows) values.insert(values.end(), layout.row(r).numel, 0.25f);
+    m.h.Batch(m.a, pb::BATCH_KIND_UPDATE, rows, std::vector<uint32_t>(rows.size(), 1), values);
+    m.h.Progress(m.a, it);
+    m.h.Settle();
+  }
+  pb::StalenessRequest all;
+  const pb::StalenessReply full = *m.h.engine().Staleness(all);
+  std::vector<std::pair<uint64_t, RowId>> expect = WorstByRow(full);
+  REQUIRE(expect.size() == layout.num_rows());
+  INFO(full.ShortDebugString());
+  const std::vector<std::pair<uint64_t, RowId>> in_row_order = expect;
+  std::stable_sort(expect.begin(), expect.end(),
+                   [](const auto& x, const auto& y) { return x.first > y.first; });
+  // Else the cut below would say nothing about the order.
+  REQUIRE(expect.front().first > 0);
+  REQUIRE(expect != in_row_order);
+  for (uint32_t top : {1u, 3u, 4u, static_cast<uint32_t>(layout.num_rows()) + 5}) {
+    pb::StalenessRequest req;
+    req.set_top(top);
+    const pb::StalenessReply got = *m.h.engine().Staleness(req);
+    const size_t keep = std::min<size_t>(top, expect.size());
+    CHECK(WorstByRow(got) ==
+          std::vector<std::pair<uint64_t, RowId>>(expect.begin(), expect.begin() + keep));
+    for (const pb::RowStaleness& rs : got.rows()) {
+      CHECK(rs.tensor() == full.rows(rs.row()).tensor());
+      CHECK(rs.oldest_unpushed_age() == full.rows(rs.row()).oldest_unpushed_age());
+    }
+  }
 }
 
 // The team `ids` joined: the first brought the model (all ones); training
