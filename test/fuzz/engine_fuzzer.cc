@@ -3,14 +3,19 @@
 // streams can hand it: hellos with any clock and token, initial values and
 // updates of any rows with any counts and values (huge ones included, so
 // folds can overflow), progress reports with any clock, acks of any seq,
-// goodbyes, closed streams and time passing. The engine must answer, its
+// goodbyes, closed streams and time passing; and rarely (EdgeOp) hellos
+// that account for their last stream's downlink, with any stream id and
+// seq, sdk_version strings too long or not printable, and clocks at
+// counting's end. The engine must answer, its
 // status must be coherent, and its model must be finite
 // and equal, bit for bit, to the ledger of the batches it acknowledged,
 // after every operation; and Engine::CheckInvariants must hold (no row
 // counts more of a worker's iterations than its clock, which the staleness
 // bound relies on); and every row batch it sent must decode as a worker
 // decodes it, in rogd's codec (fp32, bf16, int8 or sign: the options).
-// Input: 1 byte of options, then ops of a few bytes each.
+// Input: 1 byte of options, then ops of a few bytes each. FUZZ_LOG=1 in
+// the environment shows rogd's log (off otherwise).
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -79,6 +84,53 @@ float PickValue(rog::FuzzInput& in, bool lossy) {
   }
 }
 
+std::string SlotId(int slot) { return std::string(1, static_cast<char>('a' + slot)); }
+
+// A hello on a slot's behalf: on success the slot's stream, open, at the
+// welcome's clock.
+void SayHello(rog::EngineHarness& h, const rog::pb::Hello& hello, rog::EngineHarness::Stream* s,
+              bool* open, uint64_t* clock) {
+  absl::StatusOr<rog::EngineHarness::Stream> got = h.Hello(hello);
+  if (!got.ok()) return;
+  *s = *got;
+  *open = true;
+  for (const rog::pb::ServerMessage& m : s->outbox->messages()) {
+    if (m.has_welcome()) *clock = m.welcome().iteration();
+  }
+}
+
+// What a client sends rarely: a hello that accounts for its last stream's
+// downlink (Hello.downlink_stream and last_applied_downlink_seq: the
+// stream's id or any, a seq rogd sent or not), with an sdk_version too
+// long or not printable; and clocks at counting's end (2^52).
+void EdgeOp(rog::FuzzInput& in, rog::EngineHarness& h, int slot, rog::EngineHarness::Stream* s,
+            bool* open, uint64_t* clock) {
+  const uint8_t pick = in.Byte();
+  const uint64_t at_end = rog::kMaxClock - 1 + in.Byte() % 3;
+  if (pick % 3 == 1) {
+    if (*open) h.Progress(*s, at_end, (pick & 0x10) != 0);
+    return;
+  }
+  if (pick % 3 == 2) {
+    SayHello(h, h.MakeHello(SlotId(slot), at_end, s->token), s, open, clock);
+    return;
+  }
+  uint64_t stream = 0, last_seq = 0;
+  if (s->outbox) {
+    for (const rog::pb::ServerMessage& m : s->outbox->messages()) {
+      if (m.has_welcome()) stream = m.welcome().stream();
+      if (m.has_batch()) last_seq = std::max<uint64_t>(last_seq, m.batch().seq());
+    }
+  }
+  rog::pb::Hello hello = h.MakeHello(SlotId(slot), PickClock(in, *clock), s->token);
+  const uint8_t b = in.Byte();
+  hello.set_downlink_stream((b & 1) ? stream : in.U32());
+  const uint64_t applied[] = {0, last_seq, last_seq > 0 ? last_seq - 1 : 0, last_seq + 1,
+                              std::numeric_limits<uint64_t>::max()};
+  hello.set_last_applied_downlink_seq(applied[(b >> 1) % 5]);
+  if (b & 0x10) hello.set_sdk_version((b & 0x20) ? std::string(129, 'v') : std::string("1.0\n"));
+  SayHello(h, hello, s, open, clock);
+}
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -92,11 +144,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Bits 6-7: rogd's codec (the downlink's; workers push in any).
   o.codec = static_cast<rog::Codec>(options >> 6);
   o.lease_seconds = 5;
-  spdlog::set_level(spdlog::level::off);
+  spdlog::set_level(getenv("FUZZ_LOG") ? spdlog::level::info : spdlog::level::off);
   rog::EngineHarness h(o);
   const rog::Layout& layout = h.layout();
   std::vector<rog::EngineHarness::Stream> streams(kSlots);
-  std::vector<bool> open(kSlots, false);
+  bool open[kSlots] = {};
   std::vector<uint64_t> clock(kSlots, 0);
   for (int op = 0; op < kMaxOps && in.left() > 0; ++op) {
     const int slot = in.Byte() % kSlots;
@@ -106,15 +158,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 0: {  // hello, resuming or not
         const uint64_t at = PickClock(in, clock[slot]);
         const uint64_t token = (in.Byte() & 1) ? s.token : 0;
-        absl::StatusOr<rog::EngineHarness::Stream> got =
-            h.Hello(h.MakeHello(std::string(1, static_cast<char>('a' + slot)), at, token));
-        if (got.ok()) {
-          s = *got;
-          open[slot] = true;
-          for (const rog::pb::ServerMessage& m : s.outbox->messages()) {
-            if (m.has_welcome()) clock[slot] = m.welcome().iteration();
-          }
-        }
+        SayHello(h, h.MakeHello(SlotId(slot), at, token), &s, &open[slot], &clock[slot]);
         break;
       }
       case 1:    // initial values
@@ -168,6 +212,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         h.clock().Advance(in.Byte() / 16.0);
         break;
       default:
+        EdgeOp(in, h, slot, &s, &open[slot], &clock[slot]);
         break;
     }
     // After every operation: the invariants, and the model against the
