@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "client/worker_protocol.h"
 #include "common/clock.h"
+#include "common/link_use.h"
 #include "proto/convert.h"
 #include "server/engine_core.h"
 #include "server/uplink_batch.h"
@@ -172,6 +173,10 @@ struct SimWorker {
   std::unique_ptr<Link<pb::WorkerMessage>> up;
   std::unique_ptr<Link<pb::ServerMessage>> down;
   double compute_factor = 1;
+  const Trace* trace = nullptr;
+  // Its pushes' acknowledged bytes and time on the uplink (the benchmark's
+  // link utilisation).
+  UplinkUse uplink_use;
   // rogd's side of its stream (what the stream handler keeps).
   uint64_t session = 0;
   uint64_t expected_seq = 1;
@@ -347,6 +352,7 @@ void Simulation::Setup() {
         cfg_.traces.empty() ? &kDefaultTrace : &cfg_.traces[w % cfg_.traces.size()];
     s.up = std::make_unique<Link<pb::WorkerMessage>>(trace, cfg_.trace_scale, cfg_.link_delay);
     s.down = std::make_unique<Link<pb::ServerMessage>>(trace, cfg_.trace_scale, cfg_.link_delay);
+    s.trace = trace;
     s.compute_factor = cfg_.compute_factors[w % cfg_.compute_factors.size()];
     s.params.resize(layout_.total_numel());
     s.proto = std::make_unique<WorkerProtocol>(
@@ -828,6 +834,8 @@ void Simulation::EndPush(size_t w) {
     s.report.payload_down += stats.payload_down;
     for (const PushStats& p : stats.pushes) {
       if (p.window_seconds > 0) s.report.overshoots.push_back(p.overshoot_seconds);
+      // The links' time axis is the simulation's.
+      s.uplink_use.AddPush(now_ - p.age_seconds, p.ack_seconds, p.acked_bytes, cfg_.link_delay);
     }
   }
   s.phase = Phase::kWaiting;
@@ -888,6 +896,8 @@ void Simulation::Report() {
   report_.drain_seconds = now_ - stopped_at_;
   for (SimWorker& s : workers_) {
     s.report.mean_staleness = s.staleness_n ? s.staleness_sum / s.staleness_n : 0;
+    s.report.uplink_acked_bytes = s.uplink_use.bytes();
+    s.report.uplink_capacity_bytes = s.uplink_use.Capacity(*s.trace, cfg_.trace_scale);
     report_.workers.push_back(s.report);
   }
 }

@@ -158,6 +158,11 @@ struct SimWorkerReport {
   // Per push with a window: the SDK's account of how far past the window's
   // end its last byte arrived (PushStats::overshoot_seconds).
   std::vector<double> overshoots;
+  // Of its pushes in the training time: the bytes rogd acknowledged and what
+  // the link could have carried while they were on it (UplinkUse, as the
+  // benchmark's link utilisation).
+  uint64_t uplink_acked_bytes = 0;
+  double uplink_capacity_bytes = 0;
   // Team patience, as rogd counted it over the training time: time spent
   // detached, detaches and reattaches, rows folded while detached; and the
   // iterations the worker ran while detached.

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "common/link_use.h"
 
 namespace rog {
 namespace {
@@ -302,7 +303,7 @@ RobotFigures Summarise(const RobotRun& run) {
   const std::vector<PushRecord> derived =
       run.pushes.empty() ? PushesFromIters(run.iters) : std::vector<PushRecord>();
   const std::vector<PushRecord>& pushes = run.pushes.empty() ? derived : run.pushes;
-  std::vector<std::pair<double, double>> busy;  // trace time
+  UplinkUse use;
   for (const PushRecord& p : pushes) {
     if (p.window_s > 0) {
       f.overshoots_s.push_back(p.overshoot_s);
@@ -312,29 +313,12 @@ RobotFigures Summarise(const RobotRun& run) {
     // Pushes from files without ack_s cannot be measured this way (see
     // RobotFigures); those from before ID.pushes.csv waited in EndStep for
     // their acks, so their transmit time is their start to last ack.
-    const double ack_s = p.ack_s;
-    const uint64_t acked = p.acked_bytes;
-    if (!run.trace || ack_s <= 0 || acked == 0) continue;
-    const double t0 = std::max(0.0, p.start_unix - run.trace_start_unix);
-    const double crossed = ack_s - 2 * run.link_delay_s;
-    if (crossed <= 0) continue;
-    f.transmit_bytes_up += acked;
-    busy.emplace_back(t0, t0 + crossed);
+    use.AddPush(p.start_unix - run.trace_start_unix, p.ack_s, p.acked_bytes, run.link_delay_s);
   }
-  // A push may still be on the link when the next one starts: the link's
-  // capacity counts once.
-  std::sort(busy.begin(), busy.end());
-  double from = 0, to = -1;
-  for (const auto& [a, b] : busy) {
-    if (a > to) {
-      if (to > from) f.transmit_capacity_up += run.trace->BytesBetween(from, to, run.trace_scale);
-      from = a;
-      to = b;
-    } else {
-      to = std::max(to, b);
-    }
+  if (run.trace) {
+    f.transmit_bytes_up = use.bytes();
+    f.transmit_capacity_up = use.Capacity(*run.trace, run.trace_scale);
   }
-  if (to > from) f.transmit_capacity_up += run.trace->BytesBetween(from, to, run.trace_scale);
   return f;
 }
 

@@ -452,14 +452,27 @@ std::string StallCauses(rog::SyncPolicy policy, const rog::SimReport& r) {
   return line;
 }
 
+// One policy's uplink utilisation while pushing, as the benchmark's "link
+// utilisation" (UplinkUse): "ssp 44.3%".
+std::string UplinkUtilisation(rog::SyncPolicy policy, const rog::SimReport& r) {
+  uint64_t bytes = 0;
+  double capacity = 0;
+  for (const rog::SimWorkerReport& w : r.workers) {
+    bytes += w.uplink_acked_bytes;
+    capacity += w.uplink_capacity_bytes;
+  }
+  return absl::StrFormat("%s %s", std::string(rog::SyncPolicyName(policy)),
+                         capacity > 0 ? absl::StrFormat("%.1f%%", 100 * bytes / capacity) : "-");
+}
+
 // The iterations per second of BSP, SSP and ROG (0: not run).
 struct Throughputs {
   double bsp = 0, ssp = 0, rog = 0;
 };
 
 // The lines below the table: stall causes, ROG's ratios and the invariants.
-void PrintSummary(const std::vector<std::string>& causes, const Throughputs& ips, bool patience,
-                  bool lossless, bool learning, bool ok) {
+void PrintSummary(const std::vector<std::string>& causes, const std::vector<std::string>& uses,
+                  const Throughputs& ips, bool patience, bool lossless, bool learning, bool ok) {
   std::printf(
       "\nstall share by what the stalled worker waited for: a peer still computing the\n"
       "iteration the bound needs, rogd's ask to a peer that has the rows (PushNow, until the\n"
@@ -469,7 +482,11 @@ void PrintSummary(const std::vector<std::string>& causes, const Throughputs& ips
       "policy  peer compute    peer asked   peer uplink      downlink  report's way    rows' "
       "way\n");
   for (const std::string& line : causes) std::printf("%s\n", line.c_str());
-  std::printf("\n");
+  std::printf(
+      "\nuplink utilisation while pushing (bytes acknowledged over what the link could\n"
+      "carry from each push's start to its last acknowledgement, less the round trip's\n"
+      "propagation; the benchmark's link utilisation): %s\n\n",
+      absl::StrJoin(uses, ", ").c_str());
   if (ips.rog > 0 && ips.bsp > 0) std::printf("ROG/BSP throughput: %.2fx\n", ips.rog / ips.bsp);
   if (ips.rog > 0 && ips.ssp > 0) std::printf("ROG/SSP throughput: %.2fx\n", ips.rog / ips.ssp);
   if (learning) {
@@ -497,7 +514,7 @@ int ComparePolicies(const std::vector<rog::SyncPolicy>& policies, const rog::Lay
   const bool patience = base.patience > 0;
   PrintTableHead(patience);
   Throughputs ips;
-  std::vector<std::string> causes;
+  std::vector<std::string> causes, uses;
   std::vector<std::pair<rog::SyncPolicy, rog::SimReport>> learned;
   bool ok = true;
   for (rog::SyncPolicy policy : policies) {
@@ -513,11 +530,13 @@ int ComparePolicies(const std::vector<rog::SyncPolicy>& policies, const rog::Lay
     }
     if (!CheckInvariants(cfg, *r)) ok = false;
     causes.push_back(StallCauses(policy, *r));
+    uses.push_back(UplinkUtilisation(policy, *r));
     if (policy == rog::SyncPolicy::kBsp) ips.bsp = r->iterations_per_second();
     if (policy == rog::SyncPolicy::kSsp) ips.ssp = r->iterations_per_second();
     if (policy == rog::SyncPolicy::kRog) ips.rog = r->iterations_per_second();
   }
-  PrintSummary(causes, ips, patience, rog::IsLossless(base.codec), base.learning != nullptr, ok);
+  PrintSummary(causes, uses, ips, patience, rog::IsLossless(base.codec), base.learning != nullptr,
+               ok);
   if (!learned.empty()) PrintTimesToBspScore(learned);
   return ok ? 0 : 1;
 }
