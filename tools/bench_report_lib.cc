@@ -470,6 +470,33 @@ std::string Label(const PolicyFigures& p, int staleness) {
   return absl::StrCat(p.policy == "ssp" ? "SSP" : "ROG", "(", staleness, ")");
 }
 
+// A warning under the table where a policy's measured link utilisation fell
+// well short of the simulator's (kRigShortfall): its throughput is then the
+// machine's as much as the protocol's.
+void AppendRigCheck(std::string* md, const std::vector<PolicyFigures>& policies, int staleness,
+                    const std::string& simulator) {
+  const std::map<std::string, double> sim = SimulatedUtilisation(simulator);
+  std::vector<std::string> labels, measured, simulated;
+  for (const PolicyFigures& p : policies) {
+    const auto it = sim.find(p.policy);
+    if (it == sim.end() || p.link_utilisation <= 0) continue;
+    if (p.link_utilisation >= kRigShortfall * it->second) continue;
+    labels.push_back(Label(p, staleness));
+    measured.push_back(Pct(p.link_utilisation));
+    simulated.push_back(Pct(it->second));
+  }
+  if (labels.empty()) return;
+  absl::StrAppend(
+      md, "\n**This machine did not carry the links' rates** under ", absl::StrJoin(labels, ", "),
+      ": link utilisation ", absl::StrJoin(measured, ", "), " against the simulator's ",
+      absl::StrJoin(simulated, ", "), " on the same traces (below ",
+      absl::StrFormat("%.0f%%", 100 * kRigShortfall),
+      " of it). At these rates this machine's transport (the relays, rogd and the robots share "
+      "its cores), not the links, bounded those policies, so their throughput and the ratios "
+      "above are the machine's as much as the protocols'. Lower --scale to measure the "
+      "protocols.\n");
+}
+
 // The accuracy times to target are measured to: --target, else BSP's final
 // accuracy (none without either).
 std::optional<double> TargetAccuracy(const BenchSettings& settings, const PolicyFigures* bsp) {
@@ -691,6 +718,7 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
 
   if (rog != nullptr) AppendRogComparison(&md, bsp, ssp, *rog);
   AppendPolicyTable(&md, policies, settings.staleness, target);
+  AppendRigCheck(&md, policies, settings.staleness, simulator);
   AppendOvershootByWindow(&md, policies, settings.staleness);
   AppendStallCauses(&md, policies, settings.staleness);
   AppendPerRobot(&md, policies, settings.staleness);
@@ -698,6 +726,27 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
   AppendSummarySettings(&md, policies, settings);
   AppendSimulator(&md, simulator);
   return md;
+}
+
+std::map<std::string, double> SimulatedUtilisation(const std::string& simulator) {
+  std::map<std::string, double> out;
+  static constexpr char kKey[] = "the benchmark's link utilisation):";
+  const size_t at = simulator.find(kKey);
+  if (at == std::string::npos) return out;
+  const size_t begin = at + sizeof(kKey) - 1;
+  const size_t end = simulator.find('\n', begin);
+  for (absl::string_view part : absl::StrSplit(
+           absl::string_view(simulator).substr(begin, end == std::string::npos ? end : end - begin),
+           ',', absl::SkipWhitespace())) {
+    const std::vector<absl::string_view> f = absl::StrSplit(part, ' ', absl::SkipEmpty());
+    if (f.size() != 2) continue;
+    absl::string_view number = f[1];
+    double pct = 0;
+    if (absl::ConsumeSuffix(&number, "%") && absl::SimpleAtod(number, &pct) && pct >= 0) {
+      out[std::string(f[0])] = pct / 100;
+    }
+  }
+  return out;
 }
 
 Spread SpreadOf(const std::vector<double>& v) {

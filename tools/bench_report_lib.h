@@ -7,6 +7,7 @@
 #define ROG_TOOLS_BENCH_REPORT_LIB_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -235,6 +236,18 @@ struct RepeatGoals {
 std::string RepeatsMarkdown(const std::vector<std::vector<PolicyFigures>>& repeats,
                             const BenchSettings& settings, const RepeatGoals& goals,
                             const std::string& title, const std::string& simulator);
+
+// The simulator's uplink utilisation per policy ("bsp", "ssp", "rog"), as a
+// share, from tools/sim's "... the benchmark's link utilisation): bsp X%,
+// ssp Y%, rog Z%" line; empty if `simulator` has none.
+std::map<std::string, double> SimulatedUtilisation(const std::string& simulator);
+
+// A measured link utilisation below this share of the simulator's on the
+// same settings: the machine (relays, rogd and robots sharing its cores),
+// not the links, bounded that policy (results/2026-11-29-transport-
+// constant-links-5977068: 99% of the simulator's at 16-19 Mbit/s, 38-63% at
+// 160-190 Mbit/s).
+constexpr double kRigShortfall = 0.8;
 
 // summary.md: the table of every figure, the ROG/BSP and ROG/SSP ratios as
 // N.NN×, the settings. `simulator` is the simulator's output for the same

@@ -1,5 +1,6 @@
 // tools/bench.sh's figures from hand-made records: every figure of
 // summary.md is checked against a value worked out by hand.
+#include <map>
 #include <string>
 
 #include "catch2/catch.hpp"
@@ -185,6 +186,48 @@ TEST_CASE("summary.md states the ratios, every figure and the settings", "[bench
         std::string::npos);
   CHECK(Ratio(3, 0) == "n/a");
   CHECK(Ratio(5.2, 2) == "2.60×");
+}
+
+TEST_CASE("a link utilisation far below the simulator's is flagged as the machine's limit",
+          "[bench]") {
+  // tools/sim's line, wrapped as it prints it.
+  const std::string sim =
+      "uplink utilisation while pushing (bytes acknowledged over what the link could\n"
+      "carry ...; the benchmark's link utilisation): bsp 99.5%, ssp 98.3%, rog 89.3%\n"
+      "\nROG/SSP throughput: 1.20x\n";
+  const std::map<std::string, double> u = SimulatedUtilisation(sim);
+  REQUIRE(u.size() == 3);
+  CHECK(u.at("bsp") == Approx(0.995));
+  CHECK(u.at("rog") == Approx(0.893));
+  CHECK(SimulatedUtilisation("no such line\n").empty());
+  CHECK(SimulatedUtilisation("the benchmark's link utilisation): bsp x%, ssp 5\n").empty());
+
+  RobotRun r;
+  r.id = "robot1";
+  for (int i = 1; i <= 10; ++i) r.iters.push_back(Iter(i, 0.1, 0.5, 0.4, 1100, 1000));
+  r.acc = {{0, 10, 10, 0.7}};
+  PolicyFigures bsp = CombinePolicy("bsp", {r});
+  PolicyFigures ssp = CombinePolicy("ssp", {r});
+  PolicyFigures rog = CombinePolicy("rog", {r});
+  BenchSettings s;
+  s.staleness = 4;
+  // At 0.8 of the simulator's or above: no warning.
+  bsp.link_utilisation = 0.80;
+  ssp.link_utilisation = 0.97;
+  rog.link_utilisation = 0.72;
+  CHECK(SummaryMarkdown({bsp, ssp, rog}, s, sim).find("did not carry") == std::string::npos);
+  // Below it: named with both figures.
+  bsp.link_utilisation = 0.627;
+  ssp.link_utilisation = 0.406;
+  const std::string md = SummaryMarkdown({bsp, ssp, rog}, s, sim);
+  INFO(md);
+  CHECK(md.find("**This machine did not carry the links' rates** under BSP, SSP(4): link "
+                "utilisation 62.7%, 40.6% against the simulator's 99.5%, 98.3%") !=
+        std::string::npos);
+  // Without the simulator, or a measured figure, there is nothing to judge.
+  CHECK(SummaryMarkdown({bsp, ssp, rog}, s, "").find("did not carry") == std::string::npos);
+  bsp.link_utilisation = ssp.link_utilisation = 0;
+  CHECK(SummaryMarkdown({bsp, ssp, rog}, s, sim).find("did not carry") == std::string::npos);
 }
 
 TEST_CASE("files since team patience carry detached time and local steps", "[bench]") {
