@@ -491,8 +491,8 @@ void AppendRigCheck(std::string* md, const std::vector<PolicyFigures>& policies,
       ": link utilisation ", absl::StrJoin(measured, ", "), " against the simulator's ",
       absl::StrJoin(simulated, ", "), " on the same traces (below ",
       absl::StrFormat("%.0f%%", 100 * kRigShortfall),
-      " of it). At these rates this machine's transport (the relays, rogd and the robots share "
-      "its cores), not the links, bounded those policies, so their throughput and the ratios "
+      " of it). At these rates this machine (rogd, the robots and their links share its "
+      "cores), not the links' rates, bounded those policies, so their throughput and the ratios "
       "above are the machine's as much as the protocols'. Lower --scale to measure the "
       "protocols.\n");
 }

@@ -243,8 +243,8 @@ std::string RepeatsMarkdown(const std::vector<std::vector<PolicyFigures>>& repea
 std::map<std::string, double> SimulatedUtilisation(const std::string& simulator);
 
 // A measured link utilisation below this share of the simulator's on the
-// same settings: the machine (relays, rogd and robots sharing its cores),
-// not the links, bounded that policy (results/2026-11-29-transport-
+// same settings: the machine (rogd, the robots and their links sharing its cores),
+// not the links' rates, bounded that policy (results/2026-11-29-transport-
 // constant-links-5977068: 99% of the simulator's at 16-19 Mbit/s, 38-63% at
 // 160-190 Mbit/s).
 constexpr double kRigShortfall = 0.8;
