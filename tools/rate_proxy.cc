@@ -123,6 +123,12 @@ struct Link {
 
 }  // namespace
 
+size_t LinkQueueBytes(double rate, size_t queue_bytes, double queue_seconds) {
+  const double timed = std::max(0.0, rate) * queue_seconds;
+  // Rates are at most 1e12 bytes/s and queue_seconds at most 10: no overflow.
+  return std::max(queue_bytes, static_cast<size_t>(timed));
+}
+
 struct RateProxy::State {
   Options options;
   sockaddr_in upstream{};
@@ -162,6 +168,10 @@ struct RateProxy::State {
   }
 
   void Run();
+  // The link queue of direction `d` at the rate the loop applies now.
+  size_t QueueLimit(int d) const {
+    return LinkQueueBytes(link[d].rate, options.queue_bytes, options.queue_seconds);
+  }
   // The descriptors to poll: wake_fd, listen_fd, then each connection's two.
   void PollFds(std::vector<pollfd>* fds) const;
   // Waits in ppoll for an event or the next deadline; false if ppoll failed.
@@ -219,7 +229,7 @@ void RateProxy::State::PollFds(std::vector<pollfd>* fds) const {
         if (k == 1) events = POLLOUT;
       } else {
         const Half& in = c->half[k];  // k is the source of direction k
-        if (!in.eof && in.queue.size() < options.queue_bytes) events |= POLLIN;
+        if (!in.eof && in.queue.size() < QueueLimit(k)) events |= POLLIN;
         if (c->half[1 - k].blocked) events |= POLLOUT;
       }
       // A hung-up socket that we ask nothing of would wake poll forever.
@@ -370,8 +380,9 @@ void RateProxy::State::OnEvents(Conn& c, const short revents[2]) {
 void RateProxy::State::Read(Conn& c, int d) {
   Half& h = c.half[d];
   char buf[kReadBytes];
-  while (!h.eof && h.queue.size() < options.queue_bytes) {
-    const size_t want = std::min(sizeof(buf), options.queue_bytes - h.queue.size());
+  const size_t limit = QueueLimit(d);
+  while (!h.eof && h.queue.size() < limit) {
+    const size_t want = std::min(sizeof(buf), limit - h.queue.size());
     const ssize_t n = recv(c.fd[d], buf, want, MSG_DONTWAIT);
     if (n > 0) {
       h.queue.Append(buf, n);
@@ -509,8 +520,10 @@ absl::StatusOr<std::unique_ptr<RateProxy>> RateProxy::Start(const std::string& u
       (ntohl(state->upstream.sin_addr.s_addr) >> 24) != 127) {
     return absl::InvalidArgumentError(absl::StrCat("upstream is not on loopback: ", upstream));
   }
-  if (!(options.delay_seconds >= 0) || options.queue_bytes == 0) {
-    return absl::InvalidArgumentError("delay must be >= 0 and queue_bytes > 0");
+  if (!(options.delay_seconds >= 0) || options.queue_bytes == 0 ||
+      !(options.queue_seconds >= 0 && options.queue_seconds <= 10)) {
+    return absl::InvalidArgumentError(
+        "delay must be >= 0, queue_bytes > 0 and queue_seconds in [0, 10]");
   }
   if (options.listen_port < 0 || options.listen_port > 65535) {
     return absl::InvalidArgumentError(

@@ -9,11 +9,12 @@
 //   sender -> [proxy socket buffer] -> link queue -> serializer at `rate`
 //          -> one-way `delay` -> [proxy socket buffer] -> receiver
 //
-// - The link queue is small (Options::queue_bytes per connection and
-//   direction) and the proxy's own sockets have small kernel buffers, so when
+// - The link queue is small (per connection and direction, the larger of
+//   Options::queue_bytes and queue_seconds of the current rate: see
+//   LinkQueueBytes) and the proxy's own sockets have small kernel buffers, so when
 //   the link is slower than the sender, back-pressure reaches the sender's
 //   TCP stack quickly instead of piling up megabytes inside the proxy. Per
-//   connection and direction the proxy holds at most queue_bytes plus the
+//   connection and direction the proxy holds at most that queue plus the
 //   bytes on the wire (rate x delay). Its sockets announce segments of at
 //   most a quarter of their buffer, so that the window a small buffer
 //   advertises always holds whole segments: without it a sender was seen
@@ -52,6 +53,10 @@
 
 namespace rog {
 
+// The link queue of one connection and direction at `rate` bytes/s: the
+// larger of `queue_bytes` and `queue_seconds` of the rate.
+size_t LinkQueueBytes(double rate, size_t queue_bytes, double queue_seconds);
+
 class RateProxy {
  public:
   // kUp: client -> upstream; kDown: upstream -> client.
@@ -65,6 +70,14 @@ class RateProxy {
     // Bytes the proxy reads ahead of the serializer, per connection and
     // direction: the link's queue.
     size_t queue_bytes = 16 * 1024;
+    // ... or this much link time at the current rate, whichever is more
+    // (0 to 10; 0: queue_bytes alone). The serializer moves ~1 ms of link
+    // time at once, so a queue shorter than a few steps idles a fast link
+    // whenever the proxy's thread wakes late: with 16 KiB alone, one relay
+    // carried 138 of 163 Mbit/s, with 10 ms 163
+    // (results/2026-11-29-relay-queue-44fded7). trace_relay's --queue_time
+    // defaults to 10 ms; tests keep their links as they were.
+    double queue_seconds = 0;
     // SO_RCVBUF and SO_SNDBUF of the proxy's sockets (Linux doubles the
     // value it is given); 0 leaves the kernel's auto-tuning on.
     int socket_buffer_bytes = 16 * 1024;
@@ -75,7 +88,8 @@ class RateProxy {
   // Starts listening and the relay thread. `upstream` is "host:port" with a
   // host of "localhost" or 127.0.0.0/8; anything else is InvalidArgument.
   // The upstream is connected to once per accepted connection, so it need
-  // not be up yet. Options need delay_seconds >= 0 and queue_bytes > 0; a
+  // not be up yet. Options need delay_seconds >= 0, queue_bytes > 0 and
+  // queue_seconds >= 0; a
   // listen_port already in use is an error.
   static absl::StatusOr<std::unique_ptr<RateProxy>> Start(const std::string& upstream,
                                                           Options options);

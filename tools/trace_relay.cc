@@ -50,6 +50,8 @@ const std::vector<rog::FlagSpec> kFlags = {
     rog::kTimeScaleFlag,
     {"delay", "5ms", "one-way propagation delay added in each direction (e.g. 5ms, 0)"},
     {"queue_bytes", "16384", "link queue per connection and direction, bytes (> 0)"},
+    {"queue_time", "10ms",
+     "... or this much link time at the current rate, if more (e.g. 10ms; 0: bytes alone)"},
     {"min_rate_bytes", "0", "floor on the rate, bytes/s; 0 lets a 0 Mbit/s sample stall the link"},
     {"log_every", "0", "print rate and bytes forwarded per direction every SECONDS; 0 = never"},
 };
@@ -91,6 +93,7 @@ struct RelaySettings {
   int listen_port = 0;
   double scale = 0;
   absl::Duration delay;
+  absl::Duration queue_time;
   uint64_t queue_bytes = 0;
   double min_rate = 0;
   double log_every = 0;
@@ -139,6 +142,12 @@ absl::Status ParseLink(const std::map<std::string, std::string>& flags, RelaySet
     return absl::InvalidArgumentError(
         absl::StrCat("--queue_bytes=", queue, " must be an integer between 1 and 1073741824"));
   }
+  const std::string& queue_time = flags.at("queue_time");
+  if (!absl::ParseDuration(queue_time, &s->queue_time) || s->queue_time < absl::ZeroDuration() ||
+      s->queue_time > absl::Seconds(10)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--queue_time=", queue_time, " must be a duration between 0 and 10s, e.g. 10ms"));
+  }
   const std::string& min_rate = flags.at("min_rate_bytes");
   if (!absl::SimpleAtod(min_rate, &s->min_rate) || !std::isfinite(s->min_rate) || s->min_rate < 0) {
     return absl::InvalidArgumentError(
@@ -164,10 +173,12 @@ void PrintStartLine(const rog::RateProxy& proxy, const RelaySettings& s,
   std::fprintf(
       stderr,
       "trace_relay: 127.0.0.1:%d -> %s, trace %s (%zu samples, period %.3f s, mean "
-      "%.3f Mbit/s) x %g, time x %s, delay %s, queue %llu bytes, trace time 0 at unix %.6f\n",
+      "%.3f Mbit/s) x %g, time x %s, delay %s, queue %llu bytes or %s, trace time 0 at unix "
+      "%.6f\n",
       proxy.port(), s.upstream.c_str(), flags.at("trace").c_str(), trace.samples(), trace.period(),
       trace.mean_mbit(), s.scale, flags.at("time_scale").c_str(),
       absl::FormatDuration(s.delay).c_str(), static_cast<unsigned long long>(s.queue_bytes),
+      absl::FormatDuration(s.queue_time).c_str(),
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
@@ -275,6 +286,7 @@ int main(int argc, char** argv) {
   options.rate_bytes_per_sec = RateAt(*trace, settings, 0);
   options.delay_seconds = absl::ToDoubleSeconds(settings.delay);
   options.queue_bytes = settings.queue_bytes;
+  options.queue_seconds = absl::ToDoubleSeconds(settings.queue_time);
   options.listen_port = settings.listen_port;
   absl::StatusOr<std::unique_ptr<rog::RateProxy>> proxy =
       rog::RateProxy::Start(settings.upstream, options);

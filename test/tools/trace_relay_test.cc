@@ -250,8 +250,9 @@ TEST_CASE("bad flags and traces exit 2 and say what is wrong", "[trace_relay]") 
   CHECK(r.second.find("--upstream is required") != std::string::npos);
 
   for (const char* flag :
-       {"--scale=0", "--scale=x", "--delay=5", "--queue_bytes=0", "--min_rate_bytes=-1",
-        "--log_every=-1", "--listen=0.0.0.0:0", "--no_such_flag=1"}) {
+       {"--scale=0", "--scale=x", "--delay=5", "--queue_bytes=0", "--queue_time=-1ms",
+        "--queue_time=11s", "--queue_time=10", "--min_rate_bytes=-1", "--log_every=-1",
+        "--listen=0.0.0.0:0", "--no_such_flag=1"}) {
     r = RunRefused({up, "--trace=" + good, flag});
     INFO(flag << ": " << r.second);
     CHECK(r.first == 2);
@@ -261,8 +262,9 @@ TEST_CASE("bad flags and traces exit 2 and say what is wrong", "[trace_relay]") 
 
   r = RunRefused({"--help"});
   CHECK(r.first == 0);
-  for (const char* name : {"--upstream", "--trace", "--listen ", "--listen_port_file", "--scale",
-                           "--delay", "--queue_bytes", "--min_rate_bytes", "--log_every"}) {
+  for (const char* name :
+       {"--upstream", "--trace", "--listen ", "--listen_port_file", "--scale", "--delay",
+        "--queue_bytes", "--queue_time", "--min_rate_bytes", "--log_every"}) {
     CHECK(r.second.find(name) != std::string::npos);
   }
 }

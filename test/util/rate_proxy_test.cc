@@ -364,6 +364,27 @@ TEST_CASE("upstream must be host:port on loopback", "[rate_proxy]") {
   CHECK((*proxy)->address() == absl::StrCat("127.0.0.1:", (*proxy)->port()));
 }
 
+TEST_CASE("the link queue holds its bytes or its time at the current rate, whichever is more",
+          "[rate_proxy]") {
+  // 16 KiB below 16384 / 10 ms = 1.64 MB/s (13.1 Mbit/s), 10 ms above.
+  CHECK(LinkQueueBytes(250e3, 16384, 0.010) == 16384);
+  CHECK(LinkQueueBytes(1.6e6, 16384, 0.010) == 16384);
+  CHECK(LinkQueueBytes(20e6, 16384, 0.010) == 200000);
+  // Without a time, bytes alone; a stalled link keeps its bytes.
+  CHECK(LinkQueueBytes(20e6, 16384, 0) == 16384);
+  CHECK(LinkQueueBytes(0, 16384, 0.010) == 16384);
+  CHECK(LinkQueueBytes(-1, 16384, 0.010) == 16384);
+  // Start refuses a time outside [0, 10] s.
+  RateProxy::Options options;
+  for (double bad : {-0.001, 10.5, std::numeric_limits<double>::quiet_NaN()}) {
+    options.queue_seconds = bad;
+    CHECK(RateProxy::Start("127.0.0.1:1234", options).status().code() ==
+          absl::StatusCode::kInvalidArgument);
+  }
+  options.queue_seconds = 0.010;
+  CHECK(RateProxy::Start("127.0.0.1:1234", options).ok());
+}
+
 TEST_CASE("bytes arrive unchanged and in order over concurrent connections", "[rate_proxy]") {
   TestServer server(TestServer::Mode::kEcho);
   auto proxy = StartProxy(server.address(), 40 * kMbit, 0.001);
