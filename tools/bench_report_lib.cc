@@ -976,6 +976,31 @@ void AppendRepeatsSettings(std::string* md, const std::vector<std::vector<Policy
 
 }  // namespace
 
+namespace {
+
+// Each policy (its first repeat's figures) with its link utilisation
+// averaged over the repeats that measured one, for AppendRigCheck.
+std::vector<PolicyFigures> MeanUtilisation(const std::vector<std::vector<PolicyFigures>>& repeats) {
+  std::vector<PolicyFigures> out;
+  if (repeats.empty()) return out;
+  for (const PolicyFigures& first : repeats[0]) {
+    PolicyFigures p = first;
+    double sum = 0;
+    int n = 0;
+    for (const std::vector<PolicyFigures>& rep : repeats) {
+      const PolicyFigures* q = Find(rep, first.policy);
+      if (q == nullptr || q->link_utilisation <= 0) continue;
+      sum += q->link_utilisation;
+      ++n;
+    }
+    p.link_utilisation = n > 0 ? sum / n : 0;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string RepeatsMarkdown(const std::vector<std::vector<PolicyFigures>>& repeats,
                             const BenchSettings& settings, const RepeatGoals& goals,
                             const std::string& title, const std::string& simulator) {
@@ -992,6 +1017,7 @@ std::string RepeatsMarkdown(const std::vector<std::vector<PolicyFigures>>& repea
                                       ? absl::StrFormat("accuracy %.4f", *settings.target)
                                       : std::string("BSP's final accuracy");
   AppendRepeatsTable(&md, rows, settings, target_name);
+  AppendRigCheck(&md, MeanUtilisation(repeats), settings.staleness, simulator);
 
   // The goals, checked against the means.
   const std::vector<std::string> lines = RepeatGoalLines(rows, goals, target_name);

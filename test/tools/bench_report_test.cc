@@ -540,6 +540,21 @@ TEST_CASE("the summary over repeats takes ratios within each repeat and checks t
   CHECK(md.find("545.0 ms over the runs (real compute before padding: 8.0 ms)") !=
         std::string::npos);
   CHECK(md.find("sim output") != std::string::npos);
+  CHECK(md.find("did not carry") == std::string::npos);  // no utilisation to judge
+  // The machine's warning takes each policy's utilisation averaged over the
+  // repeats: SSP (0.5 + 0.7) / 2 = 0.6 < 0.8 x 0.9; ROG 0.75 >= 0.8 x 0.9.
+  {
+    std::vector<std::vector<PolicyFigures>> u = reps;
+    u[0][1].link_utilisation = 0.5;
+    u[1][1].link_utilisation = 0.7;
+    u[0][2].link_utilisation = 0.75;
+    const std::string sim =
+        "x (the benchmark's link utilisation): bsp 99.0%, ssp 90.0%, rog 90.0%\n";
+    const std::string umd = RepeatsMarkdown(u, settings, goals, "P", sim);
+    INFO(umd);
+    CHECK(umd.find("did not carry the links' rates** under SSP(4): link utilisation 60.0% "
+                   "against the simulator's 90.0%") != std::string::npos);
+  }
   // A policy that never reaches the target says so, and the goal is not met.
   reps[1][2].team_accuracy = {{0, 0.5}, {100, 0.6}};
   const std::string short_md = RepeatsMarkdown(reps, settings, goals, "P", "");
