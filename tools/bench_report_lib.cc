@@ -496,8 +496,8 @@ void AppendRigCheck(std::string* md, const std::vector<PolicyFigures>& policies,
     labels.push_back(Label(p, staleness));
     measured.push_back(Pct(p.link_utilisation));
     simulated.push_back(Pct(it->second));
-    if (known)
-      its.push_back(absl::StrFormat("%.3f against %.3f", p.iterations_per_s, sim_it->second));
+    its.push_back(known ? absl::StrFormat("%.3f against %.3f", p.iterations_per_s, sim_it->second)
+                        : absl::StrFormat("%.3f (not simulated)", p.iterations_per_s));
   }
   if (!labels.empty()) {
     absl::StrAppend(
@@ -505,7 +505,7 @@ void AppendRigCheck(std::string* md, const std::vector<PolicyFigures>& policies,
         ": link utilisation ", absl::StrJoin(measured, ", "), " against the simulator's ",
         absl::StrJoin(simulated, ", "), " on the same traces (below ",
         absl::StrFormat("%.0f%%", 100 * kRigShortfall), " of it)",
-        its.empty() ? "" : absl::StrCat(", and iterations/s ", absl::StrJoin(its, ", ")),
+        sim_its.empty() ? "" : absl::StrCat(", and iterations/s ", absl::StrJoin(its, ", ")),
         ". At these rates this machine (rogd, the robots and their links share its "
         "cores), not the links' rates, bounded those policies, so their throughput and the ratios "
         "above are the machine's as much as the protocols'. Lower --scale to measure the "
