@@ -1017,7 +1017,7 @@ namespace {
 // Each policy (its first repeat's figures) with its iterations/s averaged
 // over the repeats and its link utilisation over those that measured one,
 // for AppendRigCheck.
-std::vector<PolicyFigures> MeanUtilisation(const std::vector<std::vector<PolicyFigures>>& repeats) {
+std::vector<PolicyFigures> MeanRigFigures(const std::vector<std::vector<PolicyFigures>>& repeats) {
   std::vector<PolicyFigures> out;
   if (repeats.empty()) return out;
   for (const PolicyFigures& first : repeats[0]) {
@@ -1058,7 +1058,7 @@ std::string RepeatsMarkdown(const std::vector<std::vector<PolicyFigures>>& repea
                                       ? absl::StrFormat("accuracy %.4f", *settings.target)
                                       : std::string("BSP's final accuracy");
   AppendRepeatsTable(&md, rows, settings, target_name);
-  AppendRigCheck(&md, MeanUtilisation(repeats), settings.staleness, simulator);
+  AppendRigCheck(&md, MeanRigFigures(repeats), settings.staleness, simulator);
 
   // The goals, checked against the means.
   const std::vector<std::string> lines = RepeatGoalLines(rows, goals, target_name);
