@@ -83,7 +83,7 @@ struct Worker::Impl {
   Impl(WorkerOptions o, Layout l, std::vector<float> initial)
       : opt(std::move(o)),
         clock(opt.clock ? opt.clock : DefaultClock()),
-        proto(ProtocolOptions{opt.worker_id, opt.batch_bytes, opt.inflight_lead,
+        proto(ProtocolOptions{opt.worker_id, opt.batch_bytes, opt.batch_seconds, opt.inflight_lead,
                               opt.replay_buffer_bytes, opt.return_after_share,
                               opt.share_in_background, clock},
               std::move(l), std::move(initial)) {}
@@ -315,6 +315,11 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(WorkerOptions options, Lay
   }
   if (options.batch_bytes < 1024) {
     return absl::InvalidArgumentError("batch_bytes must be at least 1024");
+  }
+  if (!(options.batch_seconds >= 0 && options.batch_seconds <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch_seconds is ", options.batch_seconds,
+                     ": give 0 (a fixed batch_bytes) to 1 second (0.005 by default)"));
   }
   if (!(options.keepalive_timeout >= 1 && options.keepalive_timeout <= 3600)) {
     return absl::InvalidArgumentError(

@@ -77,6 +77,11 @@ struct WorkerOptions {
   // Payload budget of one uplink row batch; small batches let the window cut
   // between them on slow links.
   size_t batch_bytes = 16 * 1024;
+  // Sized to the link: each batch carries at most this many seconds of the
+  // uplink's measured goodput (at least 2 KiB, at most batch_bytes), so a
+  // slow link cuts the window and answers a stalled peer within a few
+  // milliseconds. 0: every batch up to batch_bytes.
+  double batch_seconds = 0.005;
   // Unacknowledged uplink bytes: this many seconds of measured goodput (plus
   // one batch).
   double inflight_lead = 0.05;

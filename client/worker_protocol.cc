@@ -38,6 +38,13 @@ uint64_t WorkerProtocol::RowWireBytes(RowId row) const {
   return rog::RowWireBytes(codec_, layout_.row(row).numel);
 }
 
+// This link's batch budget now (BatchBudget): a few milliseconds of its
+// goodput.
+uint64_t WorkerProtocol::BatchBytes() const {
+  return BatchBudget(goodput_.has_estimate() ? goodput_.rate() : 0, opt_.batch_seconds,
+                     opt_.batch_bytes);
+}
+
 // Unacknowledged bytes allowed: `inflight_lead` seconds of goodput, or the
 // path's round trip if longer (acks share the link with downlink rows and
 // come back late; a cap below rate × round trip would throttle the link
@@ -45,7 +52,7 @@ uint64_t WorkerProtocol::RowWireBytes(RowId row) const {
 // round trip is the minimum seen, so our own queueing does not inflate it.
 uint64_t WorkerProtocol::InFlightCap() const {
   if (!goodput_.has_estimate()) return kInitialInFlight;
-  return InFlightLimit(goodput_.rate(), std::max(opt_.inflight_lead, rtt_.min()), opt_.batch_bytes);
+  return InFlightLimit(goodput_.rate(), std::max(opt_.inflight_lead, rtt_.min()), BatchBytes());
 }
 
 // The window is open for rows that are not mandatory while what would be
@@ -53,7 +60,7 @@ uint64_t WorkerProtocol::InFlightCap() const {
 // deadline taper: without it the last batches overshoot by the whole
 // in-flight allowance).
 bool WorkerProtocol::WindowOpen(double now) const {
-  return ArrivesBeforeDeadline(now, deadline_, inflight_bytes_, opt_.batch_bytes,
+  return ArrivesBeforeDeadline(now, deadline_, inflight_bytes_, BatchBytes(),
                                goodput_.has_estimate() ? goodput_.rate() : 0);
 }
 
@@ -538,7 +545,7 @@ bool WorkerProtocol::FormUplink(pb::WorkerMessage* m) {
 
 // The initial model's next rows: the replica without what is still unpushed.
 void WorkerProtocol::FillValues(SentBatch* sent, std::string* payload) {
-  BatchFill fill(layout_, Codec::kFp32, opt_.batch_bytes);
+  BatchFill fill(layout_, Codec::kFp32, BatchBytes());
   while (values_next_ < layout_.num_rows() && fill.Fits(values_next_)) fill.Add(values_next_++);
   sent->rows = fill.Take();
   std::vector<float> row_values;
@@ -558,7 +565,7 @@ void WorkerProtocol::FillValues(SentBatch* sent, std::string* payload) {
 // (PushNow.ahead) and the push's plan, within its window.
 // False when nothing may go now.
 bool WorkerProtocol::FillUpdates(SentBatch* sent, std::string* payload) {
-  BatchFill fill(layout_, codec_, opt_.batch_bytes);
+  BatchFill fill(layout_, codec_, BatchBytes());
   // Rows a stalled worker waits for go first, whatever the window.
   while (!forced_.empty() && fill.Fits(forced_.front())) {
     const RowId row = forced_.front();

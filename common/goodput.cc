@@ -49,6 +49,14 @@ uint64_t InFlightLimit(double goodput, double lead, uint64_t message_bytes) {
   return static_cast<uint64_t>(bytes) + message_bytes;
 }
 
+uint64_t BatchBudget(double goodput, double seconds, uint64_t max_bytes) {
+  if (!(goodput > 0) || !(seconds > 0)) return max_bytes;
+  const double bytes = goodput * seconds;
+  const uint64_t floor = std::min(kMinBatchBytes, max_bytes);
+  if (!(bytes < static_cast<double>(max_bytes))) return max_bytes;
+  return std::max(floor, static_cast<uint64_t>(bytes));
+}
+
 void RoundTripFilter::OnSample(double now, double rtt) {
   if (!(rtt >= 0) || !std::isfinite(rtt)) return;
   if (now - bucket_start_ > 5) {

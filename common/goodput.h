@@ -100,6 +100,20 @@ double TransmissionWindow(absl::Span<const double> goodputs, double mta_bytes, d
 // (without it throughput stalls at a fraction of the link).
 uint64_t InFlightLimit(double goodput, double lead, uint64_t message_bytes);
 
+// The smallest batch budget BatchBudget gives (unless `max_bytes` is
+// smaller): below it the bytes and work per message outweigh what a
+// shorter batch gains.
+inline constexpr uint64_t kMinBatchBytes = 2048;
+
+// The payload budget of one row batch on a link: `seconds` of its measured
+// `goodput` (bytes/s), between kMinBatchBytes (or `max_bytes` if smaller)
+// and `max_bytes`. ATP cuts a window only at a batch's edge, and what a
+// stalled peer waits for queues behind the batches in flight, so on a slow
+// link a batch should be short in time; on a fast one a 16 KiB batch is
+// already about a millisecond. Without an estimate (goodput <= 0) or with
+// `seconds` <= 0 (a fixed budget): `max_bytes`.
+uint64_t BatchBudget(double goodput, double seconds, uint64_t max_bytes);
+
 // The deadline taper: whether a message of `message_bytes` that need not go
 // (a row past the mandatory ones) may start at `now`, with `inflight_bytes`
 // unacknowledged ahead of it: before `deadline`, and, with a measured

@@ -54,6 +54,9 @@ struct EngineOptions {
   size_t max_workers = 256;
   // Payload budget of one downlink row batch.
   size_t batch_bytes = 16 * 1024;
+  // Each downlink batch: at most this many seconds of the worker's measured
+  // downlink goodput (at least 2 KiB, at most batch_bytes); 0: batch_bytes.
+  double batch_seconds = 0.005;
   // Unacknowledged downlink bytes: this many seconds of measured goodput.
   double inflight_lead = 0.05;
   // Checkpoint file ("" = none) and interval in seconds (0 = only on

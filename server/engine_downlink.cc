@@ -50,7 +50,7 @@ bool EngineCore::Impl::FormBatch(WorkerRec& r, const std::vector<RowId>& first,
   std::vector<RowId> rows;
   std::string* payload = b->mutable_payload();
   if (r.resync_next < layout->num_rows()) {
-    BatchFill fill(*layout, Codec::kFp32, opt.batch_bytes);
+    BatchFill fill(*layout, Codec::kFp32, DownBatchBytes(r));
     while (r.resync_next < layout->num_rows() && fill.Fits(r.resync_next)) {
       fill.Add(r.resync_next++);
       SkipInSync(r);
@@ -62,7 +62,7 @@ bool EngineCore::Impl::FormBatch(WorkerRec& r, const std::vector<RowId>& first,
     b->set_applied_uplink_seq(r.last_applied);
     for (RowId row : rows) state->TakeValues(r.index, row, payload);
   } else {
-    BatchFill fill(*layout, opt.codec, opt.batch_bytes);
+    BatchFill fill(*layout, opt.codec, DownBatchBytes(r));
     for (RowId row : first) {
       if (!state->HasPending(r.index, row)) continue;  // gone in an earlier batch
       if (!fill.Fits(row)) break;
@@ -118,7 +118,7 @@ void EngineCore::Impl::Pump(WorkerRec& r) {
   const bool resyncing = r.resync_next < layout->num_rows();
   const uint64_t limit =
       r.down_goodput.has_estimate()
-          ? InFlightLimit(r.down_goodput.rate(), opt.inflight_lead, opt.batch_bytes)
+          ? InFlightLimit(r.down_goodput.rate(), opt.inflight_lead, DownBatchBytes(r))
           : kInitialInFlight;
   bool exhausted = false;
   bool sent_any = false;
@@ -234,6 +234,13 @@ void EngineCore::Impl::StartResync(WorkerRec& r, std::vector<bool> in_sync, pb::
 // Rows of r's copy that lack updates of a detached worker whose link
 // qualifies to reattach: it reattaches once every attached worker holds
 // all of them (OthersHoldAll).
+// r's downlink batch budget now (BatchBudget): a few milliseconds of its
+// measured goodput.
+uint64_t EngineCore::Impl::DownBatchBytes(const WorkerRec& r) const {
+  return BatchBudget(r.down_goodput.has_estimate() ? r.down_goodput.rate() : 0, opt.batch_seconds,
+                     opt.batch_bytes);
+}
+
 void EngineCore::Impl::AddReattachRows(const WorkerRec& r, BatchFill* fill) {
   const VersionStore& copy = state->copy_versions(r.index);
   for (const auto& q : workers) {

@@ -354,6 +354,7 @@ struct EngineCore::Impl {
   bool FormBatch(WorkerRec& r, const std::vector<RowId>& first, pb::ServerMessage* m,
                  InFlight* sent);
   void AddReattachRows(const WorkerRec& r, BatchFill* fill);
+  uint64_t DownBatchBytes(const WorkerRec& r) const;
   void Pump(WorkerRec& r);
   void PumpAll();
   void KeepUnapplied(WorkerRec& r);

@@ -71,7 +71,12 @@ ABSL_FLAG(absl::Duration, checkpoint_interval, absl::Minutes(5),
 ABSL_FLAG(std::string, init, "",
           "checkpoint file to start from (otherwise the first worker's hello brings the model)");
 ABSL_FLAG(uint64_t, max_message_bytes, 4 << 20, "largest message accepted from a worker, bytes");
-ABSL_FLAG(uint32_t, batch_bytes, 16 * 1024, "payload budget of one downlink row batch, bytes");
+ABSL_FLAG(uint32_t, batch_bytes, 16 * 1024,
+          "largest payload of one downlink row batch, bytes (see --batch_seconds)");
+ABSL_FLAG(double, batch_seconds, 0.005,
+          "each downlink row batch carries at most this many seconds of the worker's measured "
+          "downlink goodput (at least 2 KiB, at most --batch_bytes), so a slow link cuts a window "
+          "and answers a stalled worker within milliseconds; 0: every batch up to --batch_bytes");
 
 // Resource limits against a hostile or broken client (docs/operations.md
 // "Resource limits"); each refusal is a RESOURCE_EXHAUSTED (or
@@ -380,6 +385,11 @@ std::string ParseEngineOptions(rog::EngineOptions* out) {
   options.batch_bytes = absl::GetFlag(FLAGS_batch_bytes);
   if (options.batch_bytes < 256 || options.batch_bytes > options.max_message_bytes / 2) {
     return "--batch_bytes must be at least 256 and at most half of --max_message_bytes";
+  }
+  options.batch_seconds = absl::GetFlag(FLAGS_batch_seconds);
+  if (!(options.batch_seconds >= 0 && options.batch_seconds <= 1)) {
+    return absl::StrCat("--batch_seconds is ", options.batch_seconds,
+                        ": give 0 (a fixed --batch_bytes) to 1 second (0.005 by default)");
   }
   options.max_workers = absl::GetFlag(FLAGS_max_workers);
   if (options.max_workers < options.team_size) {

@@ -296,6 +296,9 @@ absl::Status Simulation::Validate() {
     return absl::InvalidArgumentError("compute_jitter must be in [0, 1)");
   }
   if (cfg_.batch_bytes < 64) return absl::InvalidArgumentError("batch_bytes must be >= 64");
+  if (!(cfg_.batch_seconds >= 0 && cfg_.batch_seconds <= 1)) {
+    return absl::InvalidArgumentError("batch_seconds must be between 0 and 1");
+  }
   if (!(cfg_.link_delay >= 0) || cfg_.link_delay > 10) {
     return absl::InvalidArgumentError("link_delay must be between 0 and 10 seconds");
   }
@@ -356,7 +359,7 @@ void Simulation::Setup() {
     s.compute_factor = cfg_.compute_factors[w % cfg_.compute_factors.size()];
     s.params.resize(layout_.total_numel());
     s.proto = std::make_unique<WorkerProtocol>(
-        ProtocolOptions{s.id, cfg_.batch_bytes, 0.05, /*replay_buffer_bytes=*/0,
+        ProtocolOptions{s.id, cfg_.batch_bytes, cfg_.batch_seconds, 0.05, /*replay_buffer_bytes=*/0,
                         cfg_.return_after_share, cfg_.share_in_background, clock_},
         layout_, initial_);
     const Trace* best =
@@ -381,6 +384,7 @@ absl::StatusOr<SimReport> Simulation::Run() {
   o.team_size = cfg_.workers;
   o.lease_seconds = 1e9;  // nobody disconnects
   o.batch_bytes = cfg_.batch_bytes;
+  o.batch_seconds = cfg_.batch_seconds;
   o.patience = cfg_.patience;
   o.patience_iterations = cfg_.patience_iterations;
   o.detached_local_steps = cfg_.detached_local_steps;

@@ -98,6 +98,9 @@ struct SimConfig {
   double trace_scale = 1.0;
   // Payload budget of one row batch (rogd's and the SDK's).
   size_t batch_bytes = 16 * 1024;
+  // Each batch's budget: this many seconds of its link's measured goodput,
+  // within [2 KiB, batch_bytes] (0: batch_bytes always).
+  double batch_seconds = 0.005;
   // One-way delay of every link, each direction, seconds (tools/bench.sh's
   // relays: 5 ms).
   double link_delay = 0.005;

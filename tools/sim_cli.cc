@@ -58,7 +58,10 @@ ABSL_FLAG(std::string, model, "cnn",
           "Synthetic model layout: cnn (1.7 MB), fmnist (the main job's CNN, 82 KB), convmlp "
           "(fmnist_worker --model=convmlp, 3.2 MB) or tiny; tools/fmnist_sim: fmnist (its "
           "default) or convmlp");
-ABSL_FLAG(uint32_t, batch_bytes, 16384, "Payload bytes per row batch");
+ABSL_FLAG(uint32_t, batch_bytes, 16384, "Largest payload of one row batch, bytes");
+ABSL_FLAG(double, batch_seconds, 0.005,
+          "Each row batch carries at most this many seconds of its link's measured goodput (at "
+          "least 2 KiB, at most --batch_bytes; rogd's and the SDK's default); 0: --batch_bytes");
 ABSL_FLAG(bool, return_after_share, true,
           "ROG: EndIteration returns once the MTA share is on its way; the rest of the window "
           "streams in the background (the SDK's ProtocolOptions::return_after_share)");
@@ -236,6 +239,7 @@ absl::StatusOr<rog::SimConfig> ConfigFromFlags(rog::Codec codec,
   base.traces = traces;
   base.trace_scale = absl::GetFlag(FLAGS_trace_scale);
   base.batch_bytes = absl::GetFlag(FLAGS_batch_bytes);
+  base.batch_seconds = absl::GetFlag(FLAGS_batch_seconds);
   base.link_delay = absl::GetFlag(FLAGS_link_delay);
   base.return_after_share = absl::GetFlag(FLAGS_return_after_share);
   base.share_in_background = absl::GetFlag(FLAGS_share_in_background);

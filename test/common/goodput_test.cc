@@ -1,5 +1,6 @@
 #include "common/goodput.h"
 
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -112,6 +113,25 @@ TEST_CASE("the slowest worker's MTA time sets the window", "[goodput]") {
   CHECK(TransmissionWindow(unknown, 5e5, 0, 0) == 0);  // no limit
   CHECK(TransmissionWindow(unknown, 5e5, 0, 7) == 7);
   CHECK(InFlightLimit(1e6, 0.05, 16384) == 50000 + 16384);
+}
+
+TEST_CASE("a row batch's budget is a few milliseconds of its link, within bounds", "[goodput]") {
+  // 5 ms of a 4.6 Mbit/s link (575,000 B/s): 2,875 bytes.
+  CHECK(BatchBudget(575000, 0.005, 16384) == 2875);
+  // A fast link: capped at the configured budget.
+  CHECK(BatchBudget(17.5e6, 0.005, 16384) == 16384);
+  CHECK(BatchBudget(16384 / 0.005, 0.005, 16384) == 16384);
+  // A link of a few KB/s: the floor, not a batch of a few bytes.
+  CHECK(BatchBudget(4000, 0.005, 16384) == kMinBatchBytes);
+  // A configured budget below the floor wins.
+  CHECK(BatchBudget(4000, 0.005, 1024) == 1024);
+  CHECK(BatchBudget(1e9, 0.005, 1024) == 1024);
+  // No estimate yet, or a fixed budget asked for: the configured one.
+  CHECK(BatchBudget(0, 0.005, 16384) == 16384);
+  CHECK(BatchBudget(-1, 0.005, 16384) == 16384);
+  CHECK(BatchBudget(std::nan(""), 0.005, 16384) == 16384);
+  CHECK(BatchBudget(575000, 0, 16384) == 16384);
+  CHECK(BatchBudget(std::numeric_limits<double>::infinity(), 0.005, 16384) == 16384);
 }
 
 TEST_CASE("the deadline taper: an optional message starts only if it can arrive in time",
