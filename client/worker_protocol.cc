@@ -50,9 +50,12 @@ uint64_t WorkerProtocol::BatchBytes() const {
 // come back late; a cap below rate × round trip would throttle the link
 // and, measured through itself, never recover), plus one batch. The
 // round trip is the minimum seen, so our own queueing does not inflate it.
+// The batch is the largest one (batch_bytes), not BatchBytes(): a term
+// that shrank with the goodput it limits could spiral down on a long
+// round trip.
 uint64_t WorkerProtocol::InFlightCap() const {
   if (!goodput_.has_estimate()) return kInitialInFlight;
-  return InFlightLimit(goodput_.rate(), std::max(opt_.inflight_lead, rtt_.min()), BatchBytes());
+  return InFlightLimit(goodput_.rate(), std::max(opt_.inflight_lead, rtt_.min()), opt_.batch_bytes);
 }
 
 // The window is open for rows that are not mandatory while what would be

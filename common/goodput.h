@@ -111,7 +111,9 @@ inline constexpr uint64_t kMinBatchBytes = 2048;
 // stalled peer waits for queues behind the batches in flight, so on a slow
 // link a batch should be short in time; on a fast one a 16 KiB batch is
 // already about a millisecond. Without an estimate (goodput <= 0) or with
-// `seconds` <= 0 (a fixed budget): `max_bytes`.
+// `seconds` <= 0 (a fixed budget): `max_bytes`. Not for InFlightLimit's
+// message term: a cap that shrank with the goodput measured through it
+// could spiral down on a long round trip.
 uint64_t BatchBudget(double goodput, double seconds, uint64_t max_bytes);
 
 // The deadline taper: whether a message of `message_bytes` that need not go

@@ -113,12 +113,16 @@ bool EngineCore::Impl::FormBatch(WorkerRec& r, const std::vector<RowId>& first,
   return true;
 }
 
+// The in-flight cap's batch term is the largest batch, not DownBatchBytes:
+// with the bare 50 ms lead and a round trip R above it, the goodput
+// estimate settles near (lead × goodput + batch) / R, and a batch term
+// that shrank with the goodput would spiral the cap down to the floor.
 void EngineCore::Impl::Pump(WorkerRec& r) {
   if (r.state != WState::kConnected || !r.outbox || !state) return;
   const bool resyncing = r.resync_next < layout->num_rows();
   const uint64_t limit =
       r.down_goodput.has_estimate()
-          ? InFlightLimit(r.down_goodput.rate(), opt.inflight_lead, DownBatchBytes(r))
+          ? InFlightLimit(r.down_goodput.rate(), opt.inflight_lead, opt.batch_bytes)
           : kInitialInFlight;
   bool exhausted = false;
   bool sent_any = false;
