@@ -16,7 +16,8 @@ namespace {
 
 struct Fixture {
   explicit Fixture(bool return_after_share = false, bool share_in_background = false)
-      : proto(ProtocolOptions{"w1", 64, 0.005, 0.05, 0, return_after_share, share_in_background, clock},
+      : proto(ProtocolOptions{"w1", 64, 0.005, 0.05, 0, return_after_share, share_in_background,
+                              clock},
               layout, std::vector<float>(kNumel, 0.0f)) {}
   // Four rows of 64 bytes: with 64-byte batches, one row per batch.
   static constexpr size_t kNumel = 64;
