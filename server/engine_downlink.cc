@@ -235,9 +235,6 @@ void EngineCore::Impl::StartResync(WorkerRec& r, std::vector<bool> in_sync, pb::
   }
 }
 
-// Rows of r's copy that lack updates of a detached worker whose link
-// qualifies to reattach: it reattaches once every attached worker holds
-// all of them (OthersHoldAll).
 // r's downlink batch budget now (BatchBudget): a few milliseconds of its
 // measured goodput.
 uint64_t EngineCore::Impl::DownBatchBytes(const WorkerRec& r) const {
@@ -245,6 +242,9 @@ uint64_t EngineCore::Impl::DownBatchBytes(const WorkerRec& r) const {
                      opt.batch_bytes);
 }
 
+// Rows of r's copy that lack updates of a detached worker whose link
+// qualifies to reattach: it reattaches once every attached worker holds
+// all of them (OthersHoldAll).
 void EngineCore::Impl::AddReattachRows(const WorkerRec& r, BatchFill* fill) {
   const VersionStore& copy = state->copy_versions(r.index);
   for (const auto& q : workers) {

@@ -14,6 +14,26 @@
 namespace rog {
 namespace {
 
+// A welcome to a worker that joins a team under way (SSP, S=2, or ROG,
+// S=2 with a 10 s window), the model in sync already (every row listed as
+// held).
+pb::Welcome InSyncWelcome(const Layout& layout, bool rog) {
+  pb::Welcome w;
+  w.set_sync(rog ? pb::SYNC_ROG : pb::SYNC_SSP);
+  w.set_staleness(2);
+  w.set_mta(rog ? 0.5 : 1);
+  if (rog) w.mutable_window()->set_seconds(10);
+  w.set_codec(pb::CODEC_FP32);
+  w.set_stream(1);
+  w.set_team_ready(true);
+  w.set_full_resync(true);
+  for (RowId r = 0; r < layout.num_rows(); ++r) {
+    w.add_in_sync_row_delta(r == 0 ? 0 : 1);
+    w.add_in_sync_version_lag(0);
+  }
+  return w;
+}
+
 struct Fixture {
   explicit Fixture(bool return_after_share = false, bool share_in_background = false)
       : proto(ProtocolOptions{"w1", 64, 0.005, 0.05, 0, return_after_share, share_in_background,
@@ -26,25 +46,7 @@ struct Fixture {
   WorkerProtocol proto;
   std::vector<float> params = std::vector<float>(kNumel, 0.0f);
 
-  // A welcome to a worker that joins a team under way (SSP, S=2, or ROG,
-  // S=2 with a 10 s window), the model in sync already (every row listed as
-  // held).
-  void Welcome(bool rog = false) {
-    pb::Welcome w;
-    w.set_sync(rog ? pb::SYNC_ROG : pb::SYNC_SSP);
-    w.set_staleness(2);
-    w.set_mta(rog ? 0.5 : 1);
-    if (rog) w.mutable_window()->set_seconds(10);
-    w.set_codec(pb::CODEC_FP32);
-    w.set_stream(1);
-    w.set_team_ready(true);
-    w.set_full_resync(true);
-    for (RowId r = 0; r < layout.num_rows(); ++r) {
-      w.add_in_sync_row_delta(r == 0 ? 0 : 1);
-      w.add_in_sync_version_lag(0);
-    }
-    REQUIRE(proto.OnWelcome(w).ok());
-  }
+  void Welcome(bool rog = false) { REQUIRE(proto.OnWelcome(InSyncWelcome(layout, rog)).ok()); }
   void Directive(const pb::Directive& d) {
     pb::ServerMessage m;
     *m.mutable_directive() = d;
@@ -151,6 +153,41 @@ int Batches(const std::vector<pb::WorkerMessage>& out) {
   int n = 0;
   for (const pb::WorkerMessage& m : out) n += m.has_batch() ? 1 : 0;
   return n;
+}
+
+TEST_CASE("uplink row batches carry a few milliseconds of the measured goodput",
+          "[worker][protocol][goodput]") {
+  const bool sized = GENERATE(true, false);
+  CAPTURE(sized);
+  auto clock = std::make_shared<FakeClock>();
+  // 256 rows of 1 KiB in fp32: 16 to a 16 KiB batch, 2 to the 2 KiB floor.
+  const Layout layout = *Layout::Create({{"w", {256, 256}}}, 256);
+  REQUIRE(layout.num_rows() == 256);
+  const size_t numel = layout.total_numel();
+  WorkerProtocol proto(
+      ProtocolOptions{"w1", 16 * 1024, sized ? 0.005 : 0, 0.05, 0, false, false, clock}, layout,
+      std::vector<float>(numel, 0.0f));
+  REQUIRE(proto.OnWelcome(InSyncWelcome(layout, /*rog=*/false)).ok());
+  std::vector<float> params(numel, 0.0f);
+  REQUIRE(proto.MayBegin());
+  proto.Begin(clock->Now(), clock->Now(), false, 0, absl::MakeSpan(params));
+  proto.StartPush(std::vector<float>(numel, 1.0f));
+  // No estimate yet: batches of the whole budget, up to 64 KiB in flight.
+  std::vector<pb::WorkerMessage> out = proto.TakeOutgoing();
+  REQUIRE(Batches(out) >= 1);
+  for (const pb::WorkerMessage& m : out) {
+    if (m.has_batch()) CHECK(m.batch().row_delta_size() == 16);
+  }
+  // The link carried them at 40 KB/s: 5 ms of it is 200 bytes, so the floor.
+  uint64_t bytes = 0;
+  for (const pb::WorkerMessage& m : out) bytes += m.has_batch() ? m.ByteSizeLong() : 0;
+  clock->Advance(static_cast<double>(bytes) / 40e3);
+  AckAll(proto, out);
+  out = proto.TakeOutgoing();
+  REQUIRE(Batches(out) >= 1);
+  for (const pb::WorkerMessage& m : out) {
+    if (m.has_batch()) CHECK(m.batch().row_delta_size() == (sized ? 2 : 16));
+  }
 }
 
 TEST_CASE(

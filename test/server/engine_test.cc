@@ -948,6 +948,47 @@ TEST_CASE("the workers report shows the downlink's round trip and bytes in fligh
   CHECK(h.CheckLedger() == "");
 }
 
+// Rows per UPDATE batch that `s` received after downlink seq `after`.
+std::vector<int> RowsPerUpdateBatch(const EngineHarness::Stream& s, uint64_t after) {
+  std::vector<int> rows;
+  for (const pb::ServerMessage& m : s.outbox->messages()) {
+    if (m.has_batch() && m.batch().kind() == pb::BATCH_KIND_UPDATE && m.batch().seq() > after) {
+      rows.push_back(m.batch().row_delta_size());
+    }
+  }
+  return rows;
+}
+
+TEST_CASE("downlink row batches carry a few milliseconds of the worker's measured goodput",
+          "[engine][goodput]") {
+  const bool sized = GENERATE(true, false);
+  CAPTURE(sized);
+  EngineOptions o = Options(SyncPolicy::kSsp, 2);
+  o.batch_bytes = 16 * 1024;
+  o.batch_seconds = sized ? 0.005 : 0;
+  // 256 rows of 1 KiB in fp32: 16 to a 16 KiB batch, 2 to the 2 KiB floor.
+  EngineHarness h(o, *Layout::Create({{"w", {256, 256}}}, 256));
+  REQUIRE(h.layout().num_rows() == 256);
+  std::vector<EngineHarness::Stream> w = JoinTeam(h, {"a", "b"});
+  h.UpdateAll(w[1], 1, 1);  // b pushes every row; a's next iteration pulls them
+  h.Progress(w[1], 1);
+  h.Progress(w[0], 1);
+  h.Settle();
+  // No estimate yet: batches of the whole budget, up to 64 KiB in flight.
+  std::vector<int> rows = RowsPerUpdateBatch(w[0], 0);
+  REQUIRE(!rows.empty());
+  CHECK(rows.front() == 16);
+  // a's link carries 40 KB/s: 5 ms of it is 200 bytes, so the floor.
+  uint64_t acked = 0;
+  AckDownlinkAt(h, w[0], 40e3, &acked);
+  h.Settle();
+  rows = RowsPerUpdateBatch(w[0], acked);
+  REQUIRE(!rows.empty());
+  for (int n : rows) CHECK(n == (sized ? 2 : 16));
+  h.AccountAll();
+  CHECK(h.CheckLedger() == "");
+}
+
 // The bytes of the whole model on the wire, as rogd counts them.
 double ModelWireBytes(const Layout& layout, Codec codec) {
   double bytes = 0;
