@@ -74,8 +74,9 @@ struct WorkerOptions {
   // Stable name of this worker (e.g. the robot's host name): 1-64 letters,
   // digits, '.', '_' or '-'. A worker that restarts under the same id rejoins.
   std::string worker_id;
-  // Payload budget of one uplink row batch; small batches let the window cut
-  // between them on slow links.
+  // Largest payload of one uplink row batch (see batch_seconds); small
+  // batches let the window cut between them on slow links. It is also the
+  // one batch the in-flight cap allows beyond its lead.
   size_t batch_bytes = 16 * 1024;
   // Sized to the link: each batch carries at most this many seconds of the
   // uplink's measured goodput (at least 2 KiB, at most batch_bytes), so a

@@ -52,7 +52,8 @@ struct EngineOptions {
   // copy of the model and a column of versions. A hello with a new worker id
   // beyond it is refused with RESOURCE_EXHAUSTED.
   size_t max_workers = 256;
-  // Payload budget of one downlink row batch.
+  // Largest payload of one downlink row batch (see batch_seconds), and the
+  // one batch the in-flight cap allows beyond its lead.
   size_t batch_bytes = 16 * 1024;
   // Each downlink batch: at most this many seconds of the worker's measured
   // downlink goodput (at least 2 KiB, at most batch_bytes); 0: batch_bytes.
