@@ -96,6 +96,12 @@ struct EngineOptions {
   // (docs/design.md, "Stalls").
   bool downlink_lookahead = true;
   bool push_ahead = false;
+  // A worker that has finished an iteration and whose copy cannot start the
+  // next one (the rows rogd has sent it fall short of the bound) will stall:
+  // rogd asks the holders for those rows then (PushNow, as its stall would),
+  // instead of when its stall report arrives behind its own push
+  // (docs/design.md, "Stalls"). Every policy.
+  bool ask_before_report = false;
   // What a first worker's layout may describe (--max_model_bytes,
   // --max_rows), checked before anything is allocated for it.
   LayoutLimits layout_limits{uint64_t{1} << 30, uint64_t{1} << 20};

@@ -342,6 +342,7 @@ struct EngineCore::Impl {
   void AskHolders(const WorkerRec& r, const StallPlan& plan, uint64_t needed, uint64_t min_clock,
                   bool ahead);
   void AskAhead(WorkerRec& r);
+  void AskBeforeReport(WorkerRec& r);
   void ReplanStalls();
   // The version r needs to start its next iteration while it computes
   // (EngineOptions::downlink_lookahead, push_ahead); 0 when rogd does not

@@ -24,6 +24,7 @@ void EngineCore::Impl::JudgeStall(WorkerRec& r, int cause) {
 }
 
 void EngineCore::Impl::CheckStalled(WorkerRec& r) {
+  if (!r.stalled) AskBeforeReport(r);
   if (!r.stalled || r.state != WState::kConnected || r.detached || !team_ready ||
       r.resync_next < layout->num_rows()) {
     // Waits for the team to form or for a resync are not stalls at the bound.
@@ -113,6 +114,23 @@ void EngineCore::Impl::AskHolders(const WorkerRec& r, const StallPlan& plan, uin
                   push.rows_size(), ahead ? "within its window" : "now", r.id, needed);
     SendDirective(*holder, [&](pb::Directive* d) { *d->mutable_push_now() = std::move(push); });
   }
+}
+
+// r has finished iteration r.clock and has not reported a stall: if the
+// rows rogd has sent it cannot start the next, it will stall on them (its
+// report is on its way behind its push), so the holders are asked now as
+// its stall would ask them (EngineOptions::ask_before_report).
+void EngineCore::Impl::AskBeforeReport(WorkerRec& r) {
+  if (!opt.ask_before_report || !state || !team_ready || r.detached ||
+      r.state != WState::kConnected || r.resync_next < layout->num_rows()) {
+    return;
+  }
+  const AttachedSet attached = AttachedWorkers();
+  const VersionStore& copy = state->copy_versions(r.index);
+  if (MayStart(copy, r.index, attached, r.clock, bound)) return;
+  const uint64_t needed = NeededVersion(r.clock, bound);
+  const StallPlan plan = PlanStall(state->versions(), copy, r.index, attached, needed);
+  AskHolders(r, plan, needed, needed, /*ahead=*/false);
 }
 
 uint64_t EngineCore::Impl::LookaheadVersion(const WorkerRec& r) const {

@@ -391,6 +391,7 @@ absl::StatusOr<SimReport> Simulation::Run() {
   o.detach_speedup = cfg_.detach_speedup;
   o.downlink_lookahead = cfg_.downlink_lookahead;
   o.push_ahead = cfg_.push_ahead;
+  o.ask_before_report = cfg_.ask_before_report;
   o.clock = clock_;
   absl::StatusOr<std::unique_ptr<EngineCore>> core = EngineCore::Create(std::move(o));
   if (!core.ok()) return core.status();

@@ -124,9 +124,11 @@ struct SimConfig {
   // rogd's --detached_local_steps and --detach_speedup (0: off).
   uint32_t detached_local_steps = 0;
   double detach_speedup = 0;
-  // rogd's EngineOptions::downlink_lookahead and push_ahead.
+  // rogd's EngineOptions::downlink_lookahead, push_ahead and
+  // ask_before_report.
   bool downlink_lookahead = true;
   bool push_ahead = false;
+  bool ask_before_report = false;
   // Real training (not owned; nullptr: integer updates), and how often
   // every replica is scored during the training time (also at its end).
   SimLearning* learning = nullptr;

@@ -81,6 +81,10 @@ ABSL_FLAG(bool, push_ahead, false,
           "for the rows it will need to start its next iteration (PushNow.ahead: the holder sends "
           "them first within its window, never past it) instead of waiting for its stall (rogd's "
           "EngineOptions::push_ahead)");
+ABSL_FLAG(bool, ask_before_report, false,
+          "A worker that finished an iteration without the rows it needs to start the next: "
+          "rogd asks their holders for them then (PushNow, as its stall would) instead of when its "
+          "stall report arrives behind its push (rogd's EngineOptions::ask_before_report)");
 ABSL_FLAG(double, link_delay, 0.005,
           "One-way delay of every link, each direction, seconds (tools/bench.sh's relays: 0.005)");
 ABSL_FLAG(double, detach_speedup, 0,
@@ -246,6 +250,7 @@ absl::StatusOr<rog::SimConfig> ConfigFromFlags(rog::Codec codec,
   base.push_waits_for_acks = absl::GetFlag(FLAGS_push_waits_for_acks);
   base.downlink_lookahead = absl::GetFlag(FLAGS_downlink_lookahead);
   base.push_ahead = absl::GetFlag(FLAGS_push_ahead);
+  base.ask_before_report = absl::GetFlag(FLAGS_ask_before_report);
   base.score_every = absl::GetFlag(FLAGS_score_every);
   base.patience = absl::GetFlag(FLAGS_patience);
   base.patience_iterations = absl::GetFlag(FLAGS_patience_iterations);

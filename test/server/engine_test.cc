@@ -1415,6 +1415,45 @@ TEST_CASE("push_ahead asks no holder more than one iteration behind", "[engine][
   CHECK(asked_for(w[2], 2) == 1);
 }
 
+// ROG at S = 2: a pushes every iteration, b (as far as a) pushes nothing.
+// Once a has finished its 3rd iteration it cannot start its 4th without
+// b's rows up to version 1. With ask_before_report rogd asks b for them
+// as a's progress arrives (PushNow without `ahead`, every row once), and
+// a's stall report then asks nothing more; without it, only the report
+// asks.
+TEST_CASE("ask_before_report asks holders once a worker finishes an iteration it cannot follow",
+          "[engine][stall]") {
+  const bool early = GENERATE(false, true);
+  INFO("ask_before_report " << early);
+  EngineOptions o = Options(SyncPolicy::kRog, 2);
+  o.ask_before_report = early;
+  EngineHarness h(o);
+  std::vector<EngineHarness::Stream> w = JoinTeam(h, {"a", "b"});
+  const auto iteration = [&](uint64_t k) {
+    h.Progress(w[1], k);
+    h.Progress(w[0], k);
+    h.UpdateAll(w[0], 1, 1);
+    h.Settle();
+  };
+  iteration(1);
+  iteration(2);
+  // a may start its 3rd (version 0 needed): nobody is asked.
+  CHECK(PushNows(w[1]).empty());
+  iteration(3);
+  const std::vector<pb::PushNow> before_report = PushNows(w[1]);
+  h.Progress(w[0], 3, /*stalled=*/true);
+  h.Settle();
+  const std::vector<pb::PushNow> all = PushNows(w[1]);
+  CHECK(before_report.size() == (early ? 1u : 0u));
+  REQUIRE(all.size() == 1);
+  CHECK(all.front().needed_version() == 1);
+  CHECK_FALSE(all.front().ahead());
+  CHECK(static_cast<size_t>(all.front().rows_size()) == h.layout().num_rows());
+  CHECK(PushNows(w[0]).empty());
+  h.AccountAll();
+  CHECK(h.CheckLedger() == "");
+}
+
 // The stall path on the fake clock: a waits at the bound for b's iteration
 // 1. rogd charges the wait to b's compute until b completes it, then to the
 // ask (PushNow) until b's first asked row arrives, then to b's uplink until
