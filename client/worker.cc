@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/credentials.h"
 #include "client/worker_protocol.h"
+#include "common/goodput.h"
 #include "common/worker_id.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/convert.h"
@@ -316,10 +317,9 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Start(WorkerOptions options, Lay
   if (options.batch_bytes < 1024) {
     return absl::InvalidArgumentError("batch_bytes must be at least 1024");
   }
-  if (!(options.batch_seconds >= 0 && options.batch_seconds <= 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("batch_seconds is ", options.batch_seconds,
-                     ": give 0 (a fixed batch_bytes) to 1 second (0.005 by default)"));
+  if (absl::Status s = CheckBatchSeconds(options.batch_seconds, "batch_seconds", "batch_bytes");
+      !s.ok()) {
+    return s;
   }
   if (!(options.keepalive_timeout >= 1 && options.keepalive_timeout <= 3600)) {
     return absl::InvalidArgumentError(

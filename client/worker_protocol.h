@@ -40,7 +40,7 @@ struct ProtocolOptions {
   std::string worker_id;  // for log lines
   // See WorkerOptions.
   size_t batch_bytes = 16 * 1024;
-  double batch_seconds = 0.005;
+  double batch_seconds = kDefaultBatchSeconds;
   double inflight_lead = 0.05;
   size_t replay_buffer_bytes = 64 << 20;
   // ROG: EndIteration returns once the rows it waits for are on their way

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
+
 namespace rog {
 
 void GoodputEstimator::OnSend(double now, uint64_t bytes) {
@@ -55,6 +57,13 @@ uint64_t BatchBudget(double goodput, double seconds, uint64_t max_bytes) {
   const uint64_t floor = std::min(kMinBatchBytes, max_bytes);
   if (!(bytes < static_cast<double>(max_bytes))) return max_bytes;
   return std::max(floor, static_cast<uint64_t>(bytes));
+}
+
+absl::Status CheckBatchSeconds(double seconds, absl::string_view setting, absl::string_view fixed) {
+  if (seconds >= 0 && seconds <= kMaxBatchSeconds) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(setting, " is ", seconds, ": give 0 (a fixed ",
+                                                 fixed, ") to ", kMaxBatchSeconds, " second (",
+                                                 kDefaultBatchSeconds, " by default)"));
 }
 
 void RoundTripFilter::OnSample(double now, double rtt) {

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <deque>
 
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
 namespace rog {
@@ -115,6 +117,16 @@ inline constexpr uint64_t kMinBatchBytes = 2048;
 // message term: a cap that shrank with the goodput measured through it
 // could spiral down on a long round trip.
 uint64_t BatchBudget(double goodput, double seconds, uint64_t max_bytes);
+
+// batch_seconds: rogd's and the SDK's default, and the largest accepted
+// (a batch longer than a second would hold a stalled peer's rows behind it
+// for longer than a window is worth).
+inline constexpr double kDefaultBatchSeconds = 0.005;
+inline constexpr double kMaxBatchSeconds = 1;
+// OK if `seconds` is 0 to kMaxBatchSeconds; otherwise an InvalidArgument
+// naming the setting as the user gave it (`setting`, e.g. "--batch_seconds")
+// and the one that sets the fixed budget (`fixed`, e.g. "--batch_bytes").
+absl::Status CheckBatchSeconds(double seconds, absl::string_view setting, absl::string_view fixed);
 
 // The deadline taper: whether a message of `message_bytes` that need not go
 // (a row past the mandatory ones) may start at `now`, with `inflight_bytes`

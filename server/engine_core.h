@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "common/clock.h"
 #include "common/codec.h"
+#include "common/goodput.h"
 #include "common/layout.h"
 #include "common/protocol_rules.h"
 #include "common/staleness.h"
@@ -57,7 +58,7 @@ struct EngineOptions {
   size_t batch_bytes = 16 * 1024;
   // Each downlink batch: at most this many seconds of the worker's measured
   // downlink goodput (at least 2 KiB, at most batch_bytes); 0: batch_bytes.
-  double batch_seconds = 0.005;
+  double batch_seconds = kDefaultBatchSeconds;
   // Unacknowledged downlink bytes: this many seconds of measured goodput.
   double inflight_lead = 0.05;
   // Checkpoint file ("" = none) and interval in seconds (0 = only on

@@ -21,6 +21,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/codec.h"
+#include "common/goodput.h"
 #include "common/mta.h"
 #include "common/protocol_rules.h"
 #include "common/staleness.h"
@@ -73,7 +74,7 @@ ABSL_FLAG(std::string, init, "",
 ABSL_FLAG(uint64_t, max_message_bytes, 4 << 20, "largest message accepted from a worker, bytes");
 ABSL_FLAG(uint32_t, batch_bytes, 16 * 1024,
           "largest payload of one downlink row batch, bytes (see --batch_seconds)");
-ABSL_FLAG(double, batch_seconds, 0.005,
+ABSL_FLAG(double, batch_seconds, rog::kDefaultBatchSeconds,
           "each downlink row batch carries at most this many seconds of the worker's measured "
           "downlink goodput (at least 2 KiB, at most --batch_bytes), so a slow link cuts a window "
           "and answers a stalled worker within milliseconds; 0: every batch up to --batch_bytes");
@@ -387,9 +388,10 @@ std::string ParseEngineOptions(rog::EngineOptions* out) {
     return "--batch_bytes must be at least 256 and at most half of --max_message_bytes";
   }
   options.batch_seconds = absl::GetFlag(FLAGS_batch_seconds);
-  if (!(options.batch_seconds >= 0 && options.batch_seconds <= 1)) {
-    return absl::StrCat("--batch_seconds is ", options.batch_seconds,
-                        ": give 0 (a fixed --batch_bytes) to 1 second (0.005 by default)");
+  if (absl::Status s =
+          rog::CheckBatchSeconds(options.batch_seconds, "--batch_seconds", "--batch_bytes");
+      !s.ok()) {
+    return std::string(s.message());
   }
   options.max_workers = absl::GetFlag(FLAGS_max_workers);
   if (options.max_workers < options.team_size) {

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "client/worker_protocol.h"
 #include "common/clock.h"
+#include "common/goodput.h"
 #include "common/link_use.h"
 #include "proto/convert.h"
 #include "server/engine_core.h"
@@ -296,8 +297,9 @@ absl::Status Simulation::Validate() {
     return absl::InvalidArgumentError("compute_jitter must be in [0, 1)");
   }
   if (cfg_.batch_bytes < 64) return absl::InvalidArgumentError("batch_bytes must be >= 64");
-  if (!(cfg_.batch_seconds >= 0 && cfg_.batch_seconds <= 1)) {
-    return absl::InvalidArgumentError("batch_seconds must be between 0 and 1");
+  if (absl::Status s = CheckBatchSeconds(cfg_.batch_seconds, "batch_seconds", "batch_bytes");
+      !s.ok()) {
+    return s;
   }
   if (!(cfg_.link_delay >= 0) || cfg_.link_delay > 10) {
     return absl::InvalidArgumentError("link_delay must be between 0 and 10 seconds");

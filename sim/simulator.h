@@ -44,6 +44,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/codec.h"
+#include "common/goodput.h"
 #include "common/layout.h"
 #include "common/protocol_rules.h"
 #include "common/staleness.h"
@@ -100,7 +101,7 @@ struct SimConfig {
   size_t batch_bytes = 16 * 1024;
   // Each batch's budget: this many seconds of its link's measured goodput,
   // within [2 KiB, batch_bytes] (0: batch_bytes always).
-  double batch_seconds = 0.005;
+  double batch_seconds = kDefaultBatchSeconds;
   // One-way delay of every link, each direction, seconds (tools/bench.sh's
   // relays: 5 ms).
   double link_delay = 0.005;

@@ -25,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/codec.h"
+#include "common/goodput.h"
 #include "common/mta.h"
 #include "common/staleness.h"
 #include "common/trace.h"
@@ -59,7 +60,7 @@ ABSL_FLAG(std::string, model, "cnn",
           "(fmnist_worker --model=convmlp, 3.2 MB) or tiny; tools/fmnist_sim: fmnist (its "
           "default) or convmlp");
 ABSL_FLAG(uint32_t, batch_bytes, 16384, "Largest payload of one row batch, bytes");
-ABSL_FLAG(double, batch_seconds, 0.005,
+ABSL_FLAG(double, batch_seconds, rog::kDefaultBatchSeconds,
           "Each row batch carries at most this many seconds of its link's measured goodput (at "
           "least 2 KiB, at most --batch_bytes; rogd's and the SDK's default); 0: --batch_bytes");
 ABSL_FLAG(bool, return_after_share, true,

@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "catch2/catch.hpp"
 
 namespace rog {
@@ -132,6 +133,21 @@ TEST_CASE("a row batch's budget is a few milliseconds of its link, within bounds
   CHECK(BatchBudget(std::nan(""), 0.005, 16384) == 16384);
   CHECK(BatchBudget(575000, 0, 16384) == 16384);
   CHECK(BatchBudget(std::numeric_limits<double>::infinity(), 0.005, 16384) == 16384);
+}
+
+TEST_CASE("batch_seconds is checked once, with the setting's own name in the message",
+          "[goodput]") {
+  CHECK(CheckBatchSeconds(0, "--batch_seconds", "--batch_bytes").ok());
+  CHECK(CheckBatchSeconds(kDefaultBatchSeconds, "--batch_seconds", "--batch_bytes").ok());
+  CHECK(CheckBatchSeconds(kMaxBatchSeconds, "--batch_seconds", "--batch_bytes").ok());
+  for (const double bad : {-0.001, 1.5, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    INFO(bad);
+    const absl::Status s = CheckBatchSeconds(bad, "--batch_seconds", "--batch_bytes");
+    CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+    CHECK(s.message().find("--batch_seconds is ") == 0);
+    CHECK(s.message().find("give 0 (a fixed --batch_bytes) to 1 second (0.005 by default)") !=
+          absl::string_view::npos);
+  }
 }
 
 TEST_CASE("the deadline taper: an optional message starts only if it can arrive in time",
