@@ -60,7 +60,6 @@
 #include "absl/types/span.h"
 #include "client/worker_stats.h"
 #include "common/clock.h"
-#include "common/goodput.h"
 #include "common/layout.h"
 
 namespace grpc {
@@ -83,7 +82,7 @@ struct WorkerOptions {
   // uplink's measured goodput (at least 2 KiB, at most batch_bytes), so a
   // slow link cuts the window and answers a stalled peer within a few
   // milliseconds. 0: every batch up to batch_bytes.
-  double batch_seconds = kDefaultBatchSeconds;
+  double batch_seconds = 0.005;  // kDefaultBatchSeconds (common/goodput.h)
   // Unacknowledged uplink bytes: this many seconds of measured goodput (plus
   // one batch).
   double inflight_lead = 0.05;

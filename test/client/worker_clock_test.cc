@@ -12,6 +12,7 @@
 #include "catch2/catch.hpp"
 #include "client/worker.h"
 #include "common/clock.h"
+#include "common/goodput.h"
 #include "common/layout.h"
 
 namespace rog {
@@ -27,6 +28,26 @@ std::unique_ptr<Worker> Unconnected(std::shared_ptr<FakeClock> clock) {
   auto w = Worker::Start(o, *layout, std::vector<float>(6, 0.0f));
   REQUIRE(w.ok());
   return *std::move(w);
+}
+
+// The public header spells the default as a number (it does not include
+// common/goodput.h); it must be the protocol's, and the range is checked
+// by the shared rule, in the option's own name.
+TEST_CASE("Worker::Start takes the protocol's batch_seconds and refuses one out of range",
+          "[worker]") {
+  CHECK(WorkerOptions().batch_seconds == kDefaultBatchSeconds);
+  auto layout = Layout::Create({{"w", {2, 3}}}, 1);
+  REQUIRE(layout.ok());
+  WorkerOptions o;
+  o.server = "127.0.0.1:1";
+  o.worker_id = "bounded";
+  o.batch_seconds = 2;
+  auto w = Worker::Start(o, *layout, std::vector<float>(6, 0.0f));
+  REQUIRE_FALSE(w.ok());
+  INFO(w.status().message());
+  CHECK(w.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(
+      absl::StrContains(w.status().message(), "batch_seconds is 2: give 0 (a fixed batch_bytes)"));
 }
 
 TEST_CASE("BeginIteration's timeout passes on the worker's clock", "[worker][clock]") {
