@@ -1324,6 +1324,15 @@ size_t UpdateRowsAfter(const EngineHarness::Stream& s, size_t from) {
   return rows;
 }
 
+// Workers w[0] ("a") and w[1] ("b") both complete iteration k; only a
+// pushes its rows (every row, +1).
+void BothComputeOnlyAPushes(EngineHarness& h, std::vector<EngineHarness::Stream>& w, uint64_t k) {
+  h.Progress(w[1], k);
+  h.Progress(w[0], k);
+  h.UpdateAll(w[0], 1, 1);
+  h.Settle();
+}
+
 // ROG at S = 2: "a" computes its 4th iteration (clock 3) and will need b's
 // rows up to version 2 to start its 5th. b has computed 3 iterations and
 // pushed none. With push_ahead rogd asks b for them now, within b's window
@@ -1338,12 +1347,7 @@ TEST_CASE("push_ahead asks holders for what a computing worker will need next", 
       EngineHarness h(o);
       std::vector<EngineHarness::Stream> w = JoinTeam(h, {"a", "b"}, honours);
       // a pushes every iteration; b pushes nothing.
-      const auto iteration = [&](uint64_t k) {
-        h.Progress(w[1], k);
-        h.Progress(w[0], k);
-        h.UpdateAll(w[0], 1, 1);
-        h.Settle();
-      };
+      const auto iteration = [&](uint64_t k) { BothComputeOnlyAPushes(h, w, k); };
       iteration(1);
       iteration(2);
       // At clock 2 a needs version 1 next; b (at 2) has it and has not pushed.
@@ -1429,12 +1433,7 @@ TEST_CASE("ask_before_report asks holders once a worker finishes an iteration it
   o.ask_before_report = early;
   EngineHarness h(o);
   std::vector<EngineHarness::Stream> w = JoinTeam(h, {"a", "b"});
-  const auto iteration = [&](uint64_t k) {
-    h.Progress(w[1], k);
-    h.Progress(w[0], k);
-    h.UpdateAll(w[0], 1, 1);
-    h.Settle();
-  };
+  const auto iteration = [&](uint64_t k) { BothComputeOnlyAPushes(h, w, k); };
   iteration(1);
   iteration(2);
   // a may start its 3rd (version 0 needed): nobody is asked.
