@@ -29,6 +29,7 @@
 #include "common/mta.h"
 #include "common/staleness.h"
 #include "common/trace.h"
+#include "sim/rate_bound.h"
 #include "sim/simulator.h"
 
 ABSL_FLAG(std::string, sync, "bsp,ssp,rog", "Policies to run, comma-separated: bsp, ssp, rog");
@@ -107,6 +108,11 @@ ABSL_FLAG(uint32_t, detached_local_steps, 0,
           "(0: it pauses)");
 ABSL_FLAG(double, score_every, 10,
           "tools/fmnist_sim: seconds of training time between scores of every replica");
+ABSL_FLAG(bool, rate_bound, false,
+          "After the table, each policy's rate against how fast any protocol under its staleness "
+          "bound could iterate on the same links (sim/rate_bound.h: rows moved as a fluid, no cost "
+          "per message), with two schedules a protocol can run: every row in turn on every link, "
+          "and the whole model pushed after each compute (SSP's way)");
 ABSL_FLAG(bool, transitions, false,
           "With --patience: print each worker's detached share, and every detach and reattach with "
           "its worker and reason");
@@ -517,6 +523,39 @@ void PrintSummary(const std::vector<std::string>& causes, const std::vector<std:
       patience ? " among attached workers" : "", ok ? "hold" : "VIOLATED");
 }
 
+// --rate_bound: each policy's simulated rate against the rate bounds of its
+// staleness rule on the same links, from the traces' time its team started.
+absl::Status PrintRateBounds(const std::vector<std::pair<rog::SyncPolicy, double>>& runs,
+                             const std::vector<double>& starts, const rog::Layout& layout,
+                             const rog::SimConfig& base) {
+  std::printf(
+      "\nrate bound on the same links, it/s (sim/rate_bound.h: rows moved as a fluid, no cost\n"
+      "per message, no jitter): any protocol under the policy's staleness bound; every row in\n"
+      "turn, oldest first, on every link; the whole model pushed after each compute (SSP's way)\n"
+      "policy  bound  simulated  any protocol (compute)  rows in turn  whole-model pushes  "
+      "simulated/any\n");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    rog::SimConfig cfg = base;
+    cfg.policy = runs[i].first;
+    double rate[3] = {0, 0, 0}, compute = 0;
+    const rog::RateSchedule schedules[3] = {rog::RateSchedule::kAnyProtocol,
+                                            rog::RateSchedule::kRowsInTurn,
+                                            rog::RateSchedule::kWholeModelPushes};
+    for (int s = 0; s < 3; ++s) {
+      absl::StatusOr<rog::RateBound> b =
+          rog::ComputeRateBound(cfg, layout, schedules[s], starts[i]);
+      if (!b.ok()) return b.status();
+      rate[s] = b->iterations_per_second;
+      if (s == 0) compute = b->compute_share;
+    }
+    std::printf("%-6s  %5u  %9.3f  %12.3f (%5.1f%%)  %12.3f  %18.3f  %12.1f%%\n",
+                std::string(rog::SyncPolicyName(cfg.policy)).c_str(),
+                rog::EffectiveBound(cfg.policy, cfg.staleness), runs[i].second, rate[0],
+                100 * compute, rate[1], rate[2], 100 * runs[i].second / rate[0]);
+  }
+  return absl::OkStatus();
+}
+
 // Runs every policy on the same workload and prints the table and what
 // follows it; the exit status: 0 if the invariants held.
 int ComparePolicies(const std::vector<rog::SyncPolicy>& policies, const rog::Layout& layout,
@@ -526,6 +565,8 @@ int ComparePolicies(const std::vector<rog::SyncPolicy>& policies, const rog::Lay
   Throughputs ips;
   std::vector<std::string> causes, uses;
   std::vector<std::pair<rog::SyncPolicy, rog::SimReport>> learned;
+  std::vector<std::pair<rog::SyncPolicy, double>> rates;
+  std::vector<double> starts;
   bool ok = true;
   for (rog::SyncPolicy policy : policies) {
     rog::SimConfig cfg = base;
@@ -544,10 +585,15 @@ int ComparePolicies(const std::vector<rog::SyncPolicy>& policies, const rog::Lay
     if (policy == rog::SyncPolicy::kBsp) ips.bsp = r->iterations_per_second();
     if (policy == rog::SyncPolicy::kSsp) ips.ssp = r->iterations_per_second();
     if (policy == rog::SyncPolicy::kRog) ips.rog = r->iterations_per_second();
+    rates.emplace_back(policy, r->iterations_per_second());
+    starts.push_back(r->start);
   }
   PrintSummary(causes, uses, ips, patience, rog::IsLossless(base.codec), base.learning != nullptr,
                ok);
   if (!learned.empty()) PrintTimesToBspScore(learned);
+  if (absl::GetFlag(FLAGS_rate_bound)) {
+    if (absl::Status s = PrintRateBounds(rates, starts, layout, base); !s.ok()) return Fail(s);
+  }
   return ok ? 0 : 1;
 }
 
