@@ -26,10 +26,13 @@
 //     pause: rogd holds v's j in every row once v's uplink has carried the
 //     whole model since j, the worker once its downlink has carried the
 //     whole model since then. A rate a protocol reaches.
-//   kWholeModelPushes: SSP as the SDK runs it: after each compute the worker
-//     pushes the whole model and computes the next iteration once the push
-//     is sent; rogd forwards rows as they arrive (the downlink as
-//     kAnyProtocol). An upper bound for that way of pushing.
+//   kWholeModelPushes: SSP as the paper ran it: after each compute the
+//     worker pushes the whole model and computes the next iteration once the
+//     push has crossed its uplink (the simulator's push_waits_for_acks);
+//     rogd forwards rows as they arrive (the downlink as kAnyProtocol). An
+//     upper bound for that way of pushing. The SDK's SSP returns once all
+//     but its in-flight cap's bytes are sent, so where the model fits the
+//     cap its push overlaps the next compute and it can run faster.
 #ifndef ROG_SIM_RATE_BOUND_H_
 #define ROG_SIM_RATE_BOUND_H_
 

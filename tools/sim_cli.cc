@@ -108,11 +108,13 @@ ABSL_FLAG(uint32_t, detached_local_steps, 0,
           "(0: it pauses)");
 ABSL_FLAG(double, score_every, 10,
           "tools/fmnist_sim: seconds of training time between scores of every replica");
-ABSL_FLAG(bool, rate_bound, false,
-          "After the table, each policy's rate against how fast any protocol under its staleness "
-          "bound could iterate on the same links (sim/rate_bound.h: rows moved as a fluid, no cost "
-          "per message), with two schedules a protocol can run: every row in turn on every link, "
-          "and the whole model pushed after each compute (SSP's way)");
+ABSL_FLAG(
+    bool, rate_bound, false,
+    "After the table, each policy's rate against how fast any protocol under its staleness "
+    "bound could iterate on the same links (sim/rate_bound.h: rows moved as a fluid, no cost "
+    "per message), with two schedules a protocol can run: every row in turn on every link, "
+    "and the whole model pushed after each compute with the next compute after it (SSP as the "
+    "paper ran it)");
 ABSL_FLAG(bool, transitions, false,
           "With --patience: print each worker's detached share, and every detach and reattach with "
           "its worker and reason");
@@ -531,7 +533,8 @@ absl::Status PrintRateBounds(const std::vector<std::pair<rog::SyncPolicy, double
   std::printf(
       "\nrate bound on the same links, it/s (sim/rate_bound.h: rows moved as a fluid, no cost\n"
       "per message, no jitter): any protocol under the policy's staleness bound; every row in\n"
-      "turn, oldest first, on every link; the whole model pushed after each compute (SSP's way)\n"
+      "turn, oldest first, on every link; the whole model pushed after each compute, the next\n"
+      "compute once it crossed (SSP as the paper ran it, --push_waits_for_acks)\n"
       "policy  bound  simulated  any protocol (compute)  rows in turn  whole-model pushes  "
       "simulated/any\n");
   for (size_t i = 0; i < runs.size(); ++i) {
