@@ -764,8 +764,11 @@ void WorkerProtocol::StartPush(absl::Span<const float> update) {
   ++phase_;
   plan_.Reset(SelectRows(UplinkCandidates(policy_, bound_, state_, codec_, layout_), mta_,
                          model_wire_bytes_));
-  speculate_ = MaySpeculate(policy_, state_.clock(), window_.min_iteration());
   current_.window_seconds = rog ? window_.seconds() : 0;
+  speculate_ = MaySpeculate(policy_, state_.clock(), window_.min_iteration()) ||
+               (opt_.send_whole_when_it_fits &&
+                SendsWhole(plan_.bytes_left(), InFlightCap(),
+                           goodput_.has_estimate() ? goodput_.rate() : 0, current_.window_seconds));
   deadline_ = current_.window_seconds > 0 ? t0 + current_.window_seconds : kInf;
   OpenPush p;
   p.phase = phase_;

@@ -30,6 +30,12 @@ struct Plan {
     next = 0;
   }
   bool done() const { return next >= order.size(); }
+  // Wire bytes of the rows not sent yet.
+  uint64_t bytes_left() const {
+    uint64_t bytes = 0;
+    for (size_t i = next; i < order.size(); ++i) bytes += order[i].wire_bytes;
+    return bytes;
+  }
 };
 
 // The rows of one batch, kept within the payload budget (a row larger than

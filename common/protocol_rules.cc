@@ -1,6 +1,7 @@
 #include "common/protocol_rules.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <utility>
 
@@ -44,6 +45,13 @@ double TeamWindow(SyncPolicy policy, absl::Span<const double> goodputs, double s
 
 bool MaySpeculate(SyncPolicy policy, uint64_t clock, uint64_t min_attached_clock) {
   return policy != SyncPolicy::kRog || clock > min_attached_clock;
+}
+
+bool SendsWhole(uint64_t plan_bytes, uint64_t inflight_limit, double goodput,
+                double window_seconds) {
+  if (plan_bytes <= inflight_limit) return true;
+  return goodput > 0 && window_seconds > 0 && std::isfinite(window_seconds) &&
+         static_cast<double>(plan_bytes) <= goodput * window_seconds;
 }
 
 double TeamRate(size_t members, double compute_seconds, double slowest_share_seconds) {

@@ -107,6 +107,17 @@ double TeamWindow(SyncPolicy policy, absl::Span<const double> goodputs, double s
 // wait for the slowest, so it sends no more than it must).
 bool MaySpeculate(SyncPolicy policy, uint64_t clock, uint64_t min_attached_clock);
 
+// ATP's degenerate case: whether a sender that may not speculate
+// (MaySpeculate) still sends every row of its plan, because all of them,
+// `plan_bytes` on the wire, fit what costs it nothing: the bytes it may keep
+// in flight anyway (`inflight_limit`: they leave at once, so the push ends
+// as soon as without them, as SSP's does), or what its link carries within
+// its window (`window_seconds`, finite and > 0) at its measured `goodput`
+// (bytes/s, <= 0: unknown). Then ROG moves the whole model as SSP does, at
+// no extra cost. (WorkerOptions::send_whole_when_it_fits, and rogd's.)
+bool SendsWhole(uint64_t plan_bytes, uint64_t inflight_limit, double goodput,
+                double window_seconds);
+
 // Team pace: the iterations per second a team of `members` is expected to
 // run, each computing for `compute_seconds` (the members' mean) and then
 // waiting for the slowest share, `slowest_share_seconds`. 0 for no members.

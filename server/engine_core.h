@@ -103,6 +103,12 @@ struct EngineOptions {
   // instead of when its stall report arrives behind its own push
   // (docs/design.md, "Stalls"). Every policy.
   bool ask_before_report = false;
+  // ROG: a worker at the slowest attached clock, to which rogd sends only
+  // the mandatory rows and the MTA share (MaySpeculate), gets every row of
+  // its plan when they fit the downlink's in-flight limit or its window
+  // (SendsWhole in common/protocol_rules.h), as the SDK's
+  // ProtocolOptions::send_whole_when_it_fits does on the uplink.
+  bool send_whole_when_it_fits = false;
   // What a first worker's layout may describe (--max_model_bytes,
   // --max_rows), checked before anything is allocated for it.
   LayoutLimits layout_limits{uint64_t{1} << 30, uint64_t{1} << 20};

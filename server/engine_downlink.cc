@@ -24,6 +24,11 @@ void EngineCore::Impl::BuildDownlinkPlan(WorkerRec& r) {
                                              AttachedWorkers(), opt.codec, *layout),
                           mta, model_wire_bytes));
   r.plan_stale = false;
+  const double now = Now();
+  r.sends_whole = opt.send_whole_when_it_fits && opt.policy == SyncPolicy::kRog &&
+                  SendsWhole(r.down.bytes_left(), DownInFlightLimit(r),
+                             r.down_goodput.has_estimate() ? r.down_goodput.rate() : 0,
+                             r.deadline < kInf ? r.deadline - now : 0);
 }
 
 // The rows r's downlink sends ahead of anything else, those rogd holds of
@@ -117,13 +122,16 @@ bool EngineCore::Impl::FormBatch(WorkerRec& r, const std::vector<RowId>& first,
 // with the bare 50 ms lead and a round trip R above it, the goodput
 // estimate settles near (lead × goodput + batch) / R, and a batch term
 // that shrank with the goodput would spiral the cap down to the floor.
+uint64_t EngineCore::Impl::DownInFlightLimit(const WorkerRec& r) const {
+  return r.down_goodput.has_estimate()
+             ? InFlightLimit(r.down_goodput.rate(), opt.inflight_lead, opt.batch_bytes)
+             : kInitialInFlight;
+}
+
 void EngineCore::Impl::Pump(WorkerRec& r) {
   if (r.state != WState::kConnected || !r.outbox || !state) return;
   const bool resyncing = r.resync_next < layout->num_rows();
-  const uint64_t limit =
-      r.down_goodput.has_estimate()
-          ? InFlightLimit(r.down_goodput.rate(), opt.inflight_lead, opt.batch_bytes)
-          : kInitialInFlight;
+  const uint64_t limit = DownInFlightLimit(r);
   bool exhausted = false;
   bool sent_any = false;
   const std::vector<RowId> first = FirstRows(r);

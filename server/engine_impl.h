@@ -115,6 +115,9 @@ struct WorkerRec {
   Plan down;
   bool plan_stale = false;
   bool transmitting = false;
+  // The downlink plan's rows all fit what costs nothing (SendsWhole): they
+  // go whole although the worker may not speculate.
+  bool sends_whole = false;
   double deadline = kInf;
 
   bool stalled = false;
@@ -307,7 +310,7 @@ struct EngineCore::Impl {
   pb::Window CurrentWindow(uint64_t iteration) const;
 
   bool SpeculativeAllowed(const WorkerRec& r) const {
-    return MaySpeculate(opt.policy, r.clock, MinAttachedClock());
+    return r.sends_whole || MaySpeculate(opt.policy, r.clock, MinAttachedClock());
   }
 
   // --- the worker registry (engine_admission.cc) -------------------------------
@@ -356,6 +359,8 @@ struct EngineCore::Impl {
                  InFlight* sent);
   void AddReattachRows(const WorkerRec& r, BatchFill* fill);
   uint64_t DownBatchBytes(const WorkerRec& r) const;
+  // The bytes r's downlink may keep unacknowledged (InFlightLimit).
+  uint64_t DownInFlightLimit(const WorkerRec& r) const;
   void Pump(WorkerRec& r);
   void PumpAll();
   void KeepUnapplied(WorkerRec& r);

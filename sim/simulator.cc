@@ -362,7 +362,8 @@ void Simulation::Setup() {
     s.params.resize(layout_.total_numel());
     s.proto = std::make_unique<WorkerProtocol>(
         ProtocolOptions{s.id, cfg_.batch_bytes, cfg_.batch_seconds, 0.05, /*replay_buffer_bytes=*/0,
-                        cfg_.return_after_share, cfg_.share_in_background, clock_},
+                        cfg_.return_after_share, cfg_.share_in_background, clock_,
+                        cfg_.send_whole_when_it_fits},
         layout_, initial_);
     const Trace* best =
         cfg_.traces.empty() ? &kDefaultTrace : &cfg_.traces[fastest % cfg_.traces.size()];
@@ -394,6 +395,7 @@ absl::StatusOr<SimReport> Simulation::Run() {
   o.downlink_lookahead = cfg_.downlink_lookahead;
   o.push_ahead = cfg_.push_ahead;
   o.ask_before_report = cfg_.ask_before_report;
+  o.send_whole_when_it_fits = cfg_.send_whole_when_it_fits;
   o.clock = clock_;
   absl::StatusOr<std::unique_ptr<EngineCore>> core = EngineCore::Create(std::move(o));
   if (!core.ok()) return core.status();

@@ -130,6 +130,9 @@ struct SimConfig {
   bool downlink_lookahead = true;
   bool push_ahead = false;
   bool ask_before_report = false;
+  // The SDK's ProtocolOptions::send_whole_when_it_fits and rogd's
+  // EngineOptions::send_whole_when_it_fits, together.
+  bool send_whole_when_it_fits = false;
   // Real training (not owned; nullptr: integer updates), and how often
   // every replica is scored during the training time (also at its end).
   SimLearning* learning = nullptr;

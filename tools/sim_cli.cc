@@ -87,6 +87,11 @@ ABSL_FLAG(bool, ask_before_report, false,
           "A worker that finished an iteration without the rows it needs to start the next: "
           "rogd asks their holders for them then (PushNow, as its stall would) instead of when its "
           "stall report arrives behind its push (rogd's EngineOptions::ask_before_report)");
+ABSL_FLAG(
+    bool, send_whole_when_it_fits, false,
+    "ROG: a worker at the slowest clock sends, and rogd sends it, every row of the plan when "
+    "they fit the in-flight cap or the window at the measured goodput, not only the mandatory "
+    "rows and the MTA share (the SDK's and rogd's send_whole_when_it_fits)");
 ABSL_FLAG(double, link_delay, 0.005,
           "One-way delay of every link, each direction, seconds (tools/bench.sh's relays: 0.005)");
 ABSL_FLAG(double, detach_speedup, 0,
@@ -260,6 +265,7 @@ absl::StatusOr<rog::SimConfig> ConfigFromFlags(rog::Codec codec,
   base.downlink_lookahead = absl::GetFlag(FLAGS_downlink_lookahead);
   base.push_ahead = absl::GetFlag(FLAGS_push_ahead);
   base.ask_before_report = absl::GetFlag(FLAGS_ask_before_report);
+  base.send_whole_when_it_fits = absl::GetFlag(FLAGS_send_whole_when_it_fits);
   base.score_every = absl::GetFlag(FLAGS_score_every);
   base.patience = absl::GetFlag(FLAGS_patience);
   base.patience_iterations = absl::GetFlag(FLAGS_patience_iterations);
