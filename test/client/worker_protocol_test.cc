@@ -365,5 +365,65 @@ TEST_CASE(
   CHECK(RowOf(out.back()) == shared[1]);
 }
 
+// ATP's degenerate case. 16 rows of 64 bytes, one to a 64-byte batch, over
+// a link that carries 1 KB/s: the worker's plan is about 1.2 KB on the
+// wire, its MTA share (0.5) half of it, its in-flight cap after the first
+// push about 150 bytes. At the slowest clock the worker sends its share
+// only, unless the option is on and the whole plan crosses within the
+// window: a 3 s window carries it, a 0.8 s one does not (though the taper
+// would let about ten rows go in it).
+TEST_CASE("send_whole_when_it_fits: the slowest worker sends every row when they fit its window",
+          "[worker][protocol]") {
+  struct Case {
+    bool whole;
+    double window;
+    int rows;
+  };
+  const Case c = GENERATE(Case{false, 3, 8}, Case{true, 3, 16}, Case{true, 0.8, 8});
+  CAPTURE(c.whole, c.window);
+  auto clock = std::make_shared<FakeClock>();
+  const Layout layout = *Layout::Create({{"w", {16, 16}}}, 16);
+  const size_t numel = layout.total_numel();
+  WorkerProtocol proto(ProtocolOptions{"w1", 64, 0, 0.05, 0, true, true, clock, c.whole}, layout,
+                       std::vector<float>(numel, 0.0f));
+  REQUIRE(proto.OnWelcome(InSyncWelcome(layout, /*rog=*/true)).ok());
+  std::vector<float> params(numel, 0.0f);
+  // Everything the worker sends, each batch acknowledged once a 1 KB/s
+  // link has carried it: the row batches sent.
+  const auto send = [&] {
+    int batches = 0;
+    for (std::vector<pb::WorkerMessage> out = proto.TakeOutgoing(); !out.empty();
+         out = proto.TakeOutgoing()) {
+      for (const pb::WorkerMessage& m : out) {
+        if (!m.has_batch()) continue;
+        clock->Advance(static_cast<double>(m.ByteSizeLong()) / 1000);
+        AckAll(proto, {m});
+        ++batches;
+      }
+    }
+    return batches;
+  };
+  const auto iterate = [&] {
+    REQUIRE(proto.MayBegin());
+    proto.Begin(clock->Now(), clock->Now(), false, 0, absl::MakeSpan(params));
+    proto.StartPush(std::vector<float>(numel, 1.0f));
+    REQUIRE(proto.PushEnds(clock->Now()));
+    proto.FinishPush();
+  };
+  // Iteration 1, ahead of the slowest (at 0) with a 10 s window: every row
+  // goes, and the link is measured.
+  iterate();
+  REQUIRE(send() == 16);
+  // Iteration 2 at the slowest clock.
+  pb::Directive d;
+  d.mutable_window()->set_seconds(c.window);
+  d.mutable_window()->set_min_iteration(2);
+  pb::ServerMessage m;
+  *m.mutable_directive() = d;
+  REQUIRE(proto.OnMessage(m).ok());
+  iterate();
+  CHECK(send() == c.rows);
+}
+
 }  // namespace
 }  // namespace rog

@@ -46,6 +46,21 @@ TEST_CASE("only a worker ahead of the slowest may speculate under ROG", "[protoc
   CHECK(MaySpeculate(SyncPolicy::kBsp, 4, 4));
 }
 
+TEST_CASE("the whole plan goes when it fits the in-flight limit or the window",
+          "[protocol_rules]") {
+  // It all fits in flight: whatever the link and the window.
+  CHECK(SendsWhole(1000, 1000, 0, 0));
+  CHECK(SendsWhole(1000, 64 * 1024, 10, 0.1));
+  // Past the in-flight limit: it must cross within the window at the goodput.
+  CHECK(SendsWhole(1000, 999, 1e4, 0.1));
+  CHECK_FALSE(SendsWhole(1001, 999, 1e4, 0.1));
+  // No estimate, or no window (none yet): only the in-flight limit counts.
+  CHECK_FALSE(SendsWhole(1000, 999, 0, 10));
+  CHECK_FALSE(SendsWhole(1000, 999, 1e4, 0));
+  CHECK_FALSE(SendsWhole(1000, 999, 1e4, std::numeric_limits<double>::infinity()));
+  CHECK_FALSE(SendsWhole(1000, 999, std::numeric_limits<double>::quiet_NaN(), 10));
+}
+
 TEST_CASE("the team's pace: members over compute plus the slowest share", "[protocol_rules]") {
   CHECK(TeamRate(4, 1.0, 1.0) == Approx(2.0));
   CHECK(TeamRate(3, 0.5, 0.0) == Approx(6.0));

@@ -1546,5 +1546,50 @@ TEST_CASE("downlink_lookahead sends a computing worker what it will need next", 
   }
 }
 
+// ATP's degenerate case on rogd's downlink: ROG at S = 2, a and b both at
+// clock 1, so a may not speculate; b's push of every row is pending for a.
+// The rows rogd sends a from then on, each batch acknowledged 10 ms after
+// it went, until it sends nothing more.
+size_t RowsToTheSlowest(const Layout& layout, bool whole) {
+  EngineOptions o = Options(SyncPolicy::kRog, 2);
+  o.send_whole_when_it_fits = whole;
+  EngineHarness h(o, layout);
+  std::vector<EngineHarness::Stream> w = JoinTeam(h, {"a", "b"});
+  h.Progress(w[1], 1);
+  h.UpdateAll(w[1], 1, 1);
+  h.Settle();
+  const size_t before = w[0].outbox->messages().size();
+  h.Progress(w[0], 1);
+  h.Settle();
+  uint64_t acked = 0;
+  for (size_t sent = 0; sent != w[0].outbox->messages().size();) {
+    sent = w[0].outbox->messages().size();
+    AckDownlink(h, w[0], 0.01, &acked);
+    h.Settle();
+  }
+  h.AccountAll();
+  CHECK(h.CheckLedger() == "");
+  CHECK(h.engine().CheckInvariants().ToString() == "OK");
+  return UpdateRowsAfter(w[0], before);
+}
+
+// The small model's plan (nine rows, under 200 bytes) fits the downlink's
+// first in-flight limit (64 KiB) many times over: with
+// send_whole_when_it_fits a gets every row, without it its MTA share. A
+// plan of 256 KiB (256 rows of 1 KiB) fits neither that limit nor a window
+// (none is set yet): a gets its MTA share either way.
+TEST_CASE("send_whole_when_it_fits: rogd sends the slowest worker every pending row if they fit",
+          "[engine][window]") {
+  const Layout small = EngineHarness(Options()).layout();
+  const size_t share = RowsToTheSlowest(small, false);
+  CHECK(share > 0);
+  CHECK(share < small.num_rows());
+  CHECK(RowsToTheSlowest(small, true) == small.num_rows());
+  const Layout large = *Layout::Create({{"w", {256, 256}}}, 256);
+  const size_t large_share = RowsToTheSlowest(large, false);
+  CHECK(large_share == 128);
+  CHECK(RowsToTheSlowest(large, true) == large_share);
+}
+
 }  // namespace
 }  // namespace rog
