@@ -59,9 +59,10 @@ struct ProtocolOptions {
   // ROG: a worker at the slowest attached clock, which sends only its
   // mandatory rows and its MTA share (MaySpeculate), sends every row of its
   // plan when they fit its in-flight cap or its window (SendsWhole in
-  // common/protocol_rules.h): ROG degenerates to SSP at no extra cost. The
-  // simulator's --send_whole_when_it_fits; not a WorkerOptions field. Last,
-  // so that the fields above keep their places.
+  // common/protocol_rules.h). Off: it cost ROG up to 7% in the simulator
+  // (docs/design.md, "Pacing"). The simulator's --send_whole_when_it_fits;
+  // not a WorkerOptions field. Last, so that the fields above keep their
+  // places.
   bool send_whole_when_it_fits = false;
 };
 

@@ -109,12 +109,14 @@ bool MaySpeculate(SyncPolicy policy, uint64_t clock, uint64_t min_attached_clock
 
 // ATP's degenerate case: whether a sender that may not speculate
 // (MaySpeculate) still sends every row of its plan, because all of them,
-// `plan_bytes` on the wire, fit what costs it nothing: the bytes it may keep
-// in flight anyway (`inflight_limit`: they leave at once, so the push ends
-// as soon as without them, as SSP's does), or what its link carries within
-// its window (`window_seconds`, finite and > 0) at its measured `goodput`
-// (bytes/s, <= 0: unknown). Then ROG moves the whole model as SSP does, at
-// no extra cost. (WorkerOptions::send_whole_when_it_fits, and rogd's.)
+// `plan_bytes` on the wire, fit what costs its own push nothing: the bytes
+// it may keep in flight anyway (`inflight_limit`: they leave at once, so
+// the push ends as soon as without them, as SSP's does), or what its link
+// carries within its window (`window_seconds`, finite and > 0) at its
+// measured `goodput` (bytes/s, <= 0: unknown). For the SDK's and rogd's
+// send_whole_when_it_fits, which is off: the extra rows still take the
+// link's time and every other worker's downlink, and cost ROG up to 7% in
+// the simulator (results/2026-12-01-sim-send-whole-when-it-fits-6ca2199).
 bool SendsWhole(uint64_t plan_bytes, uint64_t inflight_limit, double goodput,
                 double window_seconds);
 

@@ -107,7 +107,8 @@ struct EngineOptions {
   // the mandatory rows and the MTA share (MaySpeculate), gets every row of
   // its plan when they fit the downlink's in-flight limit or its window
   // (SendsWhole in common/protocol_rules.h), as the SDK's
-  // ProtocolOptions::send_whole_when_it_fits does on the uplink.
+  // ProtocolOptions::send_whole_when_it_fits does on the uplink. Off: it
+  // cost ROG up to 7% in the simulator (docs/design.md, "Pacing").
   bool send_whole_when_it_fits = false;
   // What a first worker's layout may describe (--max_model_bytes,
   // --max_rows), checked before anything is allocated for it.
