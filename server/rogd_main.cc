@@ -18,6 +18,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/codec.h"
@@ -65,8 +66,8 @@ ABSL_FLAG(uint32_t, detached_local_steps, 0,
           "iterations a detached worker may train on its own data before it pauses (its "
           "updates are pushed as its link allows)");
 ABSL_FLAG(std::string, checkpoint_dir, "",
-          "folder for the checkpoint (rogd.ckpt), which must exist and be writable; restored on "
-          "start if present; empty: none");
+          "folder for the checkpoint (rogd.ckpt), writable by rogd; created with its missing "
+          "parents (mode 0700) if it does not exist; restored on start if present; empty: none");
 ABSL_FLAG(absl::Duration, checkpoint_interval, absl::Minutes(5),
           "time between checkpoints (also written on SIGTERM/SIGINT); 0 = only then");
 ABSL_FLAG(std::string, init, "",
@@ -150,20 +151,55 @@ int Fail(const std::string& message) {
   return 2;
 }
 
-// The checkpoint folder must exist and be writable when rogd starts, not
-// only when the first checkpoint is due (minutes later, or at the final
-// one on SIGTERM, when it is too late to keep what the team trained).
-// Returns an empty string when it is usable, else what is wrong and what to
-// do. access(2) answers for this process, so a read-only file system or a
-// systemd ReadWritePaths= that leaves the folder out is caught too.
+// Creates `dir` and its missing parents, each with mode 0700 (the
+// checkpoint holds the whole model), as etcd and Prometheus create their
+// data folders. Empty when it now exists; else what stopped it and what to
+// do.
+std::string CreateCheckpointDir(const std::string& dir) {
+  std::string path;
+  for (absl::string_view part : absl::StrSplit(dir, '/')) {
+    if (part.empty()) {
+      if (path.empty()) path = "/";
+      continue;
+    }
+    path = path.empty() || path == "/" ? absl::StrCat(path, part) : absl::StrCat(path, "/", part);
+    if (::mkdir(path.c_str(), 0700) == 0) {
+      spdlog::info("created {} (mode 0700) for --checkpoint_dir", path);
+    } else if (errno != EEXIST) {
+      const std::string parent = path.substr(0, path.find_last_of('/') + 1);
+      return absl::StrCat("--checkpoint_dir=", dir, " does not exist and rogd cannot create ", path,
+                          " (", std::strerror(errno), "): ",
+                          errno == EACCES || errno == EROFS
+                              ? absl::StrCat(parent.empty() ? "." : parent,
+                                             " is not writable by rogd; create the folder "
+                                             "yourself (mkdir -p ",
+                                             dir, ", owned by rogd's user)")
+                              : "pass a folder rogd may create or write",
+                          " or pass another folder");
+    }
+  }
+  return "";
+}
+
+// The checkpoint folder must exist (rogd creates it if it can) and be
+// writable when rogd starts, not only when the first checkpoint is due
+// (minutes later, or at the final one on SIGTERM, when it is too late to
+// keep what the team trained). Returns an empty string when it is usable,
+// else what is wrong and what to do. access(2) answers for this process, so
+// a read-only file system or a systemd ReadWritePaths= that leaves the
+// folder out is caught too.
 std::string CheckpointDirProblem(const std::string& dir) {
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) {
-    if (errno == ENOENT) {
-      return absl::StrCat("--checkpoint_dir=", dir, " does not exist; create it (mkdir -p ", dir,
-                          ") or pass a folder rogd may write");
+    if (errno == ENOTDIR) {
+      return absl::StrCat("--checkpoint_dir=", dir,
+                          ": a part of that path is a file, not a folder; pass a folder");
     }
-    return absl::StrCat("--checkpoint_dir=", dir, ": ", std::strerror(errno));
+    if (errno != ENOENT) return absl::StrCat("--checkpoint_dir=", dir, ": ", std::strerror(errno));
+    if (std::string e = CreateCheckpointDir(dir); !e.empty()) return e;
+    if (::stat(dir.c_str(), &st) != 0) {
+      return absl::StrCat("--checkpoint_dir=", dir, ": ", std::strerror(errno));
+    }
   }
   if (!S_ISDIR(st.st_mode)) {
     return absl::StrCat("--checkpoint_dir=", dir,
@@ -524,7 +560,7 @@ void AnnounceStart(int port, const rog::EngineOptions& options, const Security& 
 // Serves until SIGTERM or SIGINT, then stops cleanly: streams end, the
 // final checkpoint is written. rogd's exit status.
 int ServeUntilSignal(const sigset_t& signals, std::unique_ptr<rog::MetricsServer> metrics,
-                     rog::Engine* engine, grpc::Server* server) {
+                     rog::Engine* engine, rog::TrainerService* trainer, grpc::Server* server) {
   int signal = 0;
   sigwait(&signals, &signal);
   spdlog::info("{} received: stopping", signal == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -533,7 +569,12 @@ int ServeUntilSignal(const sigset_t& signals, std::unique_ptr<rog::MetricsServer
   // Streams end first, so that no worker goes on training against a server
   // on its way out; what they sent until then is in the final checkpoint,
   // and what was unacknowledged they resend to the next rogd.
+  // The server shuts down once every stream has ended as the contract
+  // says (TrainerService::StopAccepting): within 2.5 s, since a stream
+  // whose client stopped reading is cancelled 2 s after its StreamEnd.
+  trainer->StopAccepting();
   engine->EndStreams("rogd is shutting down; reconnect to the next rogd");
+  if (!trainer->WaitForStreams(3)) spdlog::warn("streams still open after 3 s; closing them");
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   absl::Status s = engine->Shutdown();
   if (!s.ok()) {
@@ -605,5 +646,5 @@ int main(int argc, char** argv) {
                              " (address in use, or not an address of this machine?)"));
   }
   AnnounceStart(port, options, *security);
-  return ServeUntilSignal(signals, std::move(metrics), engine->get(), server.get());
+  return ServeUntilSignal(signals, std::move(metrics), engine->get(), &trainer, server.get());
 }

@@ -337,8 +337,26 @@ class TrainerService::Streams {
     return true;
   }
   void Close() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --open_;
+    }
+    closed_.notify_all();
+  }
+  // Shutdown: new streams are refused from now on.
+  void StopAccepting() {
     std::lock_guard<std::mutex> lock(mu_);
-    --open_;
+    stopping_ = true;
+  }
+  bool stopping() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stopping_;
+  }
+  // Real time: shutdown waits for gRPC's threads, not for the protocol.
+  bool WaitUntilNoneOpen(double seconds) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return closed_.wait_for(lock, std::chrono::duration<double>(seconds),
+                            [&] { return open_ == 0; });
   }
   // A slot among the streams of worker `id`; false when all are taken.
   bool OpenFor(const std::string& id, uint32_t max) {
@@ -358,7 +376,9 @@ class TrainerService::Streams {
 
  private:
   std::mutex mu_;
+  std::condition_variable closed_;
   uint32_t open_ = 0;
+  bool stopping_ = false;
   std::map<std::string, uint32_t> by_id_;
   Canceller canceller_;
 };
@@ -370,6 +390,10 @@ TrainerService::TrainerService(Engine* engine, StreamLimits limits,
       streams_(std::make_unique<Streams>(clock ? std::move(clock) : DefaultClock())) {}
 
 TrainerService::~TrainerService() = default;
+
+void TrainerService::StopAccepting() { streams_->StopAccepting(); }
+
+bool TrainerService::WaitForStreams(double seconds) { return streams_->WaitUntilNoneOpen(seconds); }
 
 namespace {
 
@@ -453,6 +477,10 @@ grpc::Status TrainerService::StreamSession::Run() {
     grpc::Status allowed = svc_.auth_->Check(context_->client_metadata(), Caller::kWorker, peer_);
     if (!allowed.ok()) return allowed;
   }
+  if (svc_.streams_->stopping()) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "rogd is shutting down; reconnect to the next rogd");
+  }
   if (!svc_.streams_->Open(svc_.limits_.max_streams)) {
     return Reject(Rejection::kTooManyStreams, grpc::StatusCode::RESOURCE_EXHAUSTED,
                   absl::StrCat("rogd serves at most ", svc_.limits_.max_streams,
@@ -531,6 +559,11 @@ grpc::Status TrainerService::StreamSession::Admit(const pb::Hello& hello) {
     }
     return Reject(hello_reason, static_cast<grpc::StatusCode>(code),
                   std::string(admitted.status().message()));
+  }
+  if (svc_.streams_->stopping()) {
+    // Admitted after the engine ended every stream (TrainerService::
+    // StopAccepting came first): this one ends like them.
+    outbox_->End(absl::AbortedError("rogd is shutting down; reconnect to the next rogd"), "");
   }
   session_ = admitted->session;
   layout_ = admitted->layout;

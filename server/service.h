@@ -79,6 +79,21 @@ class TrainerService final : public pb::Trainer::Service {
       grpc::ServerContext* context,
       grpc::ServerReaderWriter<pb::ServerMessage, pb::WorkerMessage>* stream) override;
 
+  // Shutdown, in this order (rogd on SIGTERM): StopAccepting(), then the
+  // engine ends every stream (Engine::EndStreams: a StreamEnd{ABORTED}
+  // each), then WaitForStreams() until each has ended the way any stream
+  // the engine ends does (a client that closes its side on the StreamEnd
+  // gets ABORTED as the status, any other CANCELLED within 0.5 s), and only
+  // then the server's Shutdown. A server shutting down while streams still
+  // end closes their connections under them (the client reads
+  // "UNAVAILABLE: Socket closed" instead of the StreamEnd's code).
+  // From StopAccepting on, a new stream is refused at once with
+  // UNAVAILABLE (the SDK retries, reaching the next rogd); not counted as a
+  // refusal.
+  void StopAccepting();
+  // Waits until no stream is open, at most `seconds`; whether none is.
+  bool WaitForStreams(double seconds);
+
  private:
   class Streams;        // open streams by worker id, and the timer that cancels them
   class StreamSession;  // one stream, from its hello to its end

@@ -2,6 +2,7 @@
 // workers each, every policy, team changes, faults and restarts. Each test
 // is bounded: workers give up after 60 s, rogd is killed with the test.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -445,18 +446,36 @@ TEST_CASE("a corrupt checkpoint is refused at start, naming the file and why", "
   CHECK(init.status().message().find("missing.ckpt") != absl::string_view::npos);
 }
 
-TEST_CASE("a checkpoint folder that is missing or not a folder is refused at start", "[protocol]") {
+TEST_CASE(
+    "a missing checkpoint folder is created (0700, parents too); one rogd cannot create "
+    "or that is not a folder is refused at start",
+    "[protocol]") {
   const std::string dir = MakeTempDir("ckptdir");
-  auto missing = RogdProcess::Start({"--checkpoint_dir=" + dir + "/not-there"});
-  REQUIRE_FALSE(missing.ok());
-  INFO(missing.status().message());
-  CHECK(missing.status().message().find("does not exist; create it (mkdir -p " + dir +
-                                        "/not-there)") != absl::string_view::npos);
-  CHECK(missing.status().message().find("exited with status 2") != absl::string_view::npos);
+  {
+    auto created = RogdProcess::Start({"--checkpoint_dir=" + dir + "/new/ckpt"});
+    REQUIRE(created.ok());
+    struct stat st;
+    REQUIRE(::stat((dir + "/new/ckpt").c_str(), &st) == 0);
+    CHECK(S_ISDIR(st.st_mode));
+    CHECK((st.st_mode & 0777) == 0700);
+    REQUIRE(::stat((dir + "/new").c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0700);
+    CHECK((*created)->log().find("created " + dir + "/new/ckpt (mode 0700)") != std::string::npos);
+    CHECK((*created)->Stop() == 0);
+    REQUIRE(::stat((dir + "/new/ckpt/rogd.ckpt").c_str(), &st) != 0);  // no model: none written
+  }
   {
     std::ofstream out(dir + "/a-file");
     out << "not a folder";
   }
+  // Below a file: nothing can be created there, whoever runs the test
+  // (root may write anywhere, so a folder that is not writable cannot
+  // stand for it).
+  auto below = RogdProcess::Start({"--checkpoint_dir=" + dir + "/a-file/ckpt"});
+  REQUIRE_FALSE(below.ok());
+  INFO(below.status().message());
+  CHECK(below.status().message().find("a part of that path is a file") != absl::string_view::npos);
+  CHECK(below.status().message().find("exited with status 2") != absl::string_view::npos);
   auto file = RogdProcess::Start({"--checkpoint_dir=" + dir + "/a-file"});
   REQUIRE_FALSE(file.ok());
   INFO(file.status().message());
