@@ -24,9 +24,12 @@
 // Downlink rows are applied as they arrive, on the stream's thread.
 //
 // Faults: the worker reconnects by itself with backoff and resumes exactly
-// once in both directions (acknowledged uplink batches are never resent,
-// unacknowledged ones return to the accumulator and go again; every
-// reconnect brings a full resync of the replica). Errors that retrying
+// once in both directions: acknowledged uplink batches are never resent,
+// unacknowledged ones return to the accumulator and go again; a reconnect
+// within rogd's lease gets again only the downlink rows it never applied,
+// any other a full resync of the replica, less the rows it holds already.
+// docs/protocol.md, "What a reconnect resends", is the one description of
+// each case. Errors that retrying
 // cannot fix (a layout the server does not hold, a message rogd refused)
 // stop the worker: every call then returns that error.
 //

@@ -1,8 +1,19 @@
 #include "common/row_digest.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "catch2/catch.hpp"
 
 namespace rog {
@@ -81,6 +92,81 @@ TEST_CASE("row digests of the wrong size are refused, saying what fits", "[row_d
     CHECK(std::string(r.status().message()).find("needs 16 (8 per group of 1 rows") !=
           std::string::npos);
   }
+}
+
+// A file of the repository, from the test's runfiles.
+std::string RepoFile(const std::string& path) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  REQUIRE(srcdir != nullptr);
+  std::ifstream in(absl::StrCat(srcdir, "/", workspace, "/", path));
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The line of `text` that starts with `key`, less the key.
+std::string Field(const std::string& text, const std::string& key) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (absl::ConsumePrefix(&line, key)) return std::string(line);
+  }
+  FAIL("no line starting with '" << key << "'");
+  return "";
+}
+
+std::string Hex(const std::string& bytes) {
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    char b[3];
+    std::snprintf(b, sizeof b, "%02x", static_cast<unsigned char>(bytes[i]));
+    absl::StrAppend(&out, i > 0 && i % 8 == 0 ? " " : "", b);
+  }
+  return out;
+}
+
+// docs/protocol.md "Row digests" gives a worked example, and proto/rog.proto
+// the same one: both are read here and checked against this
+// implementation, so that neither can drift from the code.
+TEST_CASE("the worked example of docs/protocol.md and rog.proto is what the code computes",
+          "[row_digest][docs]") {
+  const std::string doc = RepoFile("docs/protocol.md");
+  const size_t at = doc.find("<!-- not output: the row digest worked example");
+  REQUIRE(at != std::string::npos);
+  const std::string block = doc.substr(at, doc.find("```\n", doc.find("```text", at) + 7) - at);
+  REQUIRE(Field(block, "tensors: ") == "w [3, 2], b [2]; min_split_numel 4");
+  const Layout layout = *Layout::Create({{"w", {3, 2}}, {"b", {2}}}, /*min_split_numel=*/4);
+  REQUIRE(layout.num_rows() == 4);
+  std::vector<float> values;
+  const std::string listed = Field(block, "values: ");
+  for (absl::string_view v : absl::StrSplit(listed, ' ')) {
+    float f = 0;
+    REQUIRE(absl::SimpleAtof(v, &f));
+    values.push_back(f);
+  }
+  REQUIRE(values.size() == layout.total_numel());
+  CHECK(std::signbit(values[5]));  // -0.0 is not 0.0
+  const std::string digests = Hex(RowDigests(layout, values, std::vector<bool>(4, false)));
+  CHECK(Field(block, "row_digests: ") == digests);
+  // Each group's digest as the docs' prose gives it.
+  for (RowId r = 0; r < 4; ++r) {
+    const uint64_t d = ValuesDigest(absl::MakeConstSpan(values).subspan(r * 2, 2));
+    char hex[19];
+    std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(d));
+    INFO(hex);
+    CHECK(absl::StrContains(doc, hex));
+  }
+  // The proto's comment: the same values and bytes, "//" and line breaks
+  // aside.
+  std::string proto;
+  for (absl::string_view line : absl::StrSplit(RepoFile("proto/rog.proto"), '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (absl::ConsumePrefix(&line, "//"))
+      absl::StrAppend(&proto, absl::StripAsciiWhitespace(line), " ");
+  }
+  CHECK(absl::StrContains(proto, "tensors w [3, 2] and b [2], min_split_numel 4"));
+  CHECK(absl::StrContains(proto, absl::StrCat("values ", listed, " give")));
+  CHECK(absl::StrContains(proto, absl::StrCat("row_digests (hex) ", digests)));
 }
 
 }  // namespace

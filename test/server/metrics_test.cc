@@ -16,6 +16,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "catch2/catch.hpp"
 #include "prometheus/text_serializer.h"
 #include "server/rejection.h"
@@ -222,20 +223,46 @@ TEST_CASE("every rejection reason has one label, and the list holds them all", "
   CHECK(RejectionReasons().size() == labels.size());
 }
 
-// docs/operations.md "What is refused, and how" has a row for every reason.
-TEST_CASE("the operations guide's table of refusals lists every rejection reason",
+// docs/operations.md "What is refused, and how": its table's reason column
+// lists exactly the labels rogd counts, in both directions, so that neither
+// a new reason nor a row for a reason that no longer exists goes unnoticed.
+TEST_CASE("the operations guide's table of refusals lists exactly the rejection reasons",
           "[metrics][docs]") {
   const char* srcdir = std::getenv("TEST_SRCDIR");
   const char* workspace = std::getenv("TEST_WORKSPACE");
   REQUIRE(srcdir != nullptr);
   std::ifstream in(absl::StrCat(srcdir, "/", workspace, "/docs/operations.md"));
   REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string guide = ss.str();
-  for (const std::string& reason : RejectionReasons()) {
-    INFO(reason);
-    CHECK(absl::StrContains(guide, absl::StrCat("| `", reason, "` |")));
+  // The table's rows: from its header to the first line that is not a row.
+  std::set<std::string> documented;
+  bool in_table = false;
+  int rows = 0;
+  const std::regex label("`([a-z_]+)`");
+  for (std::string line; std::getline(in, line);) {
+    if (line == "| the client sends | code | reason | the message starts |") {
+      in_table = true;
+      continue;
+    }
+    if (!in_table) continue;
+    if (!absl::StartsWith(line, "| ")) break;
+    const std::vector<std::string> cells = absl::StrSplit(line, " | ");
+    if (absl::StartsWith(cells[0], "| ---")) continue;
+    REQUIRE(cells.size() == 4);
+    ++rows;
+    INFO(line);
+    std::smatch m;
+    REQUIRE(std::regex_search(cells[2], m, label));  // every row names its reason
+    documented.insert(m[1]);
+  }
+  CHECK(rows >= static_cast<int>(RejectionReasons().size()));
+  const std::set<std::string> counted(RejectionReasons().begin(), RejectionReasons().end());
+  for (const std::string& reason : counted) {
+    INFO("rogd counts '" << reason << "', which the table does not list");
+    CHECK(documented.count(reason) == 1);
+  }
+  for (const std::string& reason : documented) {
+    INFO("the table lists '" << reason << "', which rogd never counts");
+    CHECK(counted.count(reason) == 1);
   }
 }
 
