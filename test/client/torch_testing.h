@@ -1,6 +1,8 @@
 // Helpers for tests of the LibTorch adapter against a real rogd: integer
-// parameters and updates, so that every sum is exact in fp32 and
-// conservation can be checked with ==.
+// parameters and updates, so that every sum is exact in fp32 (and in the
+// parameters' own dtype: float16 holds integers exactly up to 2048,
+// bfloat16 up to 256, and these stay within a few tens) and conservation
+// can be checked with ==.
 #ifndef ROG_TEST_CLIENT_TORCH_TESTING_H_
 #define ROG_TEST_CLIENT_TORCH_TESTING_H_
 
@@ -34,12 +36,13 @@ inline void IntegerStep(torch::nn::Module& m, int w, int k) {
   }
 }
 
-// The parameters in named_parameters() order, flattened: the adapter's row
-// order, so comparable with AdminExport.
+// The parameters in named_parameters() order, flattened and converted to
+// float32 on the CPU: the adapter's row order, so comparable with
+// AdminExport.
 inline std::vector<float> Flat(const torch::nn::Module& m) {
   std::vector<float> v;
   for (const auto& p : m.named_parameters()) {
-    auto c = p.value().detach().contiguous();
+    auto c = p.value().detach().to(torch::kCPU, torch::kFloat32).contiguous();
     v.insert(v.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
   }
   return v;
