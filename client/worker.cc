@@ -81,6 +81,11 @@ struct Worker::Impl {
   std::thread session_thread;
   std::thread sender_thread;
 
+  // Worker::SetInterruptCheck; called by the waiting thread with mu
+  // unlocked, on real time (the protocol's clock may be a fake one).
+  std::function<absl::Status()> interrupt_check;
+  std::chrono::steady_clock::time_point last_check{};
+
   Impl(WorkerOptions o, Layout l, std::vector<float> initial)
       : opt(std::move(o)),
         clock(opt.clock ? opt.clock : DefaultClock()),
@@ -91,8 +96,21 @@ struct Worker::Impl {
 
   double Now() const { return clock->Now(); }
   // Waits on cv until notified or the clock reaches `deadline`; callers loop.
-  void WaitUntil(std::unique_lock<std::mutex>& lock, double deadline) {
-    clock->WaitUntil(cv, lock, deadline);
+  // With an interrupt check, at most 50 ms at a time, then the check (mu
+  // unlocked while it runs): its status, OK to go on waiting.
+  absl::Status WaitUntil(std::unique_lock<std::mutex>& lock, double deadline) {
+    if (!interrupt_check) {
+      clock->WaitUntil(cv, lock, deadline);
+      return absl::OkStatus();
+    }
+    clock->WaitUntil(cv, lock, std::min(deadline, Now() + 0.05));
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_check < std::chrono::milliseconds(50)) return absl::OkStatus();
+    last_check = now;
+    lock.unlock();
+    absl::Status s = interrupt_check();
+    lock.lock();
+    return s;
   }
 
   void SetFatal(absl::Status s) {
@@ -156,7 +174,7 @@ struct Worker::Impl {
         std::unique_lock<std::mutex> lock(mu);
         if (closing || !fatal.ok()) return;
         if (hold_until > Now()) {
-          while (!closing && Now() < hold_until) WaitUntil(lock, hold_until);
+          while (!closing && Now() < hold_until) clock->WaitUntil(cv, lock, hold_until);
           continue;
         }
       }
@@ -188,7 +206,7 @@ struct Worker::Impl {
       backoff = std::min(opt.backoff_max, backoff * 2);
       spdlog::debug("worker {}: reconnecting in {:.2f} s ({})", opt.worker_id, wait, last_error);
       const double retry_at = Now() + wait;
-      while (!closing && Now() < retry_at) WaitUntil(lock, retry_at);
+      while (!closing && Now() < retry_at) clock->WaitUntil(cv, lock, retry_at);
     }
   }
 
@@ -412,8 +430,12 @@ absl::Status Worker::BeginIteration(absl::Span<float> params, double timeout_sec
                        m.proto.clock() + 1, " within ", timeout_seconds, " s: ", m.WaitReason()));
     }
     const bool was_detached = m.proto.detached();
-    m.WaitUntil(lock, std::min(until, now + 0.1));
+    absl::Status go_on = m.WaitUntil(lock, std::min(until, now + 0.1));
     if (was_detached) detached_wait += m.Now() - now;
+    if (!go_on.ok()) {
+      m.proto.CountTimedOutWait(m.Now() - t0 - detached_wait, detached_wait);
+      return go_on;
+    }
   }
   m.proto.Begin(t0, m.Now(), waited, detached_wait, params);
   return absl::OkStatus();
@@ -440,15 +462,18 @@ absl::StatusOr<IterationStats> Worker::EndIteration(absl::Span<const float> upda
   }
   m.proto.StartPush(update);
   m.cv.notify_all();
+  absl::Status go_on;
   for (;;) {
     if (!m.fatal.ok()) break;
     const double now = m.Now();
     if (m.proto.PushEnds(now)) break;
     // Acks and disconnects notify; the poll notices the window's end.
-    m.WaitUntil(lock, m.proto.PushWakeAt(now));
+    go_on = m.WaitUntil(lock, m.proto.PushWakeAt(now));
+    if (!go_on.ok()) break;  // the rows stream on in the background
   }
   IterationStats stats = m.proto.FinishPush();
   if (!m.fatal.ok()) return m.fatal;
+  if (!go_on.ok()) return go_on;
   return stats;
 }
 
@@ -462,7 +487,7 @@ absl::Status Worker::Flush(double timeout_seconds) {
     if (m.Now() >= until) {
       return absl::DeadlineExceededError(absl::StrCat("Flush: ", m.WaitReason()));
     }
-    m.WaitUntil(lock, std::min(until, m.Now() + 0.1));
+    if (absl::Status s = m.WaitUntil(lock, std::min(until, m.Now() + 0.1)); !s.ok()) return s;
   }
   for (;;) {
     if (!m.fatal.ok()) return m.fatal;
@@ -474,7 +499,7 @@ absl::Status Worker::Flush(double timeout_seconds) {
           absl::StrCat("Flush: rogd did not acknowledge every row within ", timeout_seconds, " s (",
                        m.WaitReason(), ")"));
     }
-    m.WaitUntil(lock, std::min(until, m.Now() + 0.05));
+    if (absl::Status s = m.WaitUntil(lock, std::min(until, m.Now() + 0.05)); !s.ok()) return s;
   }
 }
 
@@ -495,7 +520,10 @@ absl::Status Worker::Sync(double timeout_seconds) {
           absl::StrCat("Sync: rogd did not send every pending row within ", timeout_seconds, " s (",
                        m.WaitReason(), ")"));
     }
-    m.WaitUntil(lock, std::min(until, m.Now() + 0.05));
+    if (absl::Status s = m.WaitUntil(lock, std::min(until, m.Now() + 0.05)); !s.ok()) {
+      m.proto.CancelSync();
+      return s;
+    }
   }
 }
 
@@ -508,7 +536,12 @@ absl::Status Worker::Close(double timeout_seconds) {
     m.cv.notify_all();
     // rogd ends the stream once it has the goodbye.
     const double until = m.Now() + timeout_seconds;
-    while (m.proto.active() && m.Now() < until) m.WaitUntil(lock, until);
+    while (m.proto.active() && m.Now() < until) {
+      if (absl::Status w = m.WaitUntil(lock, until); !w.ok()) {
+        s = w;
+        break;
+      }
+    }
   }
   m.closing = true;
   if (m.context != nullptr) m.context->TryCancel();
@@ -573,6 +606,11 @@ StallInfo Worker::last_stall() const {
   StallInfo s = impl_->proto.stall();
   if (s.reason.empty()) s.reason = impl_->WaitReason();
   return s;
+}
+
+void Worker::SetInterruptCheck(std::function<absl::Status()> check) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->interrupt_check = std::move(check);
 }
 
 void Worker::Disconnect(double hold_seconds) {

@@ -54,6 +54,7 @@
 #define ROG_CLIENT_WORKER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -214,6 +215,16 @@ class Worker {
   // Breaks the current stream as a network failure would and stays away for
   // `hold_seconds` before reconnecting (fault tests, operators' drills).
   void Disconnect(double hold_seconds = 0);
+
+  // A check the blocking calls (BeginIteration, EndIteration, Flush, Sync,
+  // Close) run on the calling thread while they wait, at least every 50 ms
+  // of real time, with no lock held. A status other than OK ends the wait:
+  // the call returns it, leaving the worker as a timeout would
+  // (BeginIteration counts the wait; EndIteration's rows stream on in the
+  // background; Sync stops asking; Close goes without its goodbye). For
+  // bindings whose runtime handles signals between calls (Python's
+  // KeyboardInterrupt). Set it before the first call; null: none.
+  void SetInterruptCheck(std::function<absl::Status()> check);
 
   struct Impl;
 
