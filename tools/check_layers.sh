@@ -8,6 +8,10 @@
 #   2. The product does not depend on the simulator or the bench harness:
 #      server/ and client/ use nothing from tools/ or sim/, and do not use
 #      each other.
+#   3. The Python SDK's native module links no libtorch (one build works with
+#      any torch the user has): python/ includes no torch header and its
+#      BUILD's module and package depend on no @system//:torch; they use the
+#      SDK (client/), never server/, sim/ or tools/ (its tests run rogd).
 # Prints a line per check and ends with "N passed, M failed".
 # Usage: tools/check_layers.sh
 set -uo pipefail
@@ -50,6 +54,13 @@ for pkg in server client; do
   if [ -z "$found" ]; then ok "$pkg/ uses neither $other/, tools/ nor the simulator (sim/)"
   else bad "$pkg/BUILD depends on $(echo $found)"; fi
 done
+
+# 3. The Python SDK's native module.
+found=$(grep -nE '^\s*#\s*include\s*[<"](torch|ATen|c10)/' python/rog/*.cc
+  awk '/^sh_test\(/ { exit } { print FILENAME ":" NR ": " $0 }' python/BUILD |
+    grep -E '"@system//:torch"|"//(server|sim|tools)[:/]')
+if [ -z "$found" ]; then ok "python/ links no libtorch and uses neither server/, sim/ nor tools/"
+else bad "python/ must stay free of libtorch and of server/, sim/, tools/: $found"; fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

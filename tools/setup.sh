@@ -10,6 +10,11 @@ PACKAGES=(
   protobuf-compiler protobuf-compiler-grpc libgrpc++-dev libprotobuf-dev
   libabsl-dev libspdlog-dev libfmt-dev catch2 libtorch-dev prometheus-cpp-dev
   libssl-dev openssl pkg-config g++
+  # the Python SDK (python/, docs/python.md): Debian's CPU torch for Python
+  # 3.11, pybind11 and Python's headers for its native module, pytest for
+  # its tests. Never pip: Debian's torch says 1.13.0a0, so a pip requirement
+  # on torch would fetch a wheel.
+  python3 python3-dev python3-torch python3-numpy pybind11-dev python3-pytest
   # fuzzing (tools/fuzz.sh): clang with libFuzzer and its sanitizer runtimes
   clang libclang-rt-14-dev
   # the format check of tools/test.sh (.clang-format)
