@@ -201,6 +201,18 @@ uint64_t AwaitAck(Client& client, uint64_t seq) {
   return 0;
 }
 
+// `client`, the first worker of a fresh rogd, says hello as `id` and
+// uploads the initial model (row r: every element r), `per_batch` rows a
+// batch; returns the next uplink seq once rogd acknowledged them all.
+uint64_t BringModel(Client& client, const std::string& id, const Layout& layout,
+                    RowId per_batch = 4) {
+  REQUIRE(client.Write(HelloFor(id, layout)));
+  REQUIRE(client.Welcome().send_initial_values());
+  const uint64_t seq = Upload(client, layout, InitialValues(layout), per_batch);
+  AwaitAck(client, seq - 1);
+  return seq;
+}
+
 uint64_t Rejected(const std::string& address, const std::string& reason) {
   absl::StatusOr<pb::StatusReply> s = AdminStatus(address);
   if (!s.ok()) return ~0ull;
@@ -295,9 +307,7 @@ TEST_CASE(
   const Layout layout = *Layout::Create({{"w", {130, 4}}}, /*min_split_numel=*/8);
   const std::vector<float> initial = InitialValues(layout);
   Client a(rogd->address());
-  REQUIRE(a.Write(HelloFor("a", layout)));
-  REQUIRE(a.Welcome().send_initial_values());
-  uint64_t seq = Upload(a, layout, initial, 64);
+  const uint64_t seq = BringModel(a, "a", layout, 64);
   // a changes rows 4 and 100 (groups 1 and 33) by one iteration.
   REQUIRE(a.Write(Progress(1)));
   REQUIRE(a.Write(Batch(seq, 1, pb::BATCH_KIND_UPDATE, pb::CODEC_FP32, {4, 100},
@@ -353,10 +363,7 @@ TEST_CASE("StreamEnd on SIGTERM: ABORTED in-band, then the StreamEnd's code or C
   // One client closes its side on the StreamEnd, as rog::Worker does; the
   // other keeps it open.
   Client closes(rogd->address()), keeps(rogd->address());
-  REQUIRE(closes.Write(HelloFor("closes", layout)));
-  REQUIRE(closes.Welcome().send_initial_values());
-  Upload(closes, layout, InitialValues(layout), 4);
-  AwaitAck(closes, 1);
+  BringModel(closes, "closes", layout);
   REQUIRE(keeps.Write(HelloFor("keeps", layout)));
   REQUIRE(keeps.Welcome().full_resync());
   std::thread half_close([&] {
@@ -395,9 +402,7 @@ TEST_CASE(
   auto rogd = StartRogd({"--workers=1"});
   const Layout layout = *Layout::Create({{"w", {4, 8}}}, 8);
   Client a(rogd->address());
-  REQUIRE(a.Write(HelloFor("a", layout)));
-  REQUIRE(a.Welcome().send_initial_values());
-  AwaitAck(a, Upload(a, layout, InitialValues(layout), 4) - 1);
+  BringModel(a, "a", layout);
   SECTION("in-band: a progress report that skips an iteration (bad_clock)") {
     Client b(rogd->address());
     REQUIRE(b.Write(HelloFor("b", layout)));
@@ -469,10 +474,7 @@ TEST_CASE(
   auto rogd = StartRogd({"--workers=1"});
   const Layout layout = *Layout::Create({{"w", {4, 8}}}, 8);
   Client a(rogd->address());
-  REQUIRE(a.Write(HelloFor("a", layout)));
-  REQUIRE(a.Welcome().send_initial_values());
-  const uint64_t seq = Upload(a, layout, InitialValues(layout), 4);
-  AwaitAck(a, seq - 1);
+  const uint64_t seq = BringModel(a, "a", layout);
   REQUIRE(a.Write(Progress(1)));
   const pb::WorkerMessage update = Batch(seq, 1, pb::BATCH_KIND_UPDATE, pb::CODEC_FP32, {1},
                                          Fp32(std::vector<float>(8, 0.25f)), 1);
@@ -561,9 +563,7 @@ TEST_CASE("RowBatch payloads a codec cannot carry are refused as bad_values", "[
                                                : *Layout::Create({{"w", {4, 8}}}, 8);
     auto fresh = StartRogd({"--workers=1"});
     Client x(fresh->address());
-    REQUIRE(x.Write(HelloFor("x", l)));
-    REQUIRE(x.Welcome().send_initial_values());
-    AwaitAck(x, Upload(x, l, InitialValues(l), 4) - 1);
+    BringModel(x, "x", l);
     REQUIRE(x.Write(Progress(1)));
     const RowId row = c.codec == pb::CODEC_SIGN ? 0 : 1;
     REQUIRE(x.Write(Batch(2, 1, pb::BATCH_KIND_UPDATE, c.codec, {row}, c.payload, 1)));
@@ -627,9 +627,7 @@ TEST_CASE(
   }
   auto rogd = StartRogd({"--workers=1"});
   Client a(rogd->address());
-  REQUIRE(a.Write(HelloFor("a", layout)));
-  REQUIRE(a.Welcome().send_initial_values());
-  AwaitAck(a, Upload(a, layout, InitialValues(layout), 4) - 1);
+  BringModel(a, "a", layout);
   const std::string reason = "\x01" + std::string(299, 'x');
   REQUIRE(a.Write(Goodbye(reason)));
   a.WritesDone();
@@ -656,9 +654,7 @@ TEST_CASE("ExportChunk: the layout in the first chunk only, then consecutive row
   // 2.5 MiB of fp32 in 640 rows of 1 KiB.
   const Layout layout = *Layout::Create({{"w", {640, 1024}}});
   Client a(rogd->address());
-  REQUIRE(a.Write(HelloFor("a", layout)));
-  REQUIRE(a.Welcome().send_initial_values());
-  AwaitAck(a, Upload(a, layout, InitialValues(layout), 256) - 1);
+  BringModel(a, "a", layout, 256);
   auto admin =
       pb::Admin::NewStub(grpc::CreateChannel(rogd->address(), grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;

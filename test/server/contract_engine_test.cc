@@ -20,39 +20,13 @@
 #include "common/mta.h"
 #include "common/protocol_rules.h"
 #include "common/row_index.h"
+#include "test/server/engine_fixtures.h"
 #include "test/testing/engine_testing.h"
 
 namespace rog {
 namespace {
 
 using Stream = EngineHarness::Stream;
-
-EngineOptions Options(SyncPolicy policy = SyncPolicy::kSsp, size_t team = 1) {
-  EngineOptions o;
-  o.policy = policy;
-  o.staleness = 2;
-  o.team_size = team;
-  return o;
-}
-
-std::vector<float> Ones(const Layout& layout) {
-  return std::vector<float>(layout.total_numel(), 1);
-}
-
-// A harness whose first worker "a" brought the model (all ones) and is at
-// clock 0.
-struct WithModel {
-  explicit WithModel(EngineOptions options = Options(), Layout layout = SmallLayout())
-      : h(options, std::move(layout)) {
-    a = *h.Hello(h.MakeHello("a"));
-    h.SendValues(a, Ones(h.layout()));
-    h.Settle();
-    h.Account(a);
-    REQUIRE(h.engine().Status().has_model());
-  }
-  EngineHarness h;
-  Stream a;
-};
 
 // The team `ids` joined: the first brought the model (all ones); training
 // has started.

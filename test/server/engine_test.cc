@@ -21,36 +21,11 @@
 #include "common/uplink_rules.h"
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"
+#include "test/server/engine_fixtures.h"
 #include "test/testing/engine_testing.h"
 
 namespace rog {
 namespace {
-
-EngineOptions Options(SyncPolicy policy = SyncPolicy::kSsp, size_t team = 1) {
-  EngineOptions o;
-  o.policy = policy;
-  o.staleness = 2;
-  o.team_size = team;
-  return o;
-}
-
-std::vector<float> Ones(const Layout& layout) {
-  return std::vector<float>(layout.total_numel(), 1);
-}
-
-// A harness whose first worker "a" brought the model (all ones) and is at
-// clock 0.
-struct WithModel {
-  explicit WithModel(EngineOptions options = Options()) : h(options) {
-    a = *h.Hello(h.MakeHello("a"));
-    h.SendValues(a, Ones(h.layout()));
-    h.Settle();
-    h.Account(a);
-    REQUIRE(h.engine().Status().has_model());
-  }
-  EngineHarness h;
-  EngineHarness::Stream a;
-};
 
 // The stream ended with `code`, saying `says`, counted under `reason`, and
 // the model is still the ledger of what the engine acknowledged.
