@@ -11,7 +11,7 @@
 #                     [--patience=D] [--local_steps=N]
 #                     [--detach_speedup=X] [--delay=D] [--links=relay|tc]
 #                     [--model=cnn|convmlp] [--compute_time=D] [--codec=C]
-#                     [--time_scale=K]
+#                     [--time_scale=K] [--sdk=cpp|python|mixed]
 #   --sync      synchronisation policy (default rog)
 #   --staleness the bound S for ssp and rog (default 4)
 #   --timeline  fast: the traces' recorded cadence (default); replayed: the
@@ -42,6 +42,10 @@
 #               or sign (with error feedback)
 #   --time_scale multiply the traces' time axis (default 1; 0.2 plays each
 #               sample for a fifth of its time, for compute scaled alike)
+#   --sdk       the robots' SDK: cpp, LibTorch robots (default,
+#               client/examples/fmnist_worker); python, PyTorch robots with
+#               `import rog` (python/examples/fmnist_robot.py, same flags and
+#               output); mixed, robots 1 and 3 in C++, 2 and 4 in Python
 #   --logs      keep logs and the robots' CSV records in DIR (default: a new
 #               folder under /tmp)
 # Ctrl-C stops everything; no process is left behind. Logs stay in the
@@ -51,7 +55,7 @@ cd "$(dirname "$0")/.."
 
 sync=rog staleness=4 seconds=270 scale=1 non_iid=() seed=1 lr=0.02 logs= timeline=fast
 patience=() local_steps=0 delay=5ms speedup=() links=relay model=cnn compute_time=0 codec=fp32
-time_scale=1
+time_scale=1 sdk=cpp
 traces=tools/traces
 for a in "$@"; do
   case "$a" in
@@ -75,6 +79,7 @@ for a in "$@"; do
     --compute_time=*) compute_time="${a#*=}" ;;
     --codec=*) codec="${a#*=}" ;;
     --time_scale=*) time_scale="${a#*=}" ;;
+    --sdk=*) sdk="${a#*=}" ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "run: unknown argument '$a' (see tools/run.sh --help)" >&2; exit 2 ;;
   esac
@@ -84,6 +89,7 @@ case "$timeline" in fast|replayed) ;; *) echo "run: --timeline must be fast or r
 case "$links" in relay|tc) ;; *) echo "run: --links must be relay or tc" >&2; exit 2 ;; esac
 case "$model" in cnn|convmlp) ;; *) echo "run: --model must be cnn or convmlp" >&2; exit 2 ;; esac
 case "$codec" in fp32|bf16|int8|sign) ;; *) echo "run: --codec must be fp32, bf16, int8 or sign" >&2; exit 2 ;; esac
+case "$sdk" in cpp|python|mixed) ;; *) echo "run: --sdk must be cpp, python or mixed" >&2; exit 2 ;; esac
 [[ "$compute_time" =~ ^(0|[0-9]+(\.[0-9]+)?(ms|s))$ ]] ||
   { echo "run: --compute_time takes a duration such as 2.18s or 50ms, or 0 (got '$compute_time')" >&2; exit 2; }
 awk -v k="$time_scale" 'BEGIN { exit !(k ~ /^[0-9]+(\.[0-9]+)?$/ && k > 0 && k <= 100) }' ||
@@ -114,6 +120,7 @@ done
 tools/setup.sh || exit 1
 echo "run: building rogd, trace_relay and fmnist_worker (first time: a few minutes)"
 targets=(//server:rogd //tools:trace_relay //tools:tc_link //tools:rogctl //client/examples:fmnist_worker)
+[ "$sdk" = cpp ] || targets+=(//python:rogpy)
 # In the background, so that a TERM or Ctrl-C during the build stops it at
 # once (bash runs traps only between foreground commands).
 bazel build --color=no --curses=no -c opt "${targets[@]}" >/tmp/rog-run-build.log 2>&1 &
@@ -259,7 +266,12 @@ for w in "${order[@]}"; do
     port=$(port_of "$work/relay$w.port" "$work/relay$w.log") || exit 1
     server="127.0.0.1:$port"
   fi
-  in_ns_exec "$robot_ns" "$bin/client/examples/fmnist_worker" --server="$server" --id="robot$w" \
+  # The robot: the LibTorch one, or the PyTorch one (same flags and output).
+  robot=("$bin/client/examples/fmnist_worker")
+  if [ "$sdk" = python ] || { [ "$sdk" = mixed ] && [ $((w % 2)) -eq 0 ]; }; then
+    robot=("$bin/python/rogpy" python/examples/fmnist_robot.py)
+  fi
+  in_ns_exec "$robot_ns" "${robot[@]}" --server="$server" --id="robot$w" \
     --shard=$((w - 1)) --shards=4 --seconds="$seconds" --eval_every=10 --seed="$seed" --lr="$lr" \
     --cache_dir="$cache" --csv_dir="$work" --model="$model" --compute_time="$compute_time" \
     "${non_iid[@]}" > "$work/robot$w.log" 2>&1 &
@@ -279,7 +291,7 @@ done
 shards=IID; [ ${#non_iid[@]} -gt 0 ] && shards=label-skewed
 patience_used=$(sed -nE 's/.* patience=([^ ]+) .*/\1/p' "$work/rogd.log" | head -1)
 echo "run: sync=$sync S=$staleness patience=${patience_used:-?} lr=$lr seed=$seed, $shards shards, 4 robots on outdoors-$timeline-w1..4 (scale $scale, time x $time_scale), adapting for $seconds s"
-echo "run: model $model, codec $codec, compute per iteration padded to $compute_time (0: none)"
+echo "run: model $model, codec $codec, compute per iteration padded to $compute_time (0: none), robots: $sdk"
 echo "run: every 5 s: elapsed | per robot rN: iterations, degraded-test accuracy (every 10 s), stall share"
 start=$(date +%s)
 running=4

@@ -79,6 +79,16 @@ class Staging:
         self.begin_buffer = self.begin_host.numpy()
         self.delta_buffer = self.delta_host.numpy()
         self._loaded = None  # CUDA: the event after the last host-to-device copy
+        # Views made once, so that a step dispatches one torch operation per
+        # parameter and direction (plus the read-back of 16-bit ones): each
+        # parameter's slice of the buffers, flat and in its shape, and the
+        # parameter itself flat when it is contiguous (the optimizer writes
+        # it in place; a parameter replaced after connect() is not seen).
+        self._begin_flat = [self.begin_dev[s] for s in self.slices]
+        self._delta_flat = [self.delta_dev[s] for s in self.slices]
+        self._begin_shaped = [b.view(p.shape) for b, p in zip(self._begin_flat, self.params)]
+        self._param_flat = [p.detach().view(-1) if p.is_contiguous() else None
+                            for p in self.params]
 
     def initial(self):
         """The parameters now, as a fresh float32 host array (the model the
@@ -103,18 +113,18 @@ class Staging:
                 self.begin_dev.copy_(self.begin_host, non_blocking=True)
                 self._loaded = torch.cuda.Event()
                 self._loaded.record()
-            for p, s in zip(self.params, self.slices):
-                src = self.begin_dev[s]
-                p.copy_(src.view(p.shape))
+            for p, flat, shaped in zip(self.params, self._begin_flat, self._begin_shaped):
+                p.copy_(shaped)
                 if p.dtype in _ROUNDED:
-                    src.copy_(p.reshape(-1))
+                    flat.copy_(p.reshape(-1))
 
     def take_delta(self):
         """Fills ``delta`` with the parameters now minus ``begin``."""
         with torch.no_grad():
-            for p, s in zip(self.params, self.slices):
-                begin, out = self.begin_dev[s], self.delta_dev[s]
-                now = p.detach().reshape(-1)  # a view when p is contiguous
+            for p, now, begin, out in zip(self.params, self._param_flat, self._begin_flat,
+                                          self._delta_flat):
+                if now is None:  # not contiguous: a flat copy
+                    now = p.detach().reshape(-1)
                 if p.dtype == torch.float64:
                     out.copy_(now - begin.to(torch.float64))
                 else:

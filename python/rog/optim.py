@@ -61,7 +61,7 @@ class Optimizer(torch.optim.Optimizer):
                 "the team has not begun this step: call team.begin() before computing it (the "
                 "last wait timed out, or was interrupted, or step() ran with wait=False)")
         loss = self.optimizer.step() if closure is None else self.optimizer.step(closure)
-        self.team.end()
+        self.team._end_quietly()  # pylint: disable=protected-access
         if wait:
             self.team.begin(timeout)
         return loss

@@ -76,9 +76,11 @@ class Team:
         self._worker = native.Worker(
             options, self._staging.names, self._staging.shapes, 1024, self._staging.initial())
         self._pid = os.getpid()
-        self._closed = False
+        self._closed = False  # said goodbye, or abandoned
+        self._gone = False    # the native worker is destroyed
         self._begun = False
         self._stats = None
+        self._stats_raw = None
         if wait:
             try:
                 self.begin(timeout)
@@ -112,18 +114,25 @@ class Team:
         that matter most first (under ROG, returns once the rows the bound
         needs are on their way; the rest streams on while the next step
         computes). Returns its :class:`rog.IterationStats`."""
+        self._end_quietly()
+        return self.stats()
+
+    def _end_quietly(self):
+        """end() without making the stats (rog.Optimizer.step returns none;
+        stats() makes them if asked)."""
         if not self._begun:
             raise errors.FailedPrecondition(
                 "the team has not begun a step: call team.begin() before computing one (after "
                 "a step whose wait timed out, or opt.step(wait=False))")
         self._staging.take_delta()
         self._begun = False
-        self._stats = IterationStats._from_native(
-            self._worker.end_iteration(self._staging.delta_buffer))
-        return self._stats
+        self._stats_raw = self._worker.end_iteration(self._staging.delta_buffer)
+        self._stats = None
 
     def stats(self):
         """The last step's :class:`rog.IterationStats` (None before the first)."""
+        if self._stats is None and self._stats_raw is not None:
+            self._stats = IterationStats._from_native(self._stats_raw)
         return self._stats
 
     # --- the team's model --------------------------------------------------------------
@@ -145,25 +154,24 @@ class Team:
 
     def close(self, timeout=10.0):
         """Flushes and says goodbye: rogd drops this robot at once and nobody
-        waits for it. The team is unusable afterwards; closing again does
-        nothing."""
+        waits for it. No step can follow (its figures, e.g. ``clock``, can
+        still be read); closing again does nothing."""
         if self._closed:
             return
-        try:
-            self._worker.close(_timeout(timeout, _NO_LIMIT))
-        finally:
-            self._abandon()
+        self._closed = True
+        self._begun = False
+        self._worker.close(_timeout(timeout, _NO_LIMIT))
 
     def abandon(self):
         """Stops now, without a goodbye, as a crash would: rogd keeps this
         robot's state for its --lease; connecting again under the same worker
-        id rejoins it."""
+        id rejoins it. After close() it only frees the connection."""
         self._abandon()
 
     def _abandon(self):
-        if self._closed or os.getpid() != self._pid:
+        if self._gone or os.getpid() != self._pid:
             return
-        self._closed = True
+        self._gone = self._closed = True
         self._begun = False
         self._worker.abandon()
 
@@ -171,9 +179,10 @@ class Team:
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self.close()
-        else:
+        try:
+            if exc_type is None:
+                self.close()
+        finally:
             self.abandon()
         return False
 
