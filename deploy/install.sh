@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds ROG with `bazel build -c opt` and installs rogd, rogctl, the systemd
-# unit, an example flag file and the client SDK (headers, shared library,
-# pkg-config file). See --help, and docs/operations.md "Deployment".
+# unit, an example flag file, the C++ client SDK (headers, shared library,
+# pkg-config file) and the Python SDK (the rog package for Debian's
+# python3). See --help, and docs/operations.md "Deployment".
 set -euo pipefail
 
 usage() {
@@ -13,7 +14,8 @@ overwritten.
 
 Options:
   --prefix=DIR      install under DIR (default /usr/local): DIR/bin, DIR/lib,
-                    DIR/include/rog, DIR/lib/pkgconfig, DIR/share/doc/rog
+                    DIR/include/rog, DIR/lib/pkgconfig, DIR/share/doc/rog,
+                    DIR/lib/python3.11/dist-packages/rog
   --sysconfdir=DIR  the flag file goes to DIR/rog/rogd.flags (default /etc)
   --unitdir=DIR     rogd.service goes here (default /etc/systemd/system)
   --no-build        install what `bazel build -c opt` last produced in this
@@ -32,6 +34,10 @@ Installed:
   lib/librog_client.so.VERSION (+ .so.0, .so links)   the client SDK
   include/rog/client/worker.h and the project headers it includes
   lib/pkgconfig/rog-client.pc       g++ app.cc $(pkg-config --cflags --libs rog-client)
+  lib/python3.11/dist-packages/rog/ the Python SDK (import rog), for Debian's
+                                    python3 and python3-torch; with the
+                                    default prefix python3 finds it at once
+  share/doc/rog/examples/python/    the Fashion-MNIST robot in Python
   UNITDIR/rogd.service              hardened; runs rogd with the flag file
   SYSCONFDIR/rog/rogd.flags         only if there is none yet
   share/doc/rog/                    README.md, docs/ and the example flag file
@@ -76,6 +82,11 @@ libdir="$prefix/lib"
 includedir="$prefix/include"
 pkgconfigdir="$libdir/pkgconfig"
 docdir="$prefix/share/doc/rog"
+# Debian's python3 (3.11) looks in /usr/local/lib/python3.11/dist-packages;
+# the native module is built for that Python.
+pythondir="$prefix/lib/python3.11/dist-packages"
+python_files=(python/rog/*.py)
+examples=(python/examples/fmnist_robot.py python/examples/fmnist_task.py)
 confdir="$sysconfdir/rog"
 flagfile="$confdir/rogd.flags"
 
@@ -194,6 +205,11 @@ if [ "$mode" = uninstall ]; then
     remove "${f#"$DESTDIR"}" "$libdir"
   done
   remove "$pkgconfigdir/rog-client.pc" "$pkgconfigdir"
+  for f in "$DESTDIR$pythondir"/rog/*; do
+    [ -e "$f" ] || continue
+    remove "${f#"$DESTDIR"}" "$libdir"
+  done
+  for f in "${examples[@]}"; do remove "$docdir/examples/python/${f##*/}" "$prefix/share/doc"; done
   for h in "${headers[@]}"; do remove "$includedir/rog/$h" "$includedir"; done
   for f in README.md rogd.flags docs/*.md; do remove "$docdir/$f" "$prefix/share/doc"; done
   remove "$unitdir/rogd.service" "$unitdir"
@@ -216,9 +232,9 @@ fi
 if [ "$build" -eq 1 ]; then
   command -v bazel >/dev/null 2>&1 ||
     { echo "install: bazel not found; run tools/setup.sh first (Debian packages)" >&2; exit 1; }
-  say "bazel build -c opt (rogd, rogctl, rogctl_torch, librog_client.so)"
+  say "bazel build -c opt (rogd, rogctl, rogctl_torch, librog_client.so, rog/_native.so)"
   bazel build -c opt --color=no --curses=no //server:rogd //tools:rogctl //tools:rogctl_torch \
-      //deploy:librog_client.so
+      //deploy:librog_client.so //python:rog/_native.so
 fi
 if [ "$build" -eq 1 ]; then
   out="$(bazel info -c opt bazel-bin 2>/dev/null)"
@@ -233,7 +249,7 @@ else
   done
   [ -n "$out" ] || { echo "install: no -c opt build in this tree; run without --no-build" >&2; exit 1; }
 fi
-for f in server/rogd tools/rogctl tools/rogctl_torch deploy/librog_client.so; do
+for f in server/rogd tools/rogctl tools/rogctl_torch deploy/librog_client.so python/rog/_native.so; do
   [ -f "$out/$f" ] ||
     { echo "install: $out/$f is missing; run without --no-build" >&2; exit 1; }
 done
@@ -247,10 +263,13 @@ link "$libdir/$soname" "$libfile"
 link "$libdir/librog_client.so" "$soname"
 for h in "${headers[@]}"; do put "$h" "$includedir/rog/$h" 0644; done
 put "$gen/rog-client.pc" "$pkgconfigdir/rog-client.pc" 0644
+for f in "${python_files[@]}"; do put "$f" "$pythondir/rog/${f##*/}" 0644; done
+put "$out/python/rog/_native.so" "$pythondir/rog/_native.so" 0755
 put "$gen/rogd.service" "$unitdir/rogd.service" 0644
 put README.md "$docdir/README.md" 0644
 for f in docs/*.md; do put "$f" "$docdir/$f" 0644; done
 put deploy/rogd.flags "$docdir/rogd.flags" 0644
+for f in "${examples[@]}"; do put "$f" "$docdir/examples/python/${f##*/}" 0644; done
 if [ -e "$DESTDIR$flagfile" ]; then
   if cmp -s deploy/rogd.flags "$DESTDIR$flagfile"; then
     say "unchanged  $flagfile"
@@ -276,6 +295,10 @@ if [ -z "$DESTDIR" ]; then
   case "$pkgconfigdir" in
     /usr/lib/pkgconfig | /usr/local/lib/pkgconfig) ;;
     *) say "note: PKG_CONFIG_PATH=$pkgconfigdir lets pkg-config find rog-client" ;;
+  esac
+  case "$pythondir" in
+    /usr/local/lib/python3.11/dist-packages) ;;
+    *) say "note: PYTHONPATH=$pythondir lets python3 find rog" ;;
   esac
   case "$unitdir" in
     /etc/systemd/system | /usr/lib/systemd/system | /lib/systemd/system | \

@@ -8,9 +8,10 @@
 #    scores it (`security --offline`, exposure at most 2.0);
 #  - a tiny consumer (test/deploy/consumer) is built against the installed
 #    SDK with plain g++ and `pkg-config rog-client`, and again with CMake's
-#    pkg_check_modules; both run as a team of two against the installed
+#    pkg_check_modules; both run with its Python twin (the installed rog
+#    package, Debian's python3) as a team of three against the installed
 #    rogd on loopback (started with the installed example flag file), and
-#    each checks that the other's updates reached it exactly;
+#    each checks that the others' updates reached it exactly;
 #  - the installed rogctl asks that rogd for its status and exports the
 #    model (which runs the installed rogctl_torch);
 #  - SIGTERM: rogd writes its final checkpoint and exits 0;
@@ -59,6 +60,8 @@ expected_files=(
   lib/librog_client.so lib/librog_client.so.0 lib/pkgconfig/rog-client.pc
   include/rog/client/worker.h include/rog/common/clock.h include/rog/common/layout.h
   share/doc/rog/README.md share/doc/rog/docs/operations.md share/doc/rog/rogd.flags lib/systemd/system/rogd.service
+  lib/python3.11/dist-packages/rog/__init__.py lib/python3.11/dist-packages/rog/_native.so
+  share/doc/rog/examples/python/fmnist_robot.py
 )
 
 # --- install.sh --------------------------------------------------------------
@@ -149,7 +152,7 @@ if command -v strace >/dev/null 2>&1 && strace -f -qq -o /dev/null true 2>/dev/n
 fi
 # The example flag file as installed; what a test must change comes after it.
 "${tracer[@]}" "$P/bin/rogd" --flagfile="$E/rog/rogd.flags" --listen=127.0.0.1:0 \
-  --port_file="$T/port" --checkpoint_dir="$T/state" --workers=2 >"$T/rogd.log" 2>&1 &
+  --port_file="$T/port" --checkpoint_dir="$T/state" --workers=3 >"$T/rogd.log" 2>&1 &
 top=$!
 pids+=("$top")
 for _ in $(seq 200); do [ -s "$T/port" ] || ! kill -0 "$top" 2>/dev/null && break; sleep 0.1; done
@@ -164,24 +167,39 @@ if [ -s "$T/port" ] && [ -n "$rogd_pid" ]; then
   b=()
   [ -x "$T/cmake/rog_consumer" ] && b=("$T/cmake/rog_consumer")
   if [ "${#a[@]}" -gt 0 ] && [ "${#b[@]}" -gt 0 ]; then
-    # robot-gxx adds 1 per iteration, robot-cmake 2: after 20 iterations each,
-    # every parameter is 1 + 20 * (1 + 2) = 61 on both.
-    timeout 120 "${a[@]}" "127.0.0.1:$port" robot-gxx 1 20 61 "$T/barrier" 2 >"$T/gxx-run.log" 2>&1 &
+    # robot-gxx adds 1 per iteration, robot-cmake 2, robot-python 4: after
+    # 20 iterations each, every parameter is 1 + 20 * (1 + 2 + 4) = 141 on
+    # all three. The Python one imports the installed package with
+    # Debian's python3 (the prefix is not on its path: PYTHONPATH).
+    timeout 120 "${a[@]}" "127.0.0.1:$port" robot-gxx 1 20 141 "$T/barrier" 3 >"$T/gxx-run.log" 2>&1 &
     pa=$!
     pids+=("$pa")
-    timeout 120 "${b[@]}" "127.0.0.1:$port" robot-cmake 2 20 61 "$T/barrier" 2 >"$T/cmake-run.log" 2>&1
+    PYTHONPATH="$P/lib/python3.11/dist-packages" timeout 120 /usr/bin/python3 \
+      test/deploy/consumer/rog_consumer.py "127.0.0.1:$port" robot-python 4 20 141 "$T/barrier" 3 \
+      >"$T/python-run.log" 2>&1 &
+    pp=$!
+    pids+=("$pp")
+    timeout 120 "${b[@]}" "127.0.0.1:$port" robot-cmake 2 20 141 "$T/barrier" 3 >"$T/cmake-run.log" 2>&1
     rb=$?
     wait "$pa"
     ra=$?
-    if [ "$ra" -eq 0 ] && grep -q "is 61 as expected" "$T/gxx-run.log"; then
-      ok "g++ consumer: 20 iterations in a team of 2, the other's updates arrived exactly"
+    wait "$pp"
+    rp=$?
+    if [ "$ra" -eq 0 ] && grep -q "is 141 as expected" "$T/gxx-run.log"; then
+      ok "g++ consumer: 20 iterations in a team of 3, the others' updates arrived exactly"
     else
       fail "g++ consumer (exit status $ra)" "$T/gxx-run.log"
     fi
-    if [ "$rb" -eq 0 ] && grep -q "is 61 as expected" "$T/cmake-run.log"; then
-      ok "CMake consumer: 20 iterations in a team of 2, the other's updates arrived exactly"
+    if [ "$rb" -eq 0 ] && grep -q "is 141 as expected" "$T/cmake-run.log"; then
+      ok "CMake consumer: 20 iterations in a team of 3, the others' updates arrived exactly"
     else
       fail "CMake consumer (exit status $rb)" "$T/cmake-run.log"
+    fi
+    if [ "$rp" -eq 0 ] && grep -q "is 141 as expected (rog .* from $P/lib/python3.11/dist-packages/rog)" \
+        "$T/python-run.log"; then
+      ok "Python consumer (the installed rog): 20 iterations in a team of 3, the others' updates arrived exactly"
+    else
+      fail "Python consumer (exit status $rp)" "$T/python-run.log"
     fi
   else
     fail "consumers: not built, so not run"
