@@ -2,7 +2,8 @@
 # Runs every test of ROG on this machine: installs what is missing
 # (tools/setup.sh), then `bazel test //...`, then prints a closing line
 # `N passed, M failed` that counts Catch2 test cases across all test
-# binaries, plus one case for the documentation (tools/check_docs.sh), one
+# binaries and the Python SDK's pytest cases (//python:sdk_test prints the
+# same closing line), plus one case for the documentation (tools/check_docs.sh), one
 # for the layers (tools/check_layers.sh), one for the C++ formatting
 # (tools/check_format.sh), one for function lengths
 # (tools/check_function_length.py), one for the deployment (test/deploy/install_test.sh,
