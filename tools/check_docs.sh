@@ -111,7 +111,8 @@ else bad "flags not explained in docs/reference.md or docs/operations.md: ${undo
 # 5 and 6 need rogd, rogctl (with its export helper) and a worker.
 targets=(//server:rogd //tools:rogctl //tools:rogctl_torch //client/examples:linreg_worker)
 # The install sample (docs/operations.md) installs what -c opt built.
-opt_targets=(//server:rogd //tools:rogctl //tools:rogctl_torch //deploy:librog_client.so)
+opt_targets=(//server:rogd //tools:rogctl //tools:rogctl_torch //deploy:librog_client.so
+  //python:rog/_native.so)
 if [ "$build" -eq 1 ] &&
     ! bazel build -c opt --color=no --curses=no "${opt_targets[@]}" > /dev/null 2>&1; then
   bad "bazel build -c opt ${opt_targets[*]} failed; run it to see why"
