@@ -44,6 +44,20 @@ bool Permanent(grpc::StatusCode code) {
 
 using Stream = grpc::ClientReaderWriter<pb::WorkerMessage, pb::ServerMessage>;
 
+// The protocol state machine's options, from the worker's (by name).
+ProtocolOptions ProtocolOptionsOf(const WorkerOptions& opt, std::shared_ptr<const Clock> clock) {
+  ProtocolOptions p;
+  p.worker_id = opt.worker_id;
+  p.batch_bytes = opt.batch_bytes;
+  p.batch_seconds = opt.batch_seconds;
+  p.inflight_lead = opt.inflight_lead;
+  p.replay_buffer_bytes = opt.replay_buffer_bytes;
+  p.return_after_share = opt.return_after_share;
+  p.share_in_background = opt.share_in_background;
+  p.clock = std::move(clock);
+  return p;
+}
+
 }  // namespace
 
 // The SDK's session: the protocol state machine (client/worker_protocol.h)
@@ -89,10 +103,7 @@ struct Worker::Impl {
   Impl(WorkerOptions o, Layout l, std::vector<float> initial)
       : opt(std::move(o)),
         clock(opt.clock ? opt.clock : DefaultClock()),
-        proto(ProtocolOptions{opt.worker_id, opt.batch_bytes, opt.batch_seconds, opt.inflight_lead,
-                              opt.replay_buffer_bytes, opt.return_after_share,
-                              opt.share_in_background, clock},
-              std::move(l), std::move(initial)) {}
+        proto(ProtocolOptionsOf(opt, clock), std::move(l), std::move(initial)) {}
 
   double Now() const { return clock->Now(); }
   // Waits on cv until notified or the clock reaches `deadline`; callers loop.

@@ -36,7 +36,12 @@
 
 namespace rog {
 
+// Set by name, one member at a time (ProtocolOptions o; o.batch_bytes =
+// ...;): it has no positional initialisation (its constructor is explicit,
+// so it is no aggregate), and members may be added anywhere.
 struct ProtocolOptions {
+  explicit ProtocolOptions() = default;
+
   std::string worker_id;  // for log lines
   // See WorkerOptions.
   size_t batch_bytes = 16 * 1024;
@@ -61,8 +66,7 @@ struct ProtocolOptions {
   // plan when they fit its in-flight cap or its window (SendsWhole in
   // common/protocol_rules.h). Off: it cost ROG up to 7% in the simulator
   // (docs/design.md, "Pacing"). The simulator's --send_whole_when_it_fits;
-  // not a WorkerOptions field. Last, so that the fields above keep their
-  // places.
+  // not a WorkerOptions field.
   bool send_whole_when_it_fits = false;
 };
 

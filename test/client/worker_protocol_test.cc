@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -13,6 +14,23 @@
 
 namespace rog {
 namespace {
+
+// The options the tests start from: worker "w1" on `clock`, batches of at
+// most `batch_bytes` (`batch_seconds` of goodput; 0: always the whole),
+// no replay buffer, EndIteration returning once its push has ended.
+ProtocolOptions TestOptions(std::shared_ptr<const Clock> clock, size_t batch_bytes,
+                            double batch_seconds) {
+  ProtocolOptions o;
+  o.worker_id = "w1";
+  o.batch_bytes = batch_bytes;
+  o.batch_seconds = batch_seconds;
+  o.inflight_lead = 0.05;
+  o.replay_buffer_bytes = 0;
+  o.return_after_share = false;
+  o.share_in_background = false;
+  o.clock = std::move(clock);
+  return o;
+}
 
 // A welcome to a worker that joins a team under way (SSP, S=2, or ROG,
 // S=2 with a 10 s window), the model in sync already (every row listed as
@@ -36,9 +54,15 @@ pb::Welcome InSyncWelcome(const Layout& layout, bool rog) {
 
 struct Fixture {
   explicit Fixture(bool return_after_share = false, bool share_in_background = false)
-      : proto(ProtocolOptions{"w1", 64, 0.005, 0.05, 0, return_after_share, share_in_background,
-                              clock},
-              layout, std::vector<float>(kNumel, 0.0f)) {}
+      : proto(Options(clock, return_after_share, share_in_background), layout,
+              std::vector<float>(kNumel, 0.0f)) {}
+  static ProtocolOptions Options(std::shared_ptr<const Clock> clock, bool return_after_share,
+                                 bool share_in_background) {
+    ProtocolOptions o = TestOptions(std::move(clock), 64, 0.005);
+    o.return_after_share = return_after_share;
+    o.share_in_background = share_in_background;
+    return o;
+  }
   // Four rows of 64 bytes: with 64-byte batches, one row per batch.
   static constexpr size_t kNumel = 64;
   std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
@@ -164,9 +188,8 @@ TEST_CASE("uplink row batches carry a few milliseconds of the measured goodput",
   const Layout layout = *Layout::Create({{"w", {256, 256}}}, 256);
   REQUIRE(layout.num_rows() == 256);
   const size_t numel = layout.total_numel();
-  WorkerProtocol proto(
-      ProtocolOptions{"w1", 16 * 1024, sized ? 0.005 : 0, 0.05, 0, false, false, clock}, layout,
-      std::vector<float>(numel, 0.0f));
+  WorkerProtocol proto(TestOptions(clock, 16 * 1024, sized ? 0.005 : 0), layout,
+                       std::vector<float>(numel, 0.0f));
   REQUIRE(proto.OnWelcome(InSyncWelcome(layout, /*rog=*/false)).ok());
   std::vector<float> params(numel, 0.0f);
   REQUIRE(proto.MayBegin());
@@ -384,8 +407,11 @@ TEST_CASE("send_whole_when_it_fits: the slowest worker sends every row when they
   auto clock = std::make_shared<FakeClock>();
   const Layout layout = *Layout::Create({{"w", {16, 16}}}, 16);
   const size_t numel = layout.total_numel();
-  WorkerProtocol proto(ProtocolOptions{"w1", 64, 0, 0.05, 0, true, true, clock, c.whole}, layout,
-                       std::vector<float>(numel, 0.0f));
+  ProtocolOptions options = TestOptions(clock, 64, 0);
+  options.return_after_share = true;
+  options.share_in_background = true;
+  options.send_whole_when_it_fits = c.whole;
+  WorkerProtocol proto(std::move(options), layout, std::vector<float>(numel, 0.0f));
   REQUIRE(proto.OnWelcome(InSyncWelcome(layout, /*rog=*/true)).ok());
   std::vector<float> params(numel, 0.0f);
   // Everything the worker sends, each batch acknowledged once a 1 KB/s
