@@ -27,9 +27,9 @@ WorkerProtocol::WorkerProtocol(ProtocolOptions options, Layout layout, std::vect
       clock_(opt_.clock ? opt_.clock : DefaultClock()),
       layout_(std::move(layout)),
       state_(layout_, std::move(initial)),
+      forced_(layout_.num_rows()),
+      ahead_(layout_.num_rows()),
       deadline_(kInf) {
-  is_forced_.assign(layout_.num_rows(), false);
-  is_ahead_.assign(layout_.num_rows(), false);
   sent_phase_.assign(layout_.num_rows(), 0);
   values_next_ = static_cast<RowId>(layout_.num_rows());
 }
@@ -240,10 +240,8 @@ void WorkerProtocol::ReturnInFlight(uint64_t applied) {
   goodput_ = GoodputEstimator();
   last_acked_up_ = applied;
   next_up_seq_ = applied + 1;
-  forced_.clear();
-  std::fill(is_forced_.begin(), is_forced_.end(), false);
-  ahead_.clear();
-  std::fill(is_ahead_.begin(), is_ahead_.end(), false);
+  forced_.Clear();
+  ahead_.Clear();
 }
 
 // The welcome's account of the new stream: the policy's settings came
@@ -435,14 +433,13 @@ void WorkerProtocol::OnDirective(const pb::Directive& d) {
     case pb::Directive::kPushNow: {
       const bool ahead = d.push_now().ahead();
       for (uint32_t row : d.push_now().rows()) {
-        if (row >= layout_.num_rows() || is_forced_[row] || state_.unpushed(row) == 0) continue;
+        if (row >= layout_.num_rows() || forced_.contains(row) || state_.unpushed(row) == 0) {
+          continue;
+        }
         if (ahead) {
-          if (is_ahead_[row]) continue;
-          is_ahead_[row] = true;
-          ahead_.push_back(row);
+          ahead_.Push(row);
         } else {
-          is_forced_[row] = true;
-          forced_.push_back(row);
+          forced_.Push(row);
         }
       }
       break;
@@ -572,8 +569,7 @@ bool WorkerProtocol::FillUpdates(SentBatch* sent, std::string* payload) {
   // Rows a stalled worker waits for go first, whatever the window.
   while (!forced_.empty() && fill.Fits(forced_.front())) {
     const RowId row = forced_.front();
-    forced_.pop_front();
-    is_forced_[row] = false;
+    forced_.PopFront();
     if (Pushable(row)) fill.Add(row);
   }
   if (detached_) {
@@ -593,8 +589,7 @@ bool WorkerProtocol::FillUpdates(SentBatch* sent, std::string* payload) {
         if (!fill.Fits(row)) break;
         fill.Add(row);
       }
-      ahead_.pop_front();
-      is_ahead_[row] = false;
+      ahead_.PopFront();
     }
   }
   if (transmitting_) {
@@ -846,10 +841,7 @@ bool WorkerProtocol::Uploaded() const { return active_ && values_next_ >= layout
 bool WorkerProtocol::FlushStep() {
   if (active_) {
     for (RowId r = 0; r < layout_.num_rows(); ++r) {
-      if (!is_forced_[r] && Pushable(r)) {
-        is_forced_[r] = true;
-        forced_.push_back(r);
-      }
+      if (!forced_.contains(r) && Pushable(r)) forced_.Push(r);
     }
   }
   bool done = active_ && forced_.empty() && inflight_.empty();

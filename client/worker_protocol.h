@@ -30,6 +30,7 @@
 #include "common/codec.h"
 #include "common/goodput.h"
 #include "common/layout.h"
+#include "common/row_queue.h"
 #include "common/staleness.h"
 #include "common/worker_state.h"
 #include "proto/convert.h"
@@ -270,12 +271,10 @@ class WorkerProtocol {
   GoodputEstimator goodput_;
   RoundTripFilter rtt_;    // the uplink's round trip
   RowId values_next_ = 0;  // initial model upload; == rows when none/done
-  std::deque<RowId> forced_;
-  std::vector<bool> is_forced_;
+  RowQueue forced_;        // rows a stalled peer waits for: first, whatever the window
   // Rows rogd asked for ahead of a peer's need (PushNow.ahead): first while
   // a window is open, never past it.
-  std::deque<RowId> ahead_;
-  std::vector<bool> is_ahead_;
+  RowQueue ahead_;
   Plan plan_;
   bool transmitting_ = false;
   bool speculate_ = true;
