@@ -27,35 +27,33 @@ WorkerProtocol::WorkerProtocol(ProtocolOptions options, Layout layout, std::vect
       clock_(opt_.clock ? opt_.clock : DefaultClock()),
       layout_(std::move(layout)),
       state_(layout_, std::move(initial)),
+      replay_(opt_.replay_buffer_bytes, opt_.worker_id),
       forced_(layout_.num_rows()),
-      ahead_(layout_.num_rows()),
-      deadline_(kInf) {
-  sent_phase_.assign(layout_.num_rows(), 0);
+      ahead_(layout_.num_rows()) {
+  push_.sent_phase.assign(layout_.num_rows(), 0);
   values_next_ = static_cast<RowId>(layout_.num_rows());
 }
 
 uint64_t WorkerProtocol::RowWireBytes(RowId row) const {
-  return rog::RowWireBytes(codec_, layout_.row(row).numel);
+  return rog::RowWireBytes(terms_.codec, layout_.row(row).numel);
+}
+
+// The uplink's measured goodput (bytes/s); 0 without an estimate.
+double WorkerProtocol::Goodput() const {
+  return uplink_.goodput().has_estimate() ? uplink_.goodput().rate() : 0;
 }
 
 // This link's batch budget now (BatchBudget): a few milliseconds of its
 // goodput.
 uint64_t WorkerProtocol::BatchBytes() const {
-  return BatchBudget(goodput_.has_estimate() ? goodput_.rate() : 0, opt_.batch_seconds,
-                     opt_.batch_bytes);
+  return BatchBudget(Goodput(), opt_.batch_seconds, opt_.batch_bytes);
 }
 
-// Unacknowledged bytes allowed: `inflight_lead` seconds of goodput, or the
-// path's round trip if longer (acks share the link with downlink rows and
-// come back late; a cap below rate × round trip would throttle the link
-// and, measured through itself, never recover), plus one batch. The
-// round trip is the minimum seen, so our own queueing does not inflate it.
-// The batch is the largest one (batch_bytes), not BatchBytes(): a term
-// that shrank with the goodput it limits could spiral down on a long
-// round trip.
+// Unacknowledged bytes allowed (UplinkInFlight::Cap): `inflight_lead`
+// seconds of goodput or the round trip, plus the largest batch
+// (batch_bytes, not BatchBytes()).
 uint64_t WorkerProtocol::InFlightCap() const {
-  if (!goodput_.has_estimate()) return kInitialInFlight;
-  return InFlightLimit(goodput_.rate(), std::max(opt_.inflight_lead, rtt_.min()), opt_.batch_bytes);
+  return uplink_.Cap(opt_.inflight_lead, opt_.batch_bytes);
 }
 
 // The window is open for rows that are not mandatory while what would be
@@ -63,19 +61,18 @@ uint64_t WorkerProtocol::InFlightCap() const {
 // deadline taper: without it the last batches overshoot by the whole
 // in-flight allowance).
 bool WorkerProtocol::WindowOpen(double now) const {
-  return ArrivesBeforeDeadline(now, deadline_, inflight_bytes_, BatchBytes(),
-                               goodput_.has_estimate() ? goodput_.rate() : 0);
+  return ArrivesBeforeDeadline(now, push_.deadline, uplink_.bytes(), BatchBytes(), Goodput());
 }
 
 // Whether the row has something a flush or a stalled peer needs: unpushed
 // iterations, or (lossless codecs) updates kept across a rejoin. A lossy
 // codec's residual rides along with the row's next push instead.
 bool WorkerProtocol::Pushable(RowId row) const {
-  return state_.unpushed(row) > 0 || (IsLossless(codec_) && state_.HasResidual(row));
+  return state_.unpushed(row) > 0 || (IsLossless(terms_.codec) && state_.HasResidual(row));
 }
 
 bool WorkerProtocol::PlanFinished(double now) const {
-  return plan_.done() || (now >= deadline_ && plan_.next >= plan_.mandatory);
+  return push_.plan.done() || (now >= push_.deadline && push_.plan.next >= push_.plan.mandatory);
 }
 
 pb::Progress WorkerProtocol::MakeProgress(bool stalled, bool flush) const {
@@ -83,23 +80,18 @@ pb::Progress WorkerProtocol::MakeProgress(bool stalled, bool flush) const {
   p.set_iteration(state_.clock());
   p.set_stalled(stalled);
   p.set_flush(flush);
-  p.set_compute_seconds(total_compute_);
-  p.set_last_compute_seconds(last_compute_);
-  p.set_transmit_seconds(total_transmit_);
-  p.set_stall_seconds(total_stall_);
-  p.set_detached_seconds(total_detached_);
-  p.set_stalls(total_stalls_);
-  p.set_uplink_goodput(goodput_.rate());
-  p.set_window_overshoot(last_overshoot_);
+  stats_.FillProgress(&p);
+  p.set_uplink_goodput(uplink_.goodput().rate());
   return p;
 }
 
 bool WorkerProtocol::MayBegin() const {
-  if (!active_ || values_next_ < layout_.num_rows() || resync_rows_ > 0 || !team_ready_)
+  if (!active_ || values_next_ < layout_.num_rows() || resync_rows_ > 0 || !team_.ready) {
     return false;
-  if (detached_) return state_.clock() < local_until_;
-  return (released_ && released_clock_ == state_.clock()) ||
-         state_.HasAllUpTo(NeededVersion(state_.clock(), bound_));
+  }
+  if (team_.detached) return state_.clock() < team_.local_until;
+  return (team_.released && team_.released_clock == state_.clock()) ||
+         state_.HasAllUpTo(NeededVersion(state_.clock(), terms_.bound));
 }
 
 // Hello.row_digests: digests of the replica's rows, withholding every
@@ -108,11 +100,10 @@ bool WorkerProtocol::MayBegin() const {
 // leaves the rows it holds equally out of the resync.
 std::string WorkerProtocol::HelloRowDigests() const {
   std::vector<bool> withheld(layout_.num_rows(), false);
-  for (const std::deque<SentBatch>* list : {&acked_in_resync_, &inflight_, &not_durable_}) {
-    for (const SentBatch& b : *list) {
-      for (RowId row : b.rows) withheld[row] = true;
-    }
-  }
+  uplink_.ForEach([&](const SentBatch& b) {
+    for (RowId row : b.rows) withheld[row] = true;
+  });
+  replay_.MarkRows(&withheld);
   for (RowId row = 0; row < layout_.num_rows(); ++row) {
     withheld[row] = withheld[row] || state_.HasResidual(row);
   }
@@ -124,10 +115,10 @@ pb::Hello WorkerProtocol::MakeHello() const {
   h.set_worker_id(opt_.worker_id);
   h.set_layout_fingerprint(layout_.fingerprint());
   *h.mutable_layout() = LayoutToProto(layout_);
-  h.set_resume_token(token_);
-  h.set_last_acked_uplink_seq(last_acked_up_);
-  h.set_last_applied_downlink_seq(next_down_seq_ - 1);
-  h.set_downlink_stream(downlink_stream_);
+  h.set_resume_token(terms_.token);
+  h.set_last_acked_uplink_seq(uplink_.last_acked());
+  h.set_last_applied_downlink_seq(down_.next_seq - 1);
+  h.set_downlink_stream(down_.stream);
   h.set_iteration(state_.clock());
   h.set_sdk_version(kRogVersion);
   h.set_row_digests(HelloRowDigests());
@@ -152,8 +143,8 @@ absl::Status WorkerProtocol::OnMessage(const pb::ServerMessage& message) {
 }
 
 void WorkerProtocol::SayGoodbye(const std::string& reason) {
-  goodbye_due_ = true;
-  goodbye_reason_ = reason;
+  goodbye_.due = true;
+  goodbye_.reason = reason;
 }
 
 absl::Status WorkerProtocol::OnWelcome(const pb::Welcome& w) {
@@ -170,15 +161,16 @@ absl::Status WorkerProtocol::OnWelcome(const pb::Welcome& w) {
   // Resumed: rogd kept this worker's state (the token it sent back is the
   // one we presented). Otherwise rogd set its versions to the welcome's
   // clock (a first connect, a rejoin, a first worker bringing the model).
-  const bool resumed = token_ != 0 && w.resume_token() == token_;
-  token_ = w.resume_token();
-  policy_ = static_cast<SyncPolicy>(w.sync());
-  bound_ = EffectiveBound(policy_, w.staleness());
-  mta_ = w.mta();
-  codec_ = static_cast<Codec>(w.codec());
-  model_wire_bytes_ = 0;
-  for (RowId row = 0; row < layout_.num_rows(); ++row) model_wire_bytes_ += RowWireBytes(row);
-  ReplayLost(w.last_applied_uplink_seq());
+  const bool resumed = terms_.token != 0 && w.resume_token() == terms_.token;
+  terms_.token = w.resume_token();
+  terms_.policy = static_cast<SyncPolicy>(w.sync());
+  terms_.bound = EffectiveBound(terms_.policy, w.staleness());
+  terms_.mta = w.mta();
+  terms_.codec = static_cast<Codec>(w.codec());
+  terms_.model_wire_bytes = 0;
+  for (RowId row = 0; row < layout_.num_rows(); ++row) {
+    terms_.model_wire_bytes += RowWireBytes(row);
+  }
   ReturnInFlight(w.last_applied_uplink_seq());
   // Unless resumed, rogd credits every iteration up to the welcome's
   // clock: what is unpushed goes with count 0 (Rebase), even at an equal
@@ -194,32 +186,13 @@ absl::Status WorkerProtocol::OnWelcome(const pb::Welcome& w) {
   return absl::OkStatus();
 }
 
-// A rogd restarted from a checkpoint after a crash applied less than it
-// acknowledged (`applied`): what it lost goes again, like what is in flight.
-void WorkerProtocol::ReplayLost(uint64_t applied) {
-  if (!not_durable_.empty() && not_durable_.back().seq > applied) {
-    uint64_t n = 0;
-    while (!not_durable_.empty() && not_durable_.back().seq > applied) {
-      not_durable_bytes_ -= ReplayBytes(not_durable_.back());
-      inflight_.push_front(std::move(not_durable_.back()));
-      not_durable_.pop_back();
-      ++n;
-    }
-    replayed_ += n;
-    spdlog::warn(
-        "worker {}: rogd lost {} acknowledged batches (it restarted from a checkpoint at uplink "
-        "seq {}); pushing them again",
-        opt_.worker_id, n, applied);
-  }
-}
-
 // Uplink: what the server applied (up to `applied`) is done; the rest
 // returns to the accumulators, newest first, and goes again with new seqs.
+// A rogd restarted from a checkpoint after a crash applied less than it
+// acknowledged: what it lost (the replay buffer's) returns the same way.
 void WorkerProtocol::ReturnInFlight(uint64_t applied) {
-  while (!inflight_.empty() && inflight_.front().seq <= applied) {
-    inflight_.pop_front();
-  }
-  for (auto it = inflight_.rbegin(); it != inflight_.rend(); ++it) {
+  std::deque<SentBatch> unapplied = uplink_.Restart(applied, replay_.TakeLost(applied));
+  for (auto it = unapplied.rbegin(); it != unapplied.rend(); ++it) {
     if (it->kind != pb::BATCH_KIND_UPDATE) continue;
     size_t at = it->decoded.size();
     for (size_t k = it->rows.size(); k-- > 0;) {
@@ -229,17 +202,7 @@ void WorkerProtocol::ReturnInFlight(uint64_t applied) {
                           it->counts[k]);
     }
   }
-  inflight_.clear();
-  for (OpenPush& p : open_pushes_) {
-    if (p.unacked > 0) p.stats.disconnected = true;
-    p.unacked = 0;
-  }
-  CompletePushes();
-  acked_in_resync_.clear();
-  inflight_bytes_ = 0;
-  goodput_ = GoodputEstimator();
-  last_acked_up_ = applied;
-  next_up_seq_ = applied + 1;
+  stats_.OnStreamLost(uplink_.min_rtt());
   forced_.Clear();
   ahead_.Clear();
 }
@@ -260,27 +223,24 @@ void WorkerProtocol::AcceptWelcome(const pb::Welcome& w, const std::vector<RowId
     }
     resync_rows_ = layout_.num_rows() - held.size();
   }
-  next_down_seq_ = 1;
-  downlink_stream_ = w.stream();
-  down_ack_seq_ = 0;
-  down_ack_bytes_ = 0;
-  ack_due_ = false;
-  team_ready_ = w.team_ready();
-  released_ = false;
-  stall_reported_ = false;
-  pause_reported_ = false;
-  stall_ = StallInfo();
-  window_ = w.window();
-  flushed_ = false;
+  down_ = Downlink();
+  down_.stream = w.stream();
+  team_.ready = w.team_ready();
+  team_.released = false;
+  team_.stall_reported = false;
+  team_.pause_reported = false;
+  team_.stall = StallInfo();
+  team_.window = w.window();
+  flush_.flushed = false;
   // rogd repeats a detachment that still holds right after the welcome.
-  detached_ = false;
+  team_.detached = false;
   active_ = true;
 }
 
 absl::Status WorkerProtocol::OnBatch(const pb::RowBatch& b) {
-  if (b.seq() != next_down_seq_) {
+  if (b.seq() != down_.next_seq) {
     return absl::InternalError(
-        absl::StrCat("downlink seq ", b.seq(), " where ", next_down_seq_, " was expected"));
+        absl::StrCat("downlink seq ", b.seq(), " where ", down_.next_seq, " was expected"));
   }
   absl::StatusOr<std::vector<RowId>> rows = DecodeRowIds(
       absl::MakeConstSpan(b.row_delta().data(), b.row_delta_size()), layout_.num_rows());
@@ -308,21 +268,20 @@ absl::Status WorkerProtocol::OnBatch(const pb::RowBatch& b) {
     if (b.kind() == pb::BATCH_KIND_VALUES) {
       state_.ApplyValues(row, decoded, version);
       AddBackInFlight(row, b.applied_uplink_seq(), version);
-      if (resync_rows_ > 0 && --resync_rows_ == 0) acked_in_resync_.clear();
+      if (resync_rows_ > 0 && --resync_rows_ == 0) uplink_.ResyncDone();
     } else {
       state_.ApplyDownlink(row, decoded, version);
     }
   }
-  ++next_down_seq_;
-  current_.rows_down += rows->size();
+  ++down_.next_seq;
   const uint64_t bytes = b.ByteSizeLong();
   // A probe's padding (rogd measuring a detached worker's link) is not
   // row traffic; it is acknowledged all the same.
-  current_.bytes_down += bytes - std::min<uint64_t>(bytes, b.padding().size());
-  current_.payload_down += b.payload().size();
-  down_ack_seq_ = b.seq();
-  down_ack_bytes_ += bytes;
-  ack_due_ = true;
+  stats_.OnReceived(rows->size(), bytes - std::min<uint64_t>(bytes, b.padding().size()),
+                    b.payload().size());
+  down_.ack_seq = b.seq();
+  down_.ack_bytes += bytes;
+  down_.ack_due = true;
   return absl::OkStatus();
 }
 
@@ -330,133 +289,66 @@ absl::Status WorkerProtocol::OnBatch(const pb::RowBatch& b) {
 // `applied_seq`, still in flight: add them back to the replica.
 void WorkerProtocol::AddBackInFlight(RowId row, uint64_t applied_seq, uint64_t version) {
   const uint32_t numel = layout_.row(row).numel;
-  for (const std::deque<SentBatch>* list : {&acked_in_resync_, &inflight_}) {
-    for (const SentBatch& b : *list) {
-      if (b.seq <= applied_seq || b.kind != pb::BATCH_KIND_UPDATE) continue;
-      size_t at = 0;
-      for (RowId r : b.rows) {
-        if (r == row) {
-          state_.ApplyDownlink(row, absl::MakeConstSpan(b.decoded.data() + at, numel), version);
-        }
-        at += layout_.row(r).numel;
+  uplink_.ForEach([&](const SentBatch& b) {
+    if (b.seq <= applied_seq || b.kind != pb::BATCH_KIND_UPDATE) return;
+    size_t at = 0;
+    for (RowId r : b.rows) {
+      if (r == row) {
+        state_.ApplyDownlink(row, absl::MakeConstSpan(b.decoded.data() + at, numel), version);
       }
+      at += layout_.row(r).numel;
     }
-  }
-}
-
-size_t WorkerProtocol::ReplayBytes(const SentBatch& b) {
-  return b.decoded.size() * sizeof(float) + b.rows.size() * (sizeof(RowId) + sizeof(uint32_t));
-}
-
-void WorkerProtocol::KeepForReplay(SentBatch b, double now) {
-  if (opt_.replay_buffer_bytes == 0) return;
-  not_durable_bytes_ += ReplayBytes(b);
-  not_durable_.push_back(std::move(b));
-  uint64_t dropped = 0;
-  while (not_durable_bytes_ > opt_.replay_buffer_bytes && !not_durable_.empty()) {
-    not_durable_bytes_ -= ReplayBytes(not_durable_.front());
-    not_durable_.pop_front();
-    ++dropped;
-  }
-  replay_dropped_ += dropped;
-  if (dropped > 0 && now - replay_warned_at_ > 60) {
-    replay_warned_at_ = now;
-    spdlog::warn(
-        "worker {}: the replay buffer (replay_buffer_bytes, {} MB of updates kept decoded, "
-        "4 bytes per element whatever the codec) is full of batches rogd has not checkpointed, "
-        "so a rogd crash now would lose the oldest of them: checkpoint more often (rogd "
-        "--checkpoint_interval) or raise the buffer",
-        opt_.worker_id, opt_.replay_buffer_bytes >> 20);
-  }
+  });
 }
 
 void WorkerProtocol::OnAck(const pb::Ack& a) {
   const double now = Now();
-  while (!inflight_.empty() && inflight_.front().seq <= a.seq()) {
-    if (OpenPush* p = PushOf(inflight_.front())) {
-      p->last_ack = now;
-      p->stats.acked_bytes += inflight_.front().bytes;
-      --p->unacked;
-    }
-    if (inflight_.front().seq == a.seq()) rtt_.OnSample(now, now - inflight_.front().sent_at);
-    inflight_bytes_ -= inflight_.front().bytes;
-    if (inflight_.front().kind == pb::BATCH_KIND_UPDATE &&
-        inflight_.front().seq > a.durable_seq()) {
+  for (SentBatch& b : uplink_.Acknowledge(a.seq(), a.bytes(), now)) {
+    stats_.OnAcked(b, now);
+    if (b.kind == pb::BATCH_KIND_UPDATE && b.seq > a.durable_seq()) {
       // Moved, not copied, unless a resync still needs the batch too.
       if (resync_rows_ > 0) {
-        KeepForReplay(inflight_.front(), now);
+        replay_.Keep(b, now);
       } else {
-        KeepForReplay(std::move(inflight_.front()), now);
+        replay_.Keep(std::move(b), now);
       }
     }
-    if (resync_rows_ > 0) acked_in_resync_.push_back(std::move(inflight_.front()));
-    inflight_.pop_front();
+    if (resync_rows_ > 0) uplink_.KeepAckedInResync(std::move(b));
   }
-  while (!not_durable_.empty() && not_durable_.front().seq <= a.durable_seq()) {
-    not_durable_bytes_ -= ReplayBytes(not_durable_.front());
-    not_durable_.pop_front();
-  }
-  last_acked_up_ = std::max(last_acked_up_, a.seq());
-  goodput_.OnAck(now, a.bytes());
-  CompletePushes();
+  replay_.Forget(a.durable_seq());
+  stats_.Complete(uplink_.min_rtt());
 }
 
-WorkerProtocol::OpenPush* WorkerProtocol::PushOf(const SentBatch& b) {
-  if (!b.in_push) return nullptr;
-  for (OpenPush& p : open_pushes_) {
-    if (p.phase == b.phase) return &p;
-  }
-  return nullptr;
-}
-
-// Moves pushes whose EndIteration returned and whose batches are all
-// acknowledged (or lost with a stream) to pushes_done, in order.
-void WorkerProtocol::CompletePushes() {
-  while (!open_pushes_.empty() && open_pushes_.front().ended && open_pushes_.front().unacked == 0) {
-    OpenPush& p = open_pushes_.front();
-    const double rtt = rtt_.min();
-    if (p.last_ack > 0) {
-      p.stats.ack_seconds = std::max(0.0, p.last_ack - p.t0);
-      p.stats.busy_seconds = std::max(0.0, p.last_ack - p.t0 - rtt);
-      if (p.deadline < kInf) {
-        p.stats.overshoot_seconds = std::max(0.0, p.last_ack - rtt / 2 - p.deadline);
-      }
+// Rows rogd asks for: a stalled peer's (forced) or ahead of a peer's need.
+void WorkerProtocol::OnPushNow(const pb::PushNow& p) {
+  for (uint32_t row : p.rows()) {
+    if (row >= layout_.num_rows() || forced_.contains(row) || state_.unpushed(row) == 0) continue;
+    if (p.ahead()) {
+      ahead_.Push(row);
+    } else {
+      forced_.Push(row);
     }
-    if (p.deadline < kInf) last_overshoot_ = p.stats.overshoot_seconds;
-    pushes_done_.emplace_back(p.t0, p.stats);
-    open_pushes_.pop_front();
   }
 }
 
 void WorkerProtocol::OnDirective(const pb::Directive& d) {
   switch (d.kind_case()) {
-    case pb::Directive::kPushNow: {
-      const bool ahead = d.push_now().ahead();
-      for (uint32_t row : d.push_now().rows()) {
-        if (row >= layout_.num_rows() || forced_.contains(row) || state_.unpushed(row) == 0) {
-          continue;
-        }
-        if (ahead) {
-          ahead_.Push(row);
-        } else {
-          forced_.Push(row);
-        }
-      }
+    case pb::Directive::kPushNow:
+      OnPushNow(d.push_now());
       break;
-    }
     case pb::Directive::kWindow:
-      window_ = d.window();
+      team_.window = d.window();
       break;
     case pb::Directive::kStall:
       OnStall(d.stall());
       break;
     case pb::Directive::kRelease:
-      team_ready_ = true;
+      team_.ready = true;
       if (d.release().flushed()) {
-        flushed_ = true;
+        flush_.flushed = true;
       } else {
-        released_ = true;
-        released_clock_ = d.release().iteration();
+        team_.released = true;
+        team_.released_clock = d.release().iteration();
       }
       break;
     case pb::Directive::kDetached:
@@ -476,7 +368,7 @@ void WorkerProtocol::OnDirective(const pb::Directive& d) {
       }
       break;
     case pb::Directive::kEvicted:
-      if (said_goodbye_) break;  // our own Close
+      if (goodbye_.said) break;  // our own Close
       spdlog::warn("worker {}: evicted by rogd: {}", opt_.worker_id, d.evicted().reason());
       break;
     default:
@@ -486,41 +378,43 @@ void WorkerProtocol::OnDirective(const pb::Directive& d) {
 
 // Why rogd holds this worker at the bound (or the team), for WaitReason.
 void WorkerProtocol::OnStall(const pb::Stall& s) {
-  stall_.iteration = s.iteration();
-  stall_.rows.assign(s.rows().begin(), s.rows().end());
-  stall_.missing_rows = s.missing_rows();
-  stall_.waiting_for.assign(s.waiting_for().begin(), s.waiting_for().end());
-  stall_.reason = s.missing_rows() > 0
-                      ? absl::StrCat("at the staleness bound before iteration ", s.iteration() + 1,
-                                     ": ", s.missing_rows(), " rows lack updates of ",
-                                     absl::StrJoin(s.waiting_for(), ", "))
-                      : absl::StrCat("waiting before iteration ", s.iteration() + 1, ": ",
-                                     absl::StrJoin(s.waiting_for(), ", "));
-  spdlog::debug("worker {}: {}", opt_.worker_id, stall_.reason);
+  team_.stall.iteration = s.iteration();
+  team_.stall.rows.assign(s.rows().begin(), s.rows().end());
+  team_.stall.missing_rows = s.missing_rows();
+  team_.stall.waiting_for.assign(s.waiting_for().begin(), s.waiting_for().end());
+  team_.stall.reason =
+      s.missing_rows() > 0
+          ? absl::StrCat("at the staleness bound before iteration ", s.iteration() + 1, ": ",
+                         s.missing_rows(), " rows lack updates of ",
+                         absl::StrJoin(s.waiting_for(), ", "))
+          : absl::StrCat("waiting before iteration ", s.iteration() + 1, ": ",
+                         absl::StrJoin(s.waiting_for(), ", "));
+  spdlog::debug("worker {}: {}", opt_.worker_id, team_.stall.reason);
 }
 
 // Team patience: outside the bound until rogd reattaches it.
 void WorkerProtocol::OnDetached(const pb::Detached& d) {
-  if (!detached_) ++detaches_;
-  detached_ = true;
-  pause_reported_ = false;  // a repeated detachment (reconnect) wants it again
+  if (!team_.detached) ++team_.detaches;
+  team_.detached = true;
+  team_.pause_reported = false;  // a repeated detachment (reconnect) wants it again
   // The local steps count from the clock rogd detached it at, which an
   // iteration under way when the directive arrived has passed already (a
   // rogd that sends no clock: from ours).
-  local_until_ = (d.iteration() > 0 ? d.iteration() : state_.clock()) + d.local_steps();
-  detach_reason_ = d.reason();
-  const uint64_t left = local_until_ > state_.clock() ? local_until_ - state_.clock() : 0;
-  spdlog::warn("worker {}: detached from the team by rogd: {}; {}", opt_.worker_id, detach_reason_,
+  team_.local_until = (d.iteration() > 0 ? d.iteration() : state_.clock()) + d.local_steps();
+  team_.detach_reason = d.reason();
+  const uint64_t left = team_.local_until > state_.clock() ? team_.local_until - state_.clock() : 0;
+  spdlog::warn("worker {}: detached from the team by rogd: {}; {}", opt_.worker_id,
+               team_.detach_reason,
                left > 0 ? absl::StrCat("training on its own for up to ", left, " iterations")
                         : std::string("training pauses until the link recovers"));
 }
 
 void WorkerProtocol::OnReattached(const pb::Reattached& r) {
-  if (!detached_) return;
-  detached_ = false;
-  released_ = false;
-  stall_reported_ = false;
-  stall_ = StallInfo();
+  if (!team_.detached) return;
+  team_.detached = false;
+  team_.released = false;
+  team_.stall_reported = false;
+  team_.stall = StallInfo();
   if (r.iteration() > state_.clock()) state_.Rebase(r.iteration());
   spdlog::info("worker {}: reattached to the team at iteration {}: {}", opt_.worker_id,
                state_.clock(), r.reason());
@@ -528,7 +422,7 @@ void WorkerProtocol::OnReattached(const pb::Reattached& r) {
 
 // Forms the next uplink batch into *m; false when nothing may go now.
 bool WorkerProtocol::FormUplink(pb::WorkerMessage* m) {
-  if (inflight_bytes_ >= InFlightCap()) return false;
+  if (uplink_.bytes() >= InFlightCap()) return false;
   pb::RowBatch* b = m->mutable_batch();
   SentBatch sent;
   if (values_next_ < layout_.num_rows()) {
@@ -536,7 +430,7 @@ bool WorkerProtocol::FormUplink(pb::WorkerMessage* m) {
     b->set_codec(pb::CODEC_FP32);
   } else {
     if (!FillUpdates(&sent, b->mutable_payload())) return false;
-    b->set_codec(static_cast<pb::Codec>(codec_));
+    b->set_codec(static_cast<pb::Codec>(terms_.codec));
   }
   if (sent.rows.empty()) return false;
   FinishBatch(std::move(sent), b);
@@ -565,14 +459,14 @@ void WorkerProtocol::FillValues(SentBatch* sent, std::string* payload) {
 // (PushNow.ahead) and the push's plan, within its window.
 // False when nothing may go now.
 bool WorkerProtocol::FillUpdates(SentBatch* sent, std::string* payload) {
-  BatchFill fill(layout_, codec_, BatchBytes());
+  BatchFill fill(layout_, terms_.codec, BatchBytes());
   // Rows a stalled worker waits for go first, whatever the window.
   while (!forced_.empty() && fill.Fits(forced_.front())) {
     const RowId row = forced_.front();
     forced_.PopFront();
     if (Pushable(row)) fill.Add(row);
   }
-  if (detached_) {
+  if (team_.detached) {
     // Detached: everything it holds, as fast as the link allows.
     for (RowId row = 0; row < layout_.num_rows(); ++row) {
       if (fill.Has(row) || !Pushable(row)) continue;
@@ -580,7 +474,7 @@ bool WorkerProtocol::FillUpdates(SentBatch* sent, std::string* payload) {
       fill.Add(row);
     }
   }
-  if (transmitting_ && !ahead_.empty() && WindowOpen(Now())) {
+  if (push_.transmitting && !ahead_.empty() && WindowOpen(Now())) {
     // What a computing peer will need next (PushNow.ahead), before the
     // plan's rows, while the window is open.
     while (!ahead_.empty()) {
@@ -592,9 +486,10 @@ bool WorkerProtocol::FillUpdates(SentBatch* sent, std::string* payload) {
       ahead_.PopFront();
     }
   }
-  if (transmitting_) {
-    FillFromPlan(&plan_, WindowOpen(Now()), speculate_, &fill, [&](RowId row) {
-      return sent_phase_[row] == phase_ || (state_.unpushed(row) == 0 && !state_.HasResidual(row));
+  if (push_.transmitting) {
+    FillFromPlan(&push_.plan, WindowOpen(Now()), push_.speculate, &fill, [&](RowId row) {
+      return push_.sent_phase[row] == push_.phase ||
+             (state_.unpushed(row) == 0 && !state_.HasResidual(row));
     });
   }
   if (fill.empty()) return false;
@@ -604,9 +499,9 @@ bool WorkerProtocol::FillUpdates(SentBatch* sent, std::string* payload) {
     const uint32_t numel = layout_.row(row).numel;
     const size_t at = sent->decoded.size();
     sent->decoded.resize(at + numel);
-    sent->counts.push_back(
-        state_.TakeUplink(row, codec_, payload, absl::MakeSpan(sent->decoded.data() + at, numel)));
-    sent_phase_[row] = phase_;
+    sent->counts.push_back(state_.TakeUplink(row, terms_.codec, payload,
+                                             absl::MakeSpan(sent->decoded.data() + at, numel)));
+    push_.sent_phase[row] = push_.phase;
   }
   return true;
 }
@@ -614,7 +509,7 @@ bool WorkerProtocol::FillUpdates(SentBatch* sent, std::string* payload) {
 // Numbers, indexes and accounts for a formed batch, and keeps it in flight.
 void WorkerProtocol::FinishBatch(SentBatch sent, pb::RowBatch* b) {
   b->set_kind(sent.kind);
-  sent.seq = next_up_seq_++;
+  sent.seq = uplink_.TakeSeq();
   b->set_seq(sent.seq);
   b->set_iteration(state_.clock());
   for (uint32_t d : EncodeRowIds(sent.rows)) b->add_row_delta(d);
@@ -627,34 +522,24 @@ void WorkerProtocol::FinishBatch(SentBatch sent, pb::RowBatch* b) {
     b->add_version_lag(lag);
   }
   sent.bytes = b->ByteSizeLong();
-  sent.phase = phase_;
+  sent.phase = push_.phase;
   sent.sent_at = Now();
-  if (transmitting_) {
-    current_.rows_up += sent.rows.size();
-    current_.bytes_up += sent.bytes;
-    current_.payload_up += b->payload().size();
+  if (push_.transmitting) {
     sent.in_push = true;
-    if (OpenPush* p = PushOf(sent)) {
-      ++p->unacked;
-      p->stats.bytes += sent.bytes;
-      p->stats.payload += b->payload().size();
-      if (sent.sent_at >= p->deadline) p->stats.late_bytes += sent.bytes;
-    }
+    stats_.OnSent(sent, b->payload().size());
   }
-  inflight_bytes_ += sent.bytes;
-  goodput_.OnSend(Now(), sent.bytes);
-  inflight_.push_back(std::move(sent));
+  uplink_.Send(std::move(sent), Now());
 }
 
 // Collects what the sender writes next; empty when there is nothing.
 std::vector<pb::WorkerMessage> WorkerProtocol::TakeOutgoing() {
   std::vector<pb::WorkerMessage> out;
-  if (ack_due_) {
+  if (down_.ack_due) {
     pb::WorkerMessage m;
-    m.mutable_ack()->set_seq(down_ack_seq_);
-    m.mutable_ack()->set_bytes(down_ack_bytes_);
-    down_ack_bytes_ = 0;
-    ack_due_ = false;
+    m.mutable_ack()->set_seq(down_.ack_seq);
+    m.mutable_ack()->set_bytes(down_.ack_bytes);
+    down_.ack_bytes = 0;
+    down_.ack_due = false;
     out.push_back(std::move(m));
   }
   while (!progress_out_.empty()) {
@@ -665,11 +550,11 @@ std::vector<pb::WorkerMessage> WorkerProtocol::TakeOutgoing() {
   }
   pb::WorkerMessage batch;
   if (FormUplink(&batch)) out.push_back(std::move(batch));
-  if (out.empty() && goodbye_due_ && inflight_.empty()) {
+  if (out.empty() && goodbye_.due && uplink_.empty()) {
     pb::WorkerMessage m;
-    m.mutable_goodbye()->set_reason(goodbye_reason_);
-    goodbye_due_ = false;
-    said_goodbye_ = true;
+    m.mutable_goodbye()->set_reason(goodbye_.reason);
+    goodbye_.due = false;
+    goodbye_.said = true;
     out.push_back(std::move(m));
   }
   return out;
@@ -680,11 +565,11 @@ bool WorkerProtocol::ReportWait() {
   // Detached and out of local steps: rogd reattaches only a worker that
   // said it pauses, at the clock rogd holds for it, so that the clock rogd
   // moves it to credits no iteration this worker is still computing.
-  bool& reported = detached_ ? pause_reported_ : stall_reported_;
+  bool& reported = team_.detached ? team_.pause_reported : team_.stall_reported;
   if (reported) return false;
   reported = true;
   progress_out_.push_back(MakeProgress(/*stalled=*/true, /*flush=*/false));
-  progress_out_.back().set_paused(detached_);
+  progress_out_.back().set_paused(team_.detached);
   return true;
 }
 
@@ -694,94 +579,59 @@ std::string WorkerProtocol::WaitReason() const {
     return absl::StrCat("receiving the model from rogd (", layout_.num_rows() - resync_rows_,
                         " of ", layout_.num_rows(), " rows)");
   }
-  if (detached_) {
-    return absl::StrCat("detached from the team by rogd (", detach_reason_,
+  if (team_.detached) {
+    return absl::StrCat("detached from the team by rogd (", team_.detach_reason,
                         "); training pauses until rogd reattaches this worker");
   }
-  if (!stall_.reason.empty()) return stall_.reason;
-  if (!team_ready_) return "waiting for the team to join";
+  if (!team_.stall.reason.empty()) return team_.stall.reason;
+  if (!team_.ready) return "waiting for the team to join";
   return absl::StrCat("waiting at the staleness bound before iteration ", state_.clock() + 1);
 }
 
 void WorkerProtocol::CountTimedOutWait(double stalled_seconds, double detached_seconds) {
-  carry_stall_ += stalled_seconds;
-  carry_detached_ += detached_seconds;
-  total_stall_ += stalled_seconds;
-  total_detached_ += detached_seconds;
+  stats_.CountTimedOutWait(stalled_seconds, detached_seconds);
 }
 
 void WorkerProtocol::Begin(double t0, double now, bool waited, double detached_wait,
                            absl::Span<float> params) {
-  // Downlink received since the last stats (also while waiting) counts, and
-  // so does the uplink a window still streaming sent meanwhile.
-  IterationStats fresh;
-  fresh.rows_down = current_.rows_down;
-  fresh.bytes_down = current_.bytes_down;
-  fresh.payload_down = current_.payload_down;
-  fresh.rows_up = current_.rows_up;
-  fresh.bytes_up = current_.bytes_up;
-  fresh.payload_up = current_.payload_up;
-  current_ = fresh;
-  detached_wait = std::min(detached_wait, now - t0);
-  const double stalled = waited ? now - t0 - detached_wait : 0;
-  total_detached_ += detached_wait;
-  total_stall_ += stalled;
-  // Earlier calls that timed out waiting for this iteration count too.
-  current_.detached_seconds = detached_wait + carry_detached_;
-  current_.stall_seconds = stalled + carry_stall_;
-  carry_stall_ = carry_detached_ = 0;
-  current_.stalled = current_.stall_seconds > 0;
-  if (current_.stalled) ++total_stalls_;
-  // A local step: outside the bound.
-  if (detached_) current_.detached = true;
-  released_ = false;
-  stall_reported_ = false;
-  pause_reported_ = false;
-  stall_ = StallInfo();
+  stats_.Begin(t0, now, waited, detached_wait, team_.detached);
+  team_.released = false;
+  team_.stall_reported = false;
+  team_.pause_reported = false;
+  team_.stall = StallInfo();
   const std::vector<float>& replica = state_.replica();
   std::copy(replica.begin(), replica.end(), params.begin());
-  begin_returned_ = now;
   in_iteration_ = true;
 }
 
 void WorkerProtocol::StartPush(absl::Span<const float> update) {
   in_iteration_ = false;
   const double t0 = Now();
-  push_started_ = t0;
-  current_.compute_seconds = t0 - begin_returned_;
-  total_compute_ += current_.compute_seconds;
-  last_compute_ = current_.compute_seconds;
+  stats_.EndCompute(t0);
   state_.ApplyLocalUpdate(update);
-  current_.iteration = state_.clock();
   // The plan: every row with something to push (a lossy codec's residual
   // too), mandatory first.
-  const bool rog = policy_ == SyncPolicy::kRog;
-  ++phase_;
-  plan_.Reset(SelectRows(UplinkCandidates(policy_, bound_, state_, codec_, layout_), mta_,
-                         model_wire_bytes_));
-  current_.window_seconds = rog ? window_.seconds() : 0;
-  speculate_ = MaySpeculate(policy_, state_.clock(), window_.min_iteration()) ||
-               (opt_.send_whole_when_it_fits &&
-                SendsWhole(plan_.bytes_left(), InFlightCap(),
-                           goodput_.has_estimate() ? goodput_.rate() : 0, current_.window_seconds));
-  deadline_ = current_.window_seconds > 0 ? t0 + current_.window_seconds : kInf;
-  OpenPush p;
-  p.phase = phase_;
-  p.t0 = t0;
-  p.deadline = deadline_;
-  p.stats.iteration = state_.clock();
-  p.stats.window_seconds = current_.window_seconds;
-  open_pushes_.push_back(p);
-  transmitting_ = true;
+  const bool rog = terms_.policy == SyncPolicy::kRog;
+  ++push_.phase;
+  push_.plan.Reset(
+      SelectRows(UplinkCandidates(terms_.policy, terms_.bound, state_, terms_.codec, layout_),
+                 terms_.mta, terms_.model_wire_bytes));
+  const double window_seconds = rog ? team_.window.seconds() : 0;
+  push_.speculate = MaySpeculate(terms_.policy, state_.clock(), team_.window.min_iteration()) ||
+                    (opt_.send_whole_when_it_fits &&
+                     SendsWhole(push_.plan.bytes_left(), InFlightCap(), Goodput(), window_seconds));
+  push_.deadline = window_seconds > 0 ? t0 + window_seconds : kInf;
+  stats_.OpenPush(push_.phase, t0, push_.deadline, state_.clock(), window_seconds);
+  push_.transmitting = true;
   progress_out_.push_back(MakeProgress(/*stalled=*/false, /*flush=*/false));
 }
 
 bool WorkerProtocol::PushEnds(double now) {
   // Detached (now or during the push): what is left drains in the
   // background; the training loop does not wait for the link.
-  if (detached_) return true;
+  if (team_.detached) return true;
   if (!active_) {
-    current_.disconnected = true;
+    stats_.NoteDisconnected();
     return true;
   }
   // Every selected row is on its way: the acknowledgements are not waited
@@ -794,46 +644,34 @@ bool WorkerProtocol::PushEnds(double now) {
 }
 
 bool WorkerProtocol::ReturnsAfterShare() const {
-  return opt_.return_after_share && policy_ == SyncPolicy::kRog;
+  return opt_.return_after_share && terms_.policy == SyncPolicy::kRog;
 }
 
 // Under return_after_share: the rows EndIteration waits for are on their
 // way (the mandatory ones; with share_in_background off, the MTA share's too).
 bool WorkerProtocol::ReturnPointPassed() const {
-  return plan_.next >=
-         (opt_.share_in_background ? plan_.mandatory : std::max(plan_.mandatory, plan_.mta_end));
+  const Plan& plan = push_.plan;
+  return plan.next >=
+         (opt_.share_in_background ? plan.mandatory : std::max(plan.mandatory, plan.mta_end));
 }
 
 double WorkerProtocol::PushWakeAt(double now) const {
   // The poll notices the window's end and the taper closing it.
-  return std::min(now + kPushPoll, deadline_ > now ? deadline_ : kInf);
+  return std::min(now + kPushPoll, push_.deadline > now ? push_.deadline : kInf);
 }
 
 IterationStats WorkerProtocol::FinishPush() {
   const double now = Now();
   // What is left of the window streams on (return_after_share) or is left
   // in the accumulators.
-  if (!(ReturnsAfterShare() && !plan_.done() && now < deadline_)) {
-    transmitting_ = false;
-    plan_ = Plan();
+  if (!(ReturnsAfterShare() && !push_.plan.done() && now < push_.deadline)) {
+    push_.transmitting = false;
+    push_.plan = Plan();
   }
-  current_.transmit_seconds = now - push_started_;
-  total_transmit_ += current_.transmit_seconds;
-  for (OpenPush& p : open_pushes_) {
-    if (p.phase != phase_) continue;
-    p.ended = true;
-  }
-  CompletePushes();
-  for (auto& [start, push] : pushes_done_) {
-    push.age_seconds = now - start;
-    current_.pushes.push_back(push);
-  }
-  pushes_done_.clear();
-  current_.uplink_goodput = goodput_.rate();
-  for (RowId r = 0; r < layout_.num_rows(); ++r) current_.rows_kept += state_.unpushed(r) > 0;
-  IterationStats stats = current_;
-  current_ = IterationStats();
-  return stats;
+  uint64_t rows_kept = 0;
+  for (RowId r = 0; r < layout_.num_rows(); ++r) rows_kept += state_.unpushed(r) > 0;
+  return stats_.FinishPush(now, push_.phase, uplink_.goodput().rate(), rows_kept,
+                           uplink_.min_rtt());
 }
 
 bool WorkerProtocol::Uploaded() const { return active_ && values_next_ >= layout_.num_rows(); }
@@ -844,22 +682,22 @@ bool WorkerProtocol::FlushStep() {
       if (!forced_.contains(r) && Pushable(r)) forced_.Push(r);
     }
   }
-  bool done = active_ && forced_.empty() && inflight_.empty();
+  bool done = active_ && forced_.empty() && uplink_.empty();
   for (RowId r = 0; done && r < layout_.num_rows(); ++r) done = !Pushable(r);
   return done;
 }
 
 bool WorkerProtocol::SyncStep() {
-  if (active_ && !flush_waiting_ && resync_rows_ == 0) {
-    flushed_ = false;
-    flush_waiting_ = true;
+  if (active_ && !flush_.waiting && resync_rows_ == 0) {
+    flush_.flushed = false;
+    flush_.waiting = true;
     progress_out_.push_back(MakeProgress(/*stalled=*/false, /*flush=*/true));
   }
-  if (flush_waiting_ && flushed_) {
-    flush_waiting_ = false;
+  if (flush_.waiting && flush_.flushed) {
+    flush_.waiting = false;
     return true;
   }
-  if (!active_) flush_waiting_ = false;  // ask again on the next stream
+  if (!active_) flush_.waiting = false;  // ask again on the next stream
   return false;
 }
 

@@ -1,10 +1,19 @@
 // The worker's end of ROG's protocol (docs/protocol.md) as a state machine:
 // the replica, the accumulators and what the worker knows of the others'
 // versions (WorkerState), the uplink sender (ATP's plan, the in-flight cap,
-// the deadline taper), the replay buffer of acknowledged batches rogd has
-// not checkpointed, the downlink and its acks, and the statistics of every
-// push. Free of gRPC, threads and locks: it answers rogd's messages and
-// says what to write next; time comes from its clock only.
+// the deadline taper), the downlink and its acks, and what rogd said of
+// this worker's place in the team. It orchestrates parts that each own
+// one concern, with their invariants in their headers:
+//   - UplinkInFlight (client/uplink_in_flight.h): the batches in flight,
+//     their seqs, the goodput and round trip their acks measure;
+//   - ReplayBuffer (client/replay_buffer.h): acknowledged batches rogd has
+//     not checkpointed, sent again if it restarts from a checkpoint;
+//   - RowQueue (common/row_queue.h), twice: the rows a stalled peer asked
+//     for (forced) and the rows asked for ahead of a peer's need;
+//   - PushStatistics (client/push_statistics.h): every push's and
+//     iteration's statistics and the totals progress reports carry.
+// Free of gRPC, threads and locks: it answers rogd's messages and says what
+// to write next; time comes from its clock only.
 //
 // Two drivers run it: rog::Worker (client/worker.cc), which adds the
 // stream, the threads, the waits and the reconnects, and the simulator
@@ -17,6 +26,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -24,6 +34,10 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "client/push_statistics.h"
+#include "client/replay_buffer.h"
+#include "client/sent_batch.h"
+#include "client/uplink_in_flight.h"
 #include "client/worker_stats.h"
 #include "common/batch_plan.h"
 #include "common/clock.h"
@@ -94,7 +108,7 @@ class WorkerProtocol {
   // at most one row batch (within the in-flight cap), or the goodbye once
   // everything else is acknowledged. Empty when nothing may go now.
   std::vector<pb::WorkerMessage> TakeOutgoing();
-  bool said_goodbye() const { return said_goodbye_; }
+  bool said_goodbye() const { return goodbye_.said; }
   // Queues the goodbye (sent once nothing else is in flight).
   void SayGoodbye(const std::string& reason);
 
@@ -128,7 +142,7 @@ class WorkerProtocol {
   // come as events before it).
   double PushWakeAt(double now) const;
   // Whether every batch sent is acknowledged (nothing in flight).
-  bool AllAcknowledged() const { return inflight_.empty(); }
+  bool AllAcknowledged() const { return uplink_.empty(); }
   // Ends the push; the iteration's stats.
   IterationStats FinishPush();
 
@@ -141,50 +155,90 @@ class WorkerProtocol {
   // After a flush: asks rogd for every pending row (once per stream); true
   // once rogd said it sent them all.
   bool SyncStep();
-  void CancelSync() { flush_waiting_ = false; }
+  void CancelSync() { flush_.waiting = false; }
 
   // --- what the facade reports ---------------------------------------------------------
   uint64_t clock() const { return state_.clock(); }
   const std::vector<float>& replica() const { return state_.replica(); }
-  double total_stall() const { return total_stall_; }
-  double total_detached() const { return total_detached_; }
-  bool detached() const { return detached_; }
-  uint64_t detaches() const { return detaches_; }
-  uint64_t replayed() const { return replayed_; }
-  uint64_t replay_dropped() const { return replay_dropped_; }
+  double total_stall() const { return stats_.total_stall(); }
+  double total_detached() const { return stats_.total_detached(); }
+  bool detached() const { return team_.detached; }
+  uint64_t detaches() const { return team_.detaches; }
+  uint64_t replayed() const { return replay_.replayed(); }
+  uint64_t replay_dropped() const { return replay_.dropped(); }
   // rogd's last account of why the worker waits ("" reason: none).
-  const StallInfo& stall() const { return stall_; }
+  const StallInfo& stall() const { return team_.stall; }
   // The window rogd sent last.
-  const pb::Window& window() const { return window_; }
+  const pb::Window& window() const { return team_.window; }
 
  private:
-  // An uplink batch sent and not yet acknowledged: enough to undo it.
-  struct SentBatch {
-    uint64_t seq = 0;
-    pb::BatchKind kind = pb::BATCH_KIND_UPDATE;
-    std::vector<RowId> rows;
-    std::vector<uint32_t> counts;
-    std::vector<float> decoded;  // UPDATE: what the server folds, concatenated
-    uint64_t bytes = 0;
-    uint64_t phase = 0;    // the transmission phase that sent it
-    bool in_push = false;  // formed inside EndIteration: part of that phase's push
-    double sent_at = 0;
+  // The terms the welcome set for the stream (OnWelcome alone writes them).
+  struct Terms {
+    uint64_t token = 0;  // the resume token to present on the next hello
+    SyncPolicy policy = SyncPolicy::kRog;
+    uint32_t bound = 0;
+    double mta = 1;
+    Codec codec = Codec::kFp32;
+    uint64_t model_wire_bytes = 0;  // every row once in `codec`
   };
-  // A push whose statistics are not complete yet: its EndIteration has not
-  // returned, or some of its batches are unacknowledged.
-  struct OpenPush {
+  // What rogd said of this worker's place in the team: released, stalled
+  // (and whether this worker said it waits), detached (team patience).
+  // A welcome or a Begin resets the per-wait parts.
+  struct Team {
+    bool ready = false;  // Welcome.team_ready, or a Release since
+    // rogd's last Release: the worker may start the iteration after this
+    // clock (a Release may arrive while the next iteration computes: it
+    // must not let the one after start).
+    bool released = false;
+    uint64_t released_clock = 0;
+    bool stall_reported = false;  // this wait's stalled progress is queued
+    StallInfo stall;
+    pb::Window window;  // the window rogd sent last
+    // Team patience (pb::Detached): outside the bound; pushes everything
+    // it holds in the background; trains on its own while its clock is
+    // below `local_until`, then pauses until rogd reattaches it.
+    bool detached = false;
+    uint64_t local_until = 0;
+    // Detached: this worker told rogd it pauses (Progress.paused, at its
+    // clock) since the detachment or its last local step.
+    bool pause_reported = false;
+    std::string detach_reason;
+    uint64_t detaches = 0;
+  };
+  // The downlink: the seq expected next and the ack owed for it.
+  struct Downlink {
+    uint64_t next_seq = 1;
+    uint64_t stream = 0;  // Welcome.stream of the stream next_seq counts on
+    uint64_t ack_seq = 0;
+    uint64_t ack_bytes = 0;
+    bool ack_due = false;
+  };
+  // The push of the last EndIteration while its rows go (transmitting):
+  // its plan, its window's deadline and its phase; sent_phase says which
+  // rows went in the phase already.
+  struct Push {
+    Plan plan;
+    bool transmitting = false;
+    bool speculate = true;
+    double deadline = std::numeric_limits<double>::infinity();
     uint64_t phase = 0;
-    PushStats stats;
-    double t0 = 0;  // EndIteration's call
-    double deadline = 0;
-    double last_ack = 0;
-    uint64_t unacked = 0;  // its batches in flight
-    bool ended = false;    // its EndIteration returned
+    std::vector<uint64_t> sent_phase;  // per row: last phase it was sent in
+  };
+  // Flush and Sync: rogd's answer to a flush request.
+  struct Flush {
+    bool waiting = false;  // a flush progress report is out
+    bool flushed = false;  // rogd's Release said every pending row went
+  };
+  struct Goodbye {
+    bool due = false;
+    bool said = false;
+    std::string reason;
   };
 
   uint64_t RowWireBytes(RowId row) const;
   uint64_t BatchBytes() const;
   uint64_t InFlightCap() const;
+  double Goodput() const;
   bool WindowOpen(double now) const;
   bool Pushable(RowId row) const;
   bool PlanFinished(double now) const;
@@ -193,17 +247,13 @@ class WorkerProtocol {
   pb::Progress MakeProgress(bool stalled, bool flush) const;
   std::string HelloRowDigests() const;
 
-  void ReplayLost(uint64_t applied);
   void ReturnInFlight(uint64_t applied);
   void AcceptWelcome(const pb::Welcome& w, const std::vector<RowId>& held);
   absl::Status OnBatch(const pb::RowBatch& b);
   void AddBackInFlight(RowId row, uint64_t applied_seq, uint64_t version);
-  static size_t ReplayBytes(const SentBatch& b);
-  void KeepForReplay(SentBatch b, double now);
   void OnAck(const pb::Ack& a);
-  OpenPush* PushOf(const SentBatch& b);
-  void CompletePushes();
   void OnDirective(const pb::Directive& d);
+  void OnPushNow(const pb::PushNow& p);
   void OnStall(const pb::Stall& s);
   void OnDetached(const pb::Detached& d);
   void OnReattached(const pb::Reattached& r);
@@ -218,87 +268,23 @@ class WorkerProtocol {
   WorkerState state_;
 
   bool active_ = false;  // welcomed, and the stream not ended since
-  uint64_t token_ = 0;
-  SyncPolicy policy_ = SyncPolicy::kRog;
-  uint32_t bound_ = 0;
-  double mta_ = 1;
-  Codec codec_ = Codec::kFp32;
-  uint64_t model_wire_bytes_ = 0;
-  bool team_ready_ = false;
-  // rogd's last Release: the worker may start the iteration after this clock
-  // (a Release may arrive while the next iteration computes: it must not
-  // let the one after start).
-  bool released_ = false;
-  uint64_t released_clock_ = 0;
-  bool stall_reported_ = false;
-  StallInfo stall_;
-  pb::Window window_;
-  // Team patience (pb::Detached): outside the bound; pushes everything it
-  // holds in the background; trains on its own while its clock is below
-  // `local_until_`, then pauses until rogd reattaches it.
-  bool detached_ = false;
-  uint64_t local_until_ = 0;
-  // Detached: this worker told rogd it pauses (Progress.paused, at its
-  // clock) since the detachment or its last local step.
-  bool pause_reported_ = false;
-  std::string detach_reason_;
-  uint64_t detaches_ = 0;
-  // Downlink.
-  uint64_t next_down_seq_ = 1;
-  uint64_t downlink_stream_ = 0;  // Welcome.stream of the stream next_down_seq_ counts on
-  uint64_t down_ack_seq_ = 0;
-  uint64_t down_ack_bytes_ = 0;
-  bool ack_due_ = false;
-  size_t resync_rows_ = 0;  // VALUES rows still expected
-  bool flush_waiting_ = false;
-  bool flushed_ = false;
-  // Uplink.
-  uint64_t last_acked_up_ = 0;
-  uint64_t next_up_seq_ = 1;
-  std::deque<SentBatch> inflight_;
-  // Acknowledged update batches not yet in a checkpoint of rogd's
-  // (Ack.durable_seq): if rogd dies with -9 and restarts from its last
-  // checkpoint, its Welcome says it applied less, and these are replayed.
-  std::deque<SentBatch> not_durable_;
-  size_t not_durable_bytes_ = 0;
-  uint64_t replayed_ = 0, replay_dropped_ = 0;
-  double replay_warned_at_ = -1e9;
-  // Batches acknowledged while a resync is under way: rogd sends acks ahead
-  // of queued rows, so values formed before a batch was applied may arrive
-  // after its ack, and the batch must still be added back to them.
-  std::deque<SentBatch> acked_in_resync_;
-  uint64_t inflight_bytes_ = 0;
-  GoodputEstimator goodput_;
-  RoundTripFilter rtt_;    // the uplink's round trip
+  Terms terms_;
+  Team team_;
+  Downlink down_;
+  size_t resync_rows_ = 0;  // VALUES rows of a resync still expected
+  Flush flush_;
   RowId values_next_ = 0;  // initial model upload; == rows when none/done
-  RowQueue forced_;        // rows a stalled peer waits for: first, whatever the window
+  UplinkInFlight uplink_;
+  ReplayBuffer replay_;
+  RowQueue forced_;  // rows a stalled peer waits for: first, whatever the window
   // Rows rogd asked for ahead of a peer's need (PushNow.ahead): first while
   // a window is open, never past it.
   RowQueue ahead_;
-  Plan plan_;
-  bool transmitting_ = false;
-  bool speculate_ = true;
-  double deadline_;
-  uint64_t phase_ = 0;
-  std::vector<uint64_t> sent_phase_;  // per row: last phase it was sent in
-  std::deque<OpenPush> open_pushes_;
-  std::vector<std::pair<double, PushStats>> pushes_done_;  // (its t0, stats)
+  Push push_;
   std::deque<pb::Progress> progress_out_;
-  bool goodbye_due_ = false;
-  bool said_goodbye_ = false;
-  std::string goodbye_reason_;
-
-  // Statistics.
-  IterationStats current_;
-  double begin_returned_ = 0;
-  double push_started_ = 0;
+  Goodbye goodbye_;
   bool in_iteration_ = false;
-  double total_compute_ = 0, total_transmit_ = 0, total_stall_ = 0, total_detached_ = 0;
-  double last_compute_ = 0;  // the last finished iteration's (Progress.last_compute_seconds)
-  // Waits of BeginIteration calls that timed out, for the next stats.
-  double carry_stall_ = 0, carry_detached_ = 0;
-  uint64_t total_stalls_ = 0;
-  double last_overshoot_ = 0;
+  PushStatistics stats_;
 };
 
 }  // namespace rog
