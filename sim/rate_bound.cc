@@ -51,8 +51,8 @@ absl::StatusOr<RateBound> ComputeRateBound(const SimConfig& config, const Layout
   static const Trace kDefaultTrace = Trace::Constant(100);  // as the simulator's
   const size_t n = config.workers;
   double model = 0;  // the whole model, encoded, one way
-  for (const RowInfo& r : layout.rows()) model += EncodedSize(config.codec, r.numel);
-  const uint32_t bound = EffectiveBound(config.policy, config.staleness);
+  for (const RowInfo& r : layout.rows()) model += EncodedSize(config.engine.codec, r.numel);
+  const uint32_t bound = EffectiveBound(config.engine.policy, config.engine.staleness);
   const double d = config.link_delay;
   const double end = start + config.seconds;
 

@@ -54,8 +54,9 @@ struct RateBound {
 };
 
 // The rate under `schedule` for the settings of `config` that concern links
-// and compute (workers, staleness and policy: the bound B, compute_seconds
-// and compute_factors, seconds, traces, trace_scale, link_delay, codec),
+// and compute (workers; engine.staleness and engine.policy: the bound B;
+// compute_seconds and compute_factors, seconds, traces, trace_scale,
+// link_delay, engine.codec),
 // the model's size from `layout`, the traces' time from `start` seconds.
 // Patience and the protocol's options play no part. InvalidArgument for
 // settings the simulator refuses too (which, in the message).

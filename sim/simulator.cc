@@ -209,7 +209,9 @@ struct SimWorker {
 class Simulation {
  public:
   Simulation(const SimConfig& config, const Layout& layout)
-      : cfg_(config), layout_(layout), bound_(EffectiveBound(config.policy, config.staleness)) {}
+      : cfg_(config),
+        layout_(layout),
+        bound_(EffectiveBound(config.engine.policy, config.engine.staleness)) {}
 
   absl::StatusOr<SimReport> Run();
 
@@ -220,6 +222,8 @@ class Simulation {
 
  private:
   absl::Status Validate();
+  absl::Status ValidateBatches() const;
+  absl::Status ValidateEngine() const;
   void Setup();
   absl::Status Loop();
   void Schedule(double t, EventType type, size_t w, uint64_t tag = 0) {
@@ -296,27 +300,14 @@ absl::Status Simulation::Validate() {
   if (cfg_.compute_jitter < 0 || cfg_.compute_jitter >= 1) {
     return absl::InvalidArgumentError("compute_jitter must be in [0, 1)");
   }
-  if (cfg_.batch_bytes < 64) return absl::InvalidArgumentError("batch_bytes must be >= 64");
-  if (absl::Status s = CheckBatchSeconds(cfg_.batch_seconds, "batch_seconds", "batch_bytes");
-      !s.ok()) {
-    return s;
-  }
+  if (absl::Status s = ValidateBatches(); !s.ok()) return s;
   if (!(cfg_.link_delay >= 0) || cfg_.link_delay > 10) {
     return absl::InvalidArgumentError("link_delay must be between 0 and 10 seconds");
   }
   if (cfg_.max_update < 1 || cfg_.max_update > 1000) {
     return absl::InvalidArgumentError("max_update must be between 1 and 1000");
   }
-  if (!(cfg_.patience >= 0) || !std::isfinite(cfg_.patience)) {
-    return absl::InvalidArgumentError("patience must be >= 0 seconds (0: off)");
-  }
-  if (!(cfg_.patience_iterations >= 0 && cfg_.patience_iterations <= 1000)) {
-    return absl::InvalidArgumentError("patience_iterations must be between 0 and 1000");
-  }
-  if (!(cfg_.detach_speedup == 0 || cfg_.detach_speedup > 1) ||
-      !std::isfinite(cfg_.detach_speedup)) {
-    return absl::InvalidArgumentError("detach_speedup must be 0 (off) or above 1");
-  }
+  if (absl::Status s = ValidateEngine(); !s.ok()) return s;
   if (cfg_.compute_factors.empty()) cfg_.compute_factors = {1.0};
   if (cfg_.learning != nullptr) {
     if (!(cfg_.score_every >= 0.01) || cfg_.seconds / cfg_.score_every > 100000) {
@@ -329,6 +320,39 @@ absl::Status Simulation::Validate() {
           "the learning task's model has ", initial_.size(), " parameters and the layout ",
           layout_.total_numel(), ": simulate the model's own layout"));
     }
+  }
+  return absl::OkStatus();
+}
+
+// rogd's batches and the SDK's.
+absl::Status Simulation::ValidateBatches() const {
+  if (cfg_.engine.batch_bytes < 64 || cfg_.batch_bytes < 64) {
+    return absl::InvalidArgumentError("engine.batch_bytes and batch_bytes must be >= 64");
+  }
+  if (absl::Status s = CheckBatchSeconds(cfg_.engine.batch_seconds, "engine.batch_seconds",
+                                         "engine.batch_bytes");
+      !s.ok()) {
+    return s;
+  }
+  return CheckBatchSeconds(cfg_.batch_seconds, "batch_seconds", "batch_bytes");
+}
+
+// rogd's options the simulator does not set itself.
+absl::Status Simulation::ValidateEngine() const {
+  const EngineOptions& e = cfg_.engine;
+  if (!(e.patience >= 0) || !std::isfinite(e.patience)) {
+    return absl::InvalidArgumentError("engine.patience must be >= 0 seconds (0: off)");
+  }
+  if (!(e.patience_iterations >= 0 && e.patience_iterations <= 1000)) {
+    return absl::InvalidArgumentError("engine.patience_iterations must be between 0 and 1000");
+  }
+  if (!(e.detach_speedup == 0 || e.detach_speedup > 1) || !std::isfinite(e.detach_speedup)) {
+    return absl::InvalidArgumentError("engine.detach_speedup must be 0 (off) or above 1");
+  }
+  if (!e.checkpoint_path.empty() || !e.init_path.empty()) {
+    return absl::InvalidArgumentError(
+        "the simulated rogd keeps no checkpoints: leave engine.checkpoint_path and "
+        "engine.init_path empty");
   }
   return absl::OkStatus();
 }
@@ -386,22 +410,9 @@ void Simulation::Setup() {
 
 absl::StatusOr<SimReport> Simulation::Run() {
   if (absl::Status s = Validate(); !s.ok()) return s;
-  EngineOptions o;
-  o.policy = cfg_.policy;
-  o.staleness = cfg_.staleness;
-  o.codec = cfg_.codec;
+  EngineOptions o = cfg_.engine;
   o.team_size = cfg_.workers;
   o.lease_seconds = 1e9;  // nobody disconnects
-  o.batch_bytes = cfg_.batch_bytes;
-  o.batch_seconds = cfg_.batch_seconds;
-  o.patience = cfg_.patience;
-  o.patience_iterations = cfg_.patience_iterations;
-  o.detached_local_steps = cfg_.detached_local_steps;
-  o.detach_speedup = cfg_.detach_speedup;
-  o.downlink_lookahead = cfg_.downlink_lookahead;
-  o.push_ahead = cfg_.push_ahead;
-  o.ask_before_report = cfg_.ask_before_report;
-  o.send_whole_when_it_fits = cfg_.send_whole_when_it_fits;
   o.clock = clock_;
   absl::StatusOr<std::unique_ptr<EngineCore>> core = EngineCore::Create(std::move(o));
   if (!core.ok()) return core.status();
@@ -748,7 +759,7 @@ void Simulation::TryBegin(size_t w) {
 void Simulation::CheckBound(size_t w) {
   // Counters are exact only when nothing is lost in coding, and only the
   // training time counts.
-  if (!IsLossless(cfg_.codec) || !Training() || cfg_.learning != nullptr) return;
+  if (!IsLossless(cfg_.engine.codec) || !Training() || cfg_.learning != nullptr) return;
   SimWorker& s = workers_[w];
   const uint64_t clock = s.proto->clock();
   bool violated = false;

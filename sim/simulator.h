@@ -43,12 +43,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/worker_protocol.h"
 #include "common/codec.h"
 #include "common/goodput.h"
 #include "common/layout.h"
 #include "common/protocol_rules.h"
 #include "common/staleness.h"
 #include "common/trace.h"
+#include "server/engine_core.h"
 
 namespace rog {
 
@@ -80,10 +82,26 @@ struct SimScore {
   double score = 0;
 };
 
-struct SimConfig {
-  SyncPolicy policy = SyncPolicy::kRog;
-  uint32_t staleness = 4;
-  Codec codec = Codec::kFp32;
+// A simulation's settings. rogd's options and the SDK's are the product's
+// own structs, taken as they are, so that an option is declared once, where
+// rogd or the SDK declares it: `engine` is rogd's EngineOptions
+// (server/engine_core.h), and SimConfig is the SDK's ProtocolOptions
+// (client/worker_protocol.h: batch_bytes, batch_seconds, return_after_share,
+// share_in_background, send_whole_when_it_fits, as every simulated worker's
+// protocol takes them). The rest is the simulation's own.
+//
+// Set by the simulator, whatever is given: rogd's team_size (`workers`),
+// lease_seconds (nobody disconnects) and clock (the simulated one); each
+// worker's worker_id and clock, the default in-flight lead (0.05 s) and no
+// replay buffer (rogd never restarts). rogd keeps no checkpoints here:
+// engine.checkpoint_path and engine.init_path must be empty.
+//
+// rogd's and the SDK's batch_bytes, batch_seconds and
+// send_whole_when_it_fits are two settings each, as in the product
+// (rogd --batch_bytes, WorkerOptions::batch_bytes); tools/sim's flags set
+// both.
+struct SimConfig : ProtocolOptions {
+  EngineOptions engine;
   size_t workers = 4;
   // Training time; then the workers stop and every accumulator and pending
   // update is drained.
@@ -97,11 +115,6 @@ struct SimConfig {
   // One trace per worker, cycled when fewer; empty: a constant 100 Mbit/s.
   std::vector<Trace> traces;
   double trace_scale = 1.0;
-  // Payload budget of one row batch (rogd's and the SDK's).
-  size_t batch_bytes = 16 * 1024;
-  // Each batch's budget: this many seconds of its link's measured goodput,
-  // within [2 KiB, batch_bytes] (0: batch_bytes always).
-  double batch_seconds = kDefaultBatchSeconds;
   // One-way delay of every link, each direction, seconds (tools/bench.sh's
   // relays: 5 ms).
   double link_delay = 0.005;
@@ -110,29 +123,11 @@ struct SimConfig {
   uint32_t max_update = 8;
   // Stop with an error instead of simulating past this many events.
   uint64_t max_events = 200'000'000;
-  // rogd's team patience: at least `patience` seconds (--patience; 0: off),
-  // `patience_iterations` compute times per iteration if longer.
-  double patience = 0;
-  double patience_iterations = kPatienceIterations;
-  // The SDK's WorkerOptions::return_after_share and share_in_background.
-  bool return_after_share = true;
-  bool share_in_background = true;
   // Experiment: a worker's push ends only once every batch it sent is
   // acknowledged, so that its transfers do not overlap its next compute (a
   // baseline as the paper ran it; the SDK returns once the push is handed
   // off).
   bool push_waits_for_acks = false;
-  // rogd's --detached_local_steps and --detach_speedup (0: off).
-  uint32_t detached_local_steps = 0;
-  double detach_speedup = 0;
-  // rogd's EngineOptions::downlink_lookahead, push_ahead and
-  // ask_before_report.
-  bool downlink_lookahead = true;
-  bool push_ahead = false;
-  bool ask_before_report = false;
-  // The SDK's ProtocolOptions::send_whole_when_it_fits and rogd's
-  // EngineOptions::send_whole_when_it_fits, together.
-  bool send_whole_when_it_fits = false;
   // Real training (not owned; nullptr: integer updates), and how often
   // every replica is scored during the training time (also at its end).
   SimLearning* learning = nullptr;

@@ -243,12 +243,38 @@ int SolveTraceScale(double ratio, rog::Codec codec, const rog::Layout& layout,
   return 0;
 }
 
-// The simulation every policy shares, from the flags (the policy aside).
+// rogd's options from the flags (the policy aside; the simulator sets the
+// team size, the lease and the clock).
+rog::EngineOptions EngineFromFlags(rog::Codec codec) {
+  rog::EngineOptions e;
+  e.staleness = absl::GetFlag(FLAGS_staleness);
+  e.codec = codec;
+  e.batch_bytes = absl::GetFlag(FLAGS_batch_bytes);
+  e.batch_seconds = absl::GetFlag(FLAGS_batch_seconds);
+  e.downlink_lookahead = absl::GetFlag(FLAGS_downlink_lookahead);
+  e.push_ahead = absl::GetFlag(FLAGS_push_ahead);
+  e.ask_before_report = absl::GetFlag(FLAGS_ask_before_report);
+  e.send_whole_when_it_fits = absl::GetFlag(FLAGS_send_whole_when_it_fits);
+  e.patience = absl::GetFlag(FLAGS_patience);
+  e.patience_iterations = absl::GetFlag(FLAGS_patience_iterations);
+  e.detach_speedup = absl::GetFlag(FLAGS_detach_speedup);
+  e.detached_local_steps = absl::GetFlag(FLAGS_detached_local_steps);
+  return e;
+}
+
+// The simulation every policy shares, from the flags (the policy aside):
+// rogd's options, the SDK's (--batch_bytes, --batch_seconds and
+// --send_whole_when_it_fits are rogd's and the SDK's alike) and the
+// simulation's own.
 absl::StatusOr<rog::SimConfig> ConfigFromFlags(rog::Codec codec,
                                                const std::vector<rog::Trace>& traces) {
   rog::SimConfig base;
-  base.staleness = absl::GetFlag(FLAGS_staleness);
-  base.codec = codec;
+  base.engine = EngineFromFlags(codec);
+  base.batch_bytes = base.engine.batch_bytes;
+  base.batch_seconds = base.engine.batch_seconds;
+  base.send_whole_when_it_fits = base.engine.send_whole_when_it_fits;
+  base.return_after_share = absl::GetFlag(FLAGS_return_after_share);
+  base.share_in_background = absl::GetFlag(FLAGS_share_in_background);
   base.workers = absl::GetFlag(FLAGS_workers);
   base.seconds = absl::GetFlag(FLAGS_seconds);
   base.seed = absl::GetFlag(FLAGS_seed);
@@ -256,22 +282,10 @@ absl::StatusOr<rog::SimConfig> ConfigFromFlags(rog::Codec codec,
   base.compute_jitter = absl::GetFlag(FLAGS_compute_jitter);
   base.traces = traces;
   base.trace_scale = absl::GetFlag(FLAGS_trace_scale);
-  base.batch_bytes = absl::GetFlag(FLAGS_batch_bytes);
-  base.batch_seconds = absl::GetFlag(FLAGS_batch_seconds);
   base.link_delay = absl::GetFlag(FLAGS_link_delay);
-  base.return_after_share = absl::GetFlag(FLAGS_return_after_share);
-  base.share_in_background = absl::GetFlag(FLAGS_share_in_background);
   base.push_waits_for_acks = absl::GetFlag(FLAGS_push_waits_for_acks);
-  base.downlink_lookahead = absl::GetFlag(FLAGS_downlink_lookahead);
-  base.push_ahead = absl::GetFlag(FLAGS_push_ahead);
-  base.ask_before_report = absl::GetFlag(FLAGS_ask_before_report);
-  base.send_whole_when_it_fits = absl::GetFlag(FLAGS_send_whole_when_it_fits);
   base.score_every = absl::GetFlag(FLAGS_score_every);
-  base.patience = absl::GetFlag(FLAGS_patience);
-  base.patience_iterations = absl::GetFlag(FLAGS_patience_iterations);
-  base.detach_speedup = absl::GetFlag(FLAGS_detach_speedup);
-  base.detached_local_steps = absl::GetFlag(FLAGS_detached_local_steps);
-  if (!(base.patience >= 0)) {
+  if (!(base.engine.patience >= 0)) {
     return absl::InvalidArgumentError("--patience must be >= 0 seconds (0: off)");
   }
   if (!(base.score_every >= 0.01) || base.seconds / base.score_every > 100000) {
@@ -288,20 +302,21 @@ void PrintSettings(const rog::Layout& layout, const rog::SimConfig& base) {
       "model %s: %zu tensors, %zu rows, %.2f MB fp32 | %zu workers | S=%u (MTA %.3f) | "
       "codec %s | %.0f s | compute %.2f s ±%.0f%% | link delay %.0f ms | seed %llu\n",
       absl::GetFlag(FLAGS_model).c_str(), layout.tensors().size(), layout.num_rows(),
-      layout.total_numel() * 4 / 1e6, base.workers, base.staleness,
-      rog::MinimumTransmissionAmount(base.staleness),
-      std::string(rog::CodecName(base.codec)).c_str(), base.seconds, base.compute_seconds,
+      layout.total_numel() * 4 / 1e6, base.workers, base.engine.staleness,
+      rog::MinimumTransmissionAmount(base.engine.staleness),
+      std::string(rog::CodecName(base.engine.codec)).c_str(), base.seconds, base.compute_seconds,
       base.compute_jitter * 100, 1e3 * base.link_delay, static_cast<unsigned long long>(base.seed));
-  if (base.patience > 0) {
+  const rog::EngineOptions& e = base.engine;
+  if (e.patience > 0) {
     std::printf(
         "  team patience %.3g s or %.3g compute times per iteration if longer, detached workers "
         "run up to %u local steps\n",
-        base.patience, base.patience_iterations, base.detached_local_steps);
-    if (base.detach_speedup > 0) {
+        e.patience, e.patience_iterations, e.detached_local_steps);
+    if (e.detach_speedup > 0) {
       std::printf(
           "  team pace: the slowest link detaches when the team would run %.3gx as fast "
           "without it\n",
-          base.detach_speedup);
+          e.detach_speedup);
     }
   }
   if (base.traces.empty())
@@ -391,7 +406,7 @@ bool CheckInvariants(const rog::SimConfig& cfg, const rog::SimReport& r) {
         r.max_replica_error, r.max_sum_error, r.max_update_element);
     return true;
   }
-  if (!rog::IsLossless(cfg.codec)) {
+  if (!rog::IsLossless(cfg.engine.codec)) {
     // The simulator counts versions exactly only without coding losses:
     // it does not check the bound, and a replica differs by what the codec
     // has not sent yet.
@@ -545,7 +560,7 @@ absl::Status PrintRateBounds(const std::vector<std::pair<rog::SyncPolicy, double
       "simulated/any\n");
   for (size_t i = 0; i < runs.size(); ++i) {
     rog::SimConfig cfg = base;
-    cfg.policy = runs[i].first;
+    cfg.engine.policy = runs[i].first;
     double rate[3] = {0, 0, 0}, compute = 0;
     const rog::RateSchedule schedules[3] = {rog::RateSchedule::kAnyProtocol,
                                             rog::RateSchedule::kRowsInTurn,
@@ -558,9 +573,9 @@ absl::Status PrintRateBounds(const std::vector<std::pair<rog::SyncPolicy, double
       if (s == 0) compute = b->compute_share;
     }
     std::printf("%-6s  %5u  %9.3f  %12.3f (%5.1f%%)  %12.3f  %18.3f  %12.1f%%\n",
-                std::string(rog::SyncPolicyName(cfg.policy)).c_str(),
-                rog::EffectiveBound(cfg.policy, cfg.staleness), runs[i].second, rate[0],
-                100 * compute, rate[1], rate[2], 100 * runs[i].second / rate[0]);
+                std::string(rog::SyncPolicyName(cfg.engine.policy)).c_str(),
+                rog::EffectiveBound(cfg.engine.policy, cfg.engine.staleness), runs[i].second,
+                rate[0], 100 * compute, rate[1], rate[2], 100 * runs[i].second / rate[0]);
   }
   return absl::OkStatus();
 }
@@ -569,7 +584,7 @@ absl::Status PrintRateBounds(const std::vector<std::pair<rog::SyncPolicy, double
 // follows it; the exit status: 0 if the invariants held.
 int ComparePolicies(const std::vector<rog::SyncPolicy>& policies, const rog::Layout& layout,
                     const rog::SimConfig& base) {
-  const bool patience = base.patience > 0;
+  const bool patience = base.engine.patience > 0;
   PrintTableHead(patience);
   Throughputs ips;
   std::vector<std::string> causes, uses;
@@ -579,7 +594,7 @@ int ComparePolicies(const std::vector<rog::SyncPolicy>& policies, const rog::Lay
   bool ok = true;
   for (rog::SyncPolicy policy : policies) {
     rog::SimConfig cfg = base;
-    cfg.policy = policy;
+    cfg.engine.policy = policy;
     absl::StatusOr<rog::SimReport> r = rog::RunSimulation(cfg, layout);
     if (!r.ok()) return Fail(r.status());
     PrintRow(policy, *r, patience);
@@ -597,8 +612,8 @@ int ComparePolicies(const std::vector<rog::SyncPolicy>& policies, const rog::Lay
     rates.emplace_back(policy, r->iterations_per_second());
     starts.push_back(r->start);
   }
-  PrintSummary(causes, uses, ips, patience, rog::IsLossless(base.codec), base.learning != nullptr,
-               ok);
+  PrintSummary(causes, uses, ips, patience, rog::IsLossless(base.engine.codec),
+               base.learning != nullptr, ok);
   if (!learned.empty()) PrintTimesToBspScore(learned);
   if (absl::GetFlag(FLAGS_rate_bound)) {
     if (absl::Status s = PrintRateBounds(rates, starts, layout, base); !s.ok()) return Fail(s);

@@ -31,13 +31,13 @@ double ModelBytes(const Layout& layout, Codec codec) {
 // `model_seconds`; compute 1 s per iteration; 1000 s.
 SimConfig ConstantLinks(SyncPolicy policy, uint32_t staleness, double model_seconds) {
   SimConfig c;
-  c.policy = policy;
-  c.staleness = staleness;
+  c.engine.policy = policy;
+  c.engine.staleness = staleness;
   c.workers = 2;
   c.seconds = 1000;
   c.compute_seconds = 1;
   c.link_delay = 0;
-  const double mbit = ModelBytes(TinyLayout(), c.codec) * 8 / 1e6 / model_seconds;
+  const double mbit = ModelBytes(TinyLayout(), c.engine.codec) * 8 / 1e6 / model_seconds;
   c.traces = {Trace::Constant(mbit)};
   return c;
 }
@@ -145,14 +145,14 @@ TEST_CASE("no simulated policy outruns the bound on the robots' traces", "[rate_
   REQUIRE(layout.ok());
   SimConfig c;
   c.workers = 4;
-  c.staleness = 4;
+  c.engine.staleness = 4;
   c.seconds = 60;
   c.compute_seconds = 0.2;
   c.compute_jitter = 0;
   c.trace_scale = 0.112596;
   c.traces = FastTraces();
   for (SyncPolicy policy : {SyncPolicy::kBsp, SyncPolicy::kSsp, SyncPolicy::kRog}) {
-    c.policy = policy;
+    c.engine.policy = policy;
     absl::StatusOr<SimReport> r = RunSimulation(c, *layout);
     REQUIRE(r.ok());
     absl::StatusOr<RateBound> any =

@@ -38,14 +38,15 @@ Trace RandomTrace(uint64_t seed) {
 SimConfig RandomConfig(SyncPolicy policy, uint64_t seed) {
   std::mt19937_64 rng(seed * 7919);
   SimConfig c;
-  c.policy = policy;
+  c.engine.policy = policy;
   c.seed = seed;
   c.workers = 2 + rng() % 4;
-  c.staleness = rng() % 5;
+  c.engine.staleness = rng() % 5;
   c.seconds = 20 + rng() % 20;
   c.compute_seconds = 0.05 + 0.01 * (rng() % 20);
   c.compute_factors = {1.0, 1.5, 0.8, 2.0};
-  c.batch_bytes = 256 + rng() % 4096;
+  c.engine.batch_bytes = 256 + rng() % 4096;  // rogd's
+  c.batch_bytes = c.engine.batch_bytes;       // and the SDK's
   for (size_t w = 0; w < c.workers; ++w) c.traces.push_back(RandomTrace(seed * 31 + w));
   c.trace_scale = 0.002 + 0.01 * (rng() % 10);  // the tiny model needs slow links to matter
   return c;
@@ -65,7 +66,7 @@ TEST_CASE(
   const SyncPolicy policy = GENERATE(SyncPolicy::kBsp, SyncPolicy::kSsp, SyncPolicy::kRog);
   for (uint64_t seed = 1; seed <= 25; ++seed) {
     SimConfig c = RandomConfig(policy, seed);
-    CAPTURE(SyncPolicyName(policy), seed, c.workers, c.staleness, c.trace_scale);
+    CAPTURE(SyncPolicyName(policy), seed, c.workers, c.engine.staleness, c.trace_scale);
     absl::StatusOr<SimReport> r = RunSimulation(c, layout);
     INFO(r.status().ToString());
     REQUIRE(r.ok());
@@ -82,7 +83,7 @@ TEST_CASE("the staleness bound holds at every compute start", "[simulator][prope
   const SyncPolicy policy = GENERATE(SyncPolicy::kBsp, SyncPolicy::kSsp, SyncPolicy::kRog);
   for (uint64_t seed = 100; seed < 125; ++seed) {
     SimConfig c = RandomConfig(policy, seed);
-    CAPTURE(SyncPolicyName(policy), seed, c.workers, c.staleness);
+    CAPTURE(SyncPolicyName(policy), seed, c.workers, c.engine.staleness);
     absl::StatusOr<SimReport> r = RunSimulation(c, layout);
     INFO(r.status().ToString());
     REQUIRE(r.ok());
@@ -91,7 +92,7 @@ TEST_CASE("the staleness bound holds at every compute start", "[simulator][prope
     // The counters say how many iterations of each other worker a replica
     // holds; at a compute start none may be more than the bound behind the
     // worker's own clock.
-    const uint32_t bound = policy == SyncPolicy::kBsp ? 0 : c.staleness;
+    const uint32_t bound = policy == SyncPolicy::kBsp ? 0 : c.engine.staleness;
     for (const auto& w : r->workers) CHECK(w.max_staleness <= bound);
   }
 }
@@ -102,7 +103,7 @@ TEST_CASE("lossy codecs: what the accumulators keep after the drain stays bounde
   const Codec codec = GENERATE(Codec::kBf16, Codec::kInt8, Codec::kSign);
   for (uint64_t seed = 200; seed < 210; ++seed) {
     SimConfig c = RandomConfig(SyncPolicy::kRog, seed);
-    c.codec = codec;
+    c.engine.codec = codec;
     CAPTURE(CodecName(codec), seed);
     absl::StatusOr<SimReport> r = RunSimulation(c, layout);
     INFO(r.status().ToString());
@@ -111,7 +112,7 @@ TEST_CASE("lossy codecs: what the accumulators keep after the drain stays bounde
     // sends a residual alone): after the drain a replica differs from
     // rogd's model by what its accumulators keep, a residual of the codec,
     // never more than a few updates' worth.
-    CHECK(r->max_residual <= 4 * (c.staleness + 2) * r->max_update_element);
+    CHECK(r->max_residual <= 4 * (c.engine.staleness + 2) * r->max_update_element);
   }
 }
 
@@ -120,14 +121,14 @@ TEST_CASE("with one slow link ROG outruns BSP and SSP and stalls less", "[simula
   REQUIRE(layout.ok());
   SimConfig c;
   c.workers = 4;
-  c.staleness = 4;
+  c.engine.staleness = 4;
   c.seconds = 120;
   c.compute_seconds = 0.5;
   // 1.7 MB over 2 Mbit/s takes ~7 s; the other links are fast.
   c.traces = {Trace::Constant(2), Trace::Constant(100), Trace::Constant(100), Trace::Constant(100)};
   auto run = [&](SyncPolicy p) {
     SimConfig k = c;
-    k.policy = p;
+    k.engine.policy = p;
     absl::StatusOr<SimReport> r = RunSimulation(k, *layout);
     INFO(r.status().ToString());
     REQUIRE(r.ok());
@@ -151,7 +152,7 @@ TEST_CASE("stall time is split by what the stalled worker waited for", "[simulat
   REQUIRE(layout.ok());
   SimConfig c;
   c.workers = 4;
-  c.staleness = 2;
+  c.engine.staleness = 2;
   c.seconds = 60;
   c.compute_seconds = 0.5;
   c.traces = {Trace::Constant(100)};
@@ -164,7 +165,7 @@ TEST_CASE("stall time is split by what the stalled worker waited for", "[simulat
     // Worker 0 computes four times slower; every link is fast.
     c.compute_factors = {4.0, 1.0};
   }
-  c.policy = policy;
+  c.engine.policy = policy;
   absl::StatusOr<SimReport> r = RunSimulation(c, *layout);
   INFO(r.status().ToString());
   REQUIRE(r.ok());
@@ -232,9 +233,9 @@ TEST_CASE(
   REQUIRE(layout.ok());
   const SyncPolicy policy = GENERATE(SyncPolicy::kBsp, SyncPolicy::kSsp, SyncPolicy::kRog);
   SimConfig c;
-  c.policy = policy;
+  c.engine.policy = policy;
   c.workers = 4;
-  c.staleness = 3;
+  c.engine.staleness = 3;
   c.seconds = 90;
   c.compute_seconds = 0.2;
   c.compute_factors = {1.0, 0.9, 1.2, 1.0};
@@ -244,8 +245,8 @@ TEST_CASE(
               DyingTrace(15, {{30, 45, 0.0}, {70, 80, 0.01}}), DyingTrace(25, {})};
   auto run = [&](double patience, uint32_t local_steps) {
     SimConfig k = c;
-    k.patience = patience;
-    k.detached_local_steps = local_steps;
+    k.engine.patience = patience;
+    k.engine.detached_local_steps = local_steps;
     absl::StatusOr<SimReport> r = RunSimulation(k, *layout);
     INFO(r.status().ToString());
     REQUIRE(r.ok());
@@ -323,12 +324,12 @@ TEST_CASE("team patience on random links: bound among attached workers and conse
   uint64_t detaches = 0, reattaches = 0;
   for (uint64_t seed = 300; seed < 320; ++seed) {
     SimConfig c = RandomConfig(policy, seed);
-    c.patience = 0.2 + 0.1 * (seed % 4);
-    c.detached_local_steps = static_cast<uint32_t>(seed % 3) * 3;
+    c.engine.patience = 0.2 + 0.1 * (seed % 4);
+    c.engine.detached_local_steps = static_cast<uint32_t>(seed % 3) * 3;
     // Every other seed also detaches by the team's pace.
-    c.detach_speedup = seed % 2 == 0 ? 0 : 1.25 + 0.25 * (seed % 3);
-    CAPTURE(SyncPolicyName(policy), seed, c.workers, c.staleness, c.patience,
-            c.detached_local_steps, c.detach_speedup);
+    c.engine.detach_speedup = seed % 2 == 0 ? 0 : 1.25 + 0.25 * (seed % 3);
+    CAPTURE(SyncPolicyName(policy), seed, c.workers, c.engine.staleness, c.engine.patience,
+            c.engine.detached_local_steps, c.engine.detach_speedup);
     absl::StatusOr<SimReport> r = RunSimulation(c, layout);
     INFO(r.status().ToString());
     REQUIRE(r.ok());
@@ -355,19 +356,19 @@ TEST_CASE(
   REQUIRE(layout.ok());
   const SyncPolicy policy = GENERATE(SyncPolicy::kBsp, SyncPolicy::kSsp, SyncPolicy::kRog);
   SimConfig c;
-  c.policy = policy;
+  c.engine.policy = policy;
   c.workers = 4;
-  c.staleness = 4;
+  c.engine.staleness = 4;
   c.seconds = 45;
   c.compute_seconds = 0.02;
-  c.patience = 0.5;
+  c.engine.patience = 0.5;
   // Worker 0 at 2 Mbit/s from 10 s to 30 s (ROG's share, 27 KB, takes 0.1 s:
   // well within the patience), the others at 50 Mbit/s throughout.
   c.traces = {DyingTrace(50, {{10, 30, 2}}), DyingTrace(50, {}), DyingTrace(55, {}),
               DyingTrace(45, {})};
   auto run = [&](double speedup) {
     SimConfig k = c;
-    k.detach_speedup = speedup;
+    k.engine.detach_speedup = speedup;
     absl::StatusOr<SimReport> r = RunSimulation(k, *layout);
     INFO(r.status().ToString());
     REQUIRE(r.ok());
@@ -434,14 +435,14 @@ std::vector<Trace> FastTraces() {
 SimReport RunFastPoint(SyncPolicy policy, double compute_seconds, double seconds,
                        double trace_scale, double patience_iterations) {
   SimConfig c;
-  c.policy = policy;
-  c.staleness = 4;
+  c.engine.policy = policy;
+  c.engine.staleness = 4;
   c.workers = 4;
   c.seconds = seconds;
   c.compute_seconds = compute_seconds;
   c.compute_jitter = 0;
-  c.patience = 0.5;
-  c.patience_iterations = patience_iterations;
+  c.engine.patience = 0.5;
+  c.engine.patience_iterations = patience_iterations;
   c.trace_scale = trace_scale;
   c.seed = 1;
   c.traces = FastTraces();
@@ -482,19 +483,19 @@ TEST_CASE("a worker rogd detached is out of the bound while the directive is on 
 // pauses, at the clock rogd holds for it.
 TEST_CASE("a worker reattached while it computes keeps its stream", "[simulator][patience]") {
   const SimReport r =
-      RunFastPoint(SyncPolicy::kBsp, 5, 1200, 0.000754394, SimConfig().patience_iterations);
+      RunFastPoint(SyncPolicy::kBsp, 5, 1200, 0.000754394, SimConfig().engine.patience_iterations);
   CHECK(r.reattaches() > 0);
 }
 
 TEST_CASE("a negative patience or a detach speedup of 1 or less is refused",
           "[simulator][patience]") {
   SimConfig c;
-  c.patience = -1;
+  c.engine.patience = -1;
   CHECK(RunSimulation(c, Tiny()).status().code() == absl::StatusCode::kInvalidArgument);
-  c.patience = 0.5;
-  c.detach_speedup = 1;
+  c.engine.patience = 0.5;
+  c.engine.detach_speedup = 1;
   CHECK(RunSimulation(c, Tiny()).status().code() == absl::StatusCode::kInvalidArgument);
-  c.detach_speedup = -2;
+  c.engine.detach_speedup = -2;
   CHECK(RunSimulation(c, Tiny()).status().code() == absl::StatusCode::kInvalidArgument);
 }
 
@@ -519,6 +520,19 @@ TEST_CASE("invalid simulator settings are refused", "[simulator]") {
   c.seconds = -1;
   CHECK_FALSE(RunSimulation(c, layout).ok());
   CHECK_FALSE(SyntheticLayout("resnet").ok());
+  // rogd's batches and the SDK's are two settings, each checked.
+  c = SimConfig();
+  c.engine.batch_bytes = 32;
+  CHECK(RunSimulation(c, layout).status().code() == absl::StatusCode::kInvalidArgument);
+  c = SimConfig();
+  c.batch_bytes = 32;
+  CHECK(RunSimulation(c, layout).status().code() == absl::StatusCode::kInvalidArgument);
+  // rogd's options the simulator cannot honour: checkpoint files.
+  c = SimConfig();
+  c.engine.checkpoint_path = "/tmp/rog-sim-checkpoint";
+  absl::StatusOr<SimReport> r = RunSimulation(c, layout);
+  CHECK(r.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(r.status().message()), Catch::Contains("checkpoint"));
 }
 
 TEST_CASE("the fmnist layout is the main job's CNN", "[simulator]") {
