@@ -3,7 +3,9 @@
 // clock the test moves, without real time passing.
 //
 // Seconds are doubles on a monotonic axis with an arbitrary origin; only
-// differences mean anything.
+// differences mean anything. UnixNow() is the one reading of the wall
+// clock (times shown to people or kept in files, such as a checkpoint's),
+// behind the same seam so that a FakeClock makes it deterministic too.
 #ifndef ROG_COMMON_CLOCK_H_
 #define ROG_COMMON_CLOCK_H_
 
@@ -17,11 +19,24 @@
 
 namespace rog {
 
+// Seconds since the Unix epoch on the system clock, now. The wall clock,
+// for times people read or files keep; never for durations (it jumps when
+// the system time is set: use a Clock's Now()). Code given a Clock reads
+// its UnixNow() instead, so that tests control it.
+inline double UnixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 class Clock {
  public:
   virtual ~Clock() = default;
   // Seconds on a monotonic axis. Thread-safe.
   virtual double Now() const = 0;
+  // Seconds since the Unix epoch (wall-clock time, for checkpoint times
+  // and the like). Thread-safe. The system clock unless a clock says
+  // otherwise (FakeClock does), so that a Clock written against the SDK
+  // before this existed still builds.
+  virtual double UnixNow() const { return UnixSeconds(); }
   // Waits on `cv` (with `lock` held) until it is notified or Now() reaches
   // `deadline` (infinity: no deadline). It may return earlier, spuriously
   // or, on a clock that tests move, after a short real wait: callers loop
@@ -51,11 +66,16 @@ class RealClock final : public Clock {
   }
 };
 
-// A clock that moves only when told to. Thread-safe.
+// A clock that moves only when told to. Thread-safe. Its wall clock is
+// kUnixStart plus Now(): the same in every run, and moved by Advance.
 class FakeClock final : public Clock {
  public:
+  // 2026-01-01 00:00:00 UTC.
+  static constexpr double kUnixStart = 1767225600;
+
   explicit FakeClock(double start = 1000) : now_(start) {}
   double Now() const override { return now_.load(); }
+  double UnixNow() const override { return kUnixStart + Now(); }
   // Time moves only in Advance, so a waiter gets a short real wait (or a
   // notification) and looks at Now() again.
   void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,

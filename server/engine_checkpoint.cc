@@ -8,7 +8,6 @@
 
 namespace rog {
 
-using engine_internal::UnixNow;
 using engine_internal::WorkerRec;
 using engine_internal::WState;
 
@@ -87,7 +86,7 @@ absl::StatusOr<pb::CheckpointReply> EngineCore::Impl::WriteCheckpointNow() {
   if (!state) return absl::FailedPreconditionError("no model yet: nothing to checkpoint");
   const double t0 = Now();
   pb::Checkpoint c;
-  c.set_unix_time(UnixNow());
+  c.set_unix_time(opt.clock->UnixNow());
   *c.mutable_layout() = LayoutToProto(*layout);
   c.set_sync(static_cast<pb::SyncPolicy>(opt.policy));
   c.set_staleness(opt.staleness);

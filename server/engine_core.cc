@@ -1,7 +1,6 @@
 // The engine core's events (row batches, acks, progress, ticks), the team's
 // window and refusals, and the core's public face (server/engine_core.h).
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -22,10 +21,6 @@ namespace engine_internal {
 uint64_t StateBytes(const Layout& layout, uint64_t workers) {
   return layout.total_numel() * 4 * (workers + 1) +
          static_cast<uint64_t>(layout.num_rows()) * workers * (workers + 1) * 8;
-}
-
-double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 const char* StateName(WState s) {

@@ -53,9 +53,6 @@ constexpr double kMaxComputeSeconds = 1e9;
 // workers) and each worker's copy versions (rows x workers each).
 uint64_t StateBytes(const Layout& layout, uint64_t workers);
 
-// Seconds since the Unix epoch (checkpoint times), from the system clock.
-double UnixNow();
-
 enum class WState { kConnected, kDisconnected, kEvicted };
 
 const char* StateName(WState s);

@@ -1,7 +1,6 @@
 #include "server/metrics.h"
 
 #include <algorithm>
-#include <chrono>
 #include <deque>
 #include <exception>
 #include <limits>
@@ -13,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/clock.h"
 #include "common/codec.h"
 #include "common/staleness.h"
 #include "prometheus/collectable.h"
@@ -27,10 +27,6 @@ using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 using Labels = std::vector<ClientMetric::Label>;
-
-double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // Collects families in a fixed order; empty ones are left out.
 class Families {
@@ -83,7 +79,7 @@ class EngineCollectable final : public prometheus::Collectable {
  public:
   explicit EngineCollectable(Engine* engine) : engine_(engine) {}
   std::vector<MetricFamily> Collect() const override {
-    return MetricFamilies(engine_->Metrics(), UnixNow(), RejectionReasons());
+    return MetricFamilies(engine_->Metrics(), UnixSeconds(), RejectionReasons());
   }
 
  private:

@@ -67,6 +67,8 @@ uint64_t WireBytes(size_t size) { return size + 5 + 9 * (1 + size / 16384); }
 class SimClock final : public Clock {
  public:
   double Now() const override { return now_; }
+  // A wall clock as FakeClock's: the simulated time from a fixed instant.
+  double UnixNow() const override { return FakeClock::kUnixStart + now_; }
   void WaitUntil(std::condition_variable&, std::unique_lock<std::mutex>&, double) const override {}
   void Set(double t) { now_ = t; }
 

@@ -37,6 +37,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/clock.h"
 #include "common/trace.h"
 #include "tools/link_cli.h"
 
@@ -222,14 +223,12 @@ void PrintStartLine(const std::vector<Target>& targets,
                     const LinkSettings& s) {
   std::vector<std::string> names;
   for (const Target& t : targets) names.push_back(t.netns.empty() ? t.dev : t.netns + ":" + t.dev);
-  std::fprintf(
-      stderr,
-      "tc_link: tbf on %s, trace %s (%zu samples, period %.3f s, mean %.3f Mbit/s) x %g, "
-      "time x %s, queue %llu bytes, no added delay, trace time 0 at unix %.6f\n",
-      absl::StrJoin(names, ", ").c_str(), flags.at("trace").c_str(), trace.samples(),
-      trace.period(), trace.mean_mbit(), s.scale, flags.at("time_scale").c_str(),
-      static_cast<unsigned long long>(s.queue_bytes),
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  std::fprintf(stderr,
+               "tc_link: tbf on %s, trace %s (%zu samples, period %.3f s, mean %.3f Mbit/s) x %g, "
+               "time x %s, queue %llu bytes, no added delay, trace time 0 at unix %.6f\n",
+               absl::StrJoin(names, ", ").c_str(), flags.at("trace").c_str(), trace.samples(),
+               trace.period(), trace.mean_mbit(), s.scale, flags.at("time_scale").c_str(),
+               static_cast<unsigned long long>(s.queue_bytes), rog::UnixSeconds());
   std::fflush(stderr);
 }
 

@@ -33,6 +33,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/trace.h"
 #include "tools/link_cli.h"
 #include "tools/rate_proxy.h"
@@ -178,8 +179,7 @@ void PrintStartLine(const rog::RateProxy& proxy, const RelaySettings& s,
       proxy.port(), s.upstream.c_str(), flags.at("trace").c_str(), trace.samples(), trace.period(),
       trace.mean_mbit(), s.scale, flags.at("time_scale").c_str(),
       absl::FormatDuration(s.delay).c_str(), static_cast<unsigned long long>(s.queue_bytes),
-      absl::FormatDuration(s.queue_time).c_str(),
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+      absl::FormatDuration(s.queue_time).c_str(), rog::UnixSeconds());
 }
 
 // Writes `port` to `port_file` (a tmp file, then renamed), if one is given.

@@ -51,6 +51,7 @@
 #include "client/examples/fmnist_model.h"
 #include "client/examples/security_flags.h"
 #include "client/torch_adapter.h"
+#include "common/clock.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:7070", "rogd's address, host:port");
 ABSL_FLAG(std::string, id, "", "this robot's worker id (required unless --pretrain_only)");
@@ -77,13 +78,10 @@ ABSL_FLAG(std::string, csv_dir, "",
 
 namespace {
 
+using rog::UnixSeconds;
 using rog::fmnist::Accuracy;
 using rog::fmnist::Data;
 using rog::fmnist::Net;
-
-double UnixSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // The per-iteration and per-evaluation records tools/bench.sh reads. Rows
 // are flushed as written, so a robot that dies leaves what it did.

@@ -69,5 +69,21 @@ TEST_CASE("a wait on the steady clock ends at its deadline or when notified", "[
   CHECK(woken);
 }
 
+TEST_CASE("the fake clock's wall clock is fixed and moves with it; the real one is the system's",
+          "[clock]") {
+  FakeClock fake(100);
+  CHECK(fake.UnixNow() == FakeClock::kUnixStart + 100);
+  fake.Advance(2.5);
+  CHECK(fake.UnixNow() == FakeClock::kUnixStart + 102.5);
+  CHECK(FakeClock(100).UnixNow() == FakeClock(100).UnixNow());
+  // The system clock: after 2020-01-01, and what UnixSeconds reads.
+  RealClock real;
+  const double before = UnixSeconds();
+  const double now = real.UnixNow();
+  CHECK(now > 1577836800);
+  CHECK(now >= before);
+  CHECK(now - before < 60);
+}
+
 }  // namespace
 }  // namespace rog

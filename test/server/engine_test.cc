@@ -262,6 +262,8 @@ TEST_CASE("finite updates that would make the model non-finite are refused whole
     CHECK(m.h.engine().Status().max_iteration() == 2);
     CHECK(m.h.CheckLedger() == "");
     REQUIRE(m.h.engine().CheckpointNow().ok());
+    // Its time is the engine's clock's, not the machine's.
+    CHECK(m.h.engine().Status().last_checkpoint_unix() == m.h.clock().UnixNow());
   }
   // rogd loads the checkpoint it wrote.
   EngineOptions restart = Options();
