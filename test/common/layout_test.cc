@@ -60,8 +60,13 @@ TEST_CASE("the fingerprint changes with names, shapes, order and min_split_numel
   CHECK(base != fp({{"b", {3}}, {"a", {4, 4}}}));
   CHECK(base != fp({{"a", {4, 4}}, {"b", {3}}}, 8));
   // Pinned so that a change of the hash (which would refuse every existing
-  // checkpoint and worker) cannot slip in unnoticed.
-  CHECK(fp({{"w", {2, 3}}}) == fp({{"w", {2, 3}}}));
+  // checkpoint and worker) cannot slip in unnoticed: FNV-1a 64 over
+  // min_split_numel (1024), the tensor count (1), then per tensor its
+  // name's length and bytes ("w"), its rank (2) and dimensions (2, 3),
+  // every integer as 8 little-endian bytes. Worked out by hand from that
+  // definition (a Python one-liner) and equal to what Layout computes; it
+  // depends on neither the host's byte order nor its word size.
+  CHECK(fp({{"w", {2, 3}}}) == 0x6fee0b6b75d7edebull);
 }
 
 TEST_CASE("invalid layouts are refused with a message naming the tensor", "[layout]") {
