@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Checks that no function of the product is longer than 80 lines (from the
 first line of its signature to its closing brace): the C++ sources under
-server/, client/, common/, proto/, security/, sim/ and tools/ (tests are
-not counted). A long function is split by what its parts do, so that each
+server/, client/, common/, proto/, security/, sim/, task/ and tools/ (tests
+are not counted). A long function is split by what its parts do, so that each
 can be read, named and tested on its own.
 
 A function is found as a line ending in `) {` (or `) const {`, ...) whose
@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DIRS = ["server", "client", "common", "proto", "security", "sim", "tools"]
+DIRS = ["server", "client", "common", "proto", "security", "sim", "task", "tools"]
 OPENER = re.compile(r"\)\s*(const)?\s*(override)?\s*(noexcept)?\s*(->\s*[\w:<>]+)?\s*\{$")
 CONTROL = re.compile(r"\s*(if|for|while|switch|else|do|case|return|catch)\b")
 STATEMENT_END = re.compile(r"[;{}]\s*$|^\s*$|^\s*//|^\s*#")

@@ -12,6 +12,10 @@
 #      any torch the user has): python/ includes no torch header and its
 #      BUILD's module and package depend on no @system//:torch; they use the
 #      SDK (client/), never server/, sim/ or tools/ (its tests run rogd).
+#   4. No tool builds on an example program's code: tools/ and sim/ depend
+#      on nothing in client/examples/; what the examples and the tools share
+#      (the training tasks) lives in task/, which uses neither server/, sim/
+#      nor tools/.
 # Prints a line per check and ends with "N passed, M failed".
 # Usage: tools/check_layers.sh
 set -uo pipefail
@@ -61,6 +65,14 @@ found=$(grep -nE '^\s*#\s*include\s*[<"](torch|ATen|c10)/' python/rog/*.cc
     grep -E '"@system//:torch"|"//(server|sim|tools)[:/]')
 if [ -z "$found" ]; then ok "python/ links no libtorch and uses neither server/, sim/ nor tools/"
 else bad "python/ must stay free of libtorch and of server/, sim/, tools/: $found"; fi
+
+# 4. Examples, tools and the tasks they share.
+found=$(grep -noE '"//client/examples[:/][^"]*"' tools/BUILD sim/BUILD)
+if [ -z "$found" ]; then ok "tools/ and sim/ build on no example program (client/examples/)"
+else bad "tools/ or sim/ depends on an example program (move what they share to task/): $(echo $found)"; fi
+found=$(grep -noE '"//(server|sim|tools)[:/][^"]*"' task/*/BUILD | grep -vE ':__(pkg|subpackages)__"$')
+if [ -z "$found" ]; then ok "task/ uses neither server/, sim/ nor tools/"
+else bad "task/ depends on $(echo $found)"; fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -23,7 +23,7 @@ BINARIES = [
      ["tools/rogctl.cc"]),
     ("fmnist_worker", "//client/examples:fmnist_worker",
      "the main job's robot (LibTorch); tools/run.sh starts four",
-     ["client/examples/fmnist_worker.cc", "client/examples/fmnist_model.cc",
+     ["client/examples/fmnist_worker.cc", "task/fmnist/model.cc",
       "client/examples/security_flags.cc"]),
     ("linreg_worker", "//client/examples:linreg_worker",
      "the smallest robot: linear regression without LibTorch",
@@ -33,7 +33,7 @@ BINARIES = [
     ("fmnist_sim", "//tools:fmnist_sim",
      "the simulator with the main job's model really trained (LibTorch): sim's flags "
      "(--model is fmnist or convmlp, default fmnist) and the model's",
-     ["tools/sim_cli.cc", "client/examples/fmnist_model.cc"]),
+     ["tools/sim_cli.cc", "task/fmnist/model.cc"]),
     ("bench_report", "//tools:bench_report", "writes a benchmark's summary.md; tools/bench.sh runs it",
      ["tools/bench_report.cc"]),
     ("fold_bench", "//server:fold_bench", "the engine's fold cost per row update",

@@ -13,7 +13,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
-#include "client/examples/fmnist_task.h"
+#include "task/fmnist/task.h"
 #include "tools/sim_cli.h"
 
 ABSL_DECLARE_FLAG(std::string, model);

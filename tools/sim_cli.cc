@@ -628,11 +628,11 @@ namespace rog {
 int SimMain(int argc, char** argv, const std::string& program, const SimLearningMaker& learning) {
   Program() = program;
   // --help lists this file's flags (the mains declare none) and, for
-  // tools/fmnist_sim, the model's (client/examples/).
+  // tools/fmnist_sim, the model's (task/fmnist/).
   absl::FlagsUsageConfig config;
   config.contains_help_flags = [](absl::string_view path) {
     return absl::StrContains(path, "tools/sim_cli.cc") ||
-           absl::StrContains(path, "client/examples/fmnist_model.cc");
+           absl::StrContains(path, "task/fmnist/model.cc");
   };
   absl::SetFlagsUsageConfig(config);
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);

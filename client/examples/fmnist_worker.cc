@@ -48,10 +48,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
-#include "client/examples/fmnist_model.h"
 #include "client/examples/security_flags.h"
 #include "client/torch_adapter.h"
 #include "common/clock.h"
+#include "task/fmnist/model.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:7070", "rogd's address, host:port");
 ABSL_FLAG(std::string, id, "", "this robot's worker id (required unless --pretrain_only)");

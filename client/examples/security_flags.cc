@@ -20,7 +20,7 @@ namespace rog {
 void ListExampleFlagsInHelp() {
   absl::FlagsUsageConfig config;
   config.contains_help_flags = [](absl::string_view path) {
-    return absl::StrContains(path, "client/examples/");
+    return absl::StrContains(path, "client/examples/") || absl::StrContains(path, "task/");
   };
   absl::SetFlagsUsageConfig(config);
 }

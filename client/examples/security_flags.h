@@ -8,8 +8,9 @@
 
 namespace rog {
 
-// Makes --help list the flags of client/examples/ (this file's too, not only
-// the main file's). Call before absl::ParseCommandLine.
+// Makes --help list the flags of client/examples/ and of the tasks the
+// robots train (task/, e.g. task/fmnist/model.cc), this file's too, not only
+// the main file's. Call before absl::ParseCommandLine.
 void ListExampleFlagsInHelp();
 
 // Copies --tls_ca, --tls_cert, --tls_key, --tls_server_name and

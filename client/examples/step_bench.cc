@@ -20,12 +20,12 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "client/examples/fmnist_model.h"
 #include "client/torch_adapter.h"
+#include "task/fmnist/model.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:7070", "rogd's address, host:port");
 ABSL_FLAG(std::string, id, "bench", "worker id");
-ABSL_FLAG(std::string, model, "convmlp", "cnn or convmlp (client/examples/fmnist_model.h)");
+ABSL_FLAG(std::string, model, "convmlp", "cnn or convmlp (task/fmnist/model.h)");
 ABSL_FLAG(int, steps, 300, "steps timed");
 ABSL_FLAG(int, warmup, 30, "steps before the timed ones");
 ABSL_FLAG(double, update, 0, "added to every parameter per step (0: no change)");

@@ -1,4 +1,4 @@
-"""The main job's task in Python, as client/examples/fmnist_model.cc has it
+"""The main job's task in Python, as task/fmnist/model.cc has it
 in C++: a model pretrained on clean Fashion-MNIST images, adapted to
 degraded ones (fog-like blur plus noise, deterministic per seed), each robot
 on its own shard. The models have the C++ robot's tensors, names and order,
@@ -18,7 +18,7 @@ SIDE = 28
 
 class Net(torch.nn.Module):
     """`cnn` (82 KB fp32, 8 tensors) or `convmlp` (3.2 MB fp32, 1,568 rows):
-    client/examples/fmnist_model.cc's NetImpl, tensor for tensor."""
+    task/fmnist/model.cc's NetImpl, tensor for tensor."""
 
     def __init__(self, convmlp):
         super().__init__()
@@ -91,7 +91,7 @@ def accuracy(net, images, labels):
 
 
 def cached_model_path(cache_dir, model, steps, seed, python=False):
-    """The C++ robot's cache file name (fmnist_model.cc), or this robot's own
+    """The C++ robot's cache file name (task/fmnist/model.cc), or this robot's own
     when it pretrains in Python (another file: another format)."""
     name = f"fmnist-clean-{'' if model == 'cnn' else model + '-'}{steps}-seed{seed}"
     return os.path.join(cache_dir, name + (".py.pt" if python else ".pt"))

@@ -1,4 +1,4 @@
-#include "client/examples/fmnist_model.h"
+#include "task/fmnist/model.h"
 
 #include <unistd.h>
 #include <zlib.h>

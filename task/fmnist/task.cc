@@ -1,8 +1,8 @@
-#include "client/examples/fmnist_task.h"
+#include "task/fmnist/task.h"
 
 #include "absl/strings/str_cat.h"
-#include "client/examples/fmnist_model.h"
 #include "client/torch_adapter.h"
+#include "task/fmnist/model.h"
 
 namespace rog::fmnist {
 

@@ -1,14 +1,14 @@
 // The main job's task (client/examples/fmnist_worker.cc): a small model
 // pretrained on clean Fashion-MNIST images and adapted to degraded ones
 // (fog-like blur plus noise, deterministic per seed), each robot on its own
-// shard. Shared by the robot (fmnist_worker) and the simulator's learning
-// task (fmnist_task.h, tools/fmnist_sim), so both train the same model on
-// the same data.
+// shard. Shared by the robots (fmnist_worker, step_bench) and the
+// simulator's learning task (task/fmnist/task.h, tools/fmnist_sim), so both
+// train the same model on the same data.
 //
 // Flags defined here (both binaries): --data_dir, --cache_dir,
 // --pretrain_steps, --lr, --batch, --eval_images, --non_iid.
-#ifndef ROG_CLIENT_EXAMPLES_FMNIST_MODEL_H_
-#define ROG_CLIENT_EXAMPLES_FMNIST_MODEL_H_
+#ifndef ROG_TASK_FMNIST_MODEL_H_
+#define ROG_TASK_FMNIST_MODEL_H_
 
 #include <torch/torch.h>
 
@@ -68,4 +68,4 @@ double LearningRate();
 
 }  // namespace rog::fmnist
 
-#endif  // ROG_CLIENT_EXAMPLES_FMNIST_MODEL_H_
+#endif  // ROG_TASK_FMNIST_MODEL_H_

@@ -1,8 +1,8 @@
-// The main job's training (fmnist_model.h) as flat parameter vectors, for
+// The main job's training (task/fmnist/model.h) as flat parameter vectors, for
 // the simulator's learning task (tools/fmnist_sim): no LibTorch in this
 // header, so its users compile without it.
-#ifndef ROG_CLIENT_EXAMPLES_FMNIST_TASK_H_
-#define ROG_CLIENT_EXAMPLES_FMNIST_TASK_H_
+#ifndef ROG_TASK_FMNIST_TASK_H_
+#define ROG_TASK_FMNIST_TASK_H_
 
 #include <cstdint>
 #include <memory>
@@ -42,4 +42,4 @@ class Task {
 
 }  // namespace rog::fmnist
 
-#endif  // ROG_CLIENT_EXAMPLES_FMNIST_TASK_H_
+#endif  // ROG_TASK_FMNIST_TASK_H_
