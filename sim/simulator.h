@@ -44,10 +44,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/worker_protocol.h"
-#include "common/codec.h"
-#include "common/goodput.h"
 #include "common/layout.h"
-#include "common/protocol_rules.h"
 #include "common/staleness.h"
 #include "common/trace.h"
 #include "server/engine_core.h"
