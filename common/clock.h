@@ -32,17 +32,18 @@ class Clock {
   virtual ~Clock() = default;
   // Seconds on a monotonic axis. Thread-safe.
   virtual double Now() const = 0;
-  // Seconds since the Unix epoch (wall-clock time, for checkpoint times
-  // and the like). Thread-safe. The system clock unless a clock says
-  // otherwise (FakeClock does), so that a Clock written against the SDK
-  // before this existed still builds.
-  virtual double UnixNow() const { return UnixSeconds(); }
   // Waits on `cv` (with `lock` held) until it is notified or Now() reaches
   // `deadline` (infinity: no deadline). It may return earlier, spuriously
   // or, on a clock that tests move, after a short real wait: callers loop
   // on their own condition and Now().
   virtual void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
                          double deadline) const = 0;
+  // Seconds since the Unix epoch (wall-clock time, for checkpoint times
+  // and the like). Thread-safe. The system clock unless a clock says
+  // otherwise (FakeClock does), so that a Clock written against the SDK
+  // before this existed still builds; last, so that the slots of the
+  // functions above stay where such a Clock's compiled code has them.
+  virtual double UnixNow() const { return UnixSeconds(); }
 };
 
 // The steady clock.
