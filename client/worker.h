@@ -77,8 +77,8 @@ struct WorkerOptions {
   // Payload budget of one uplink row batch; small batches let the window cut
   // between them on slow links.
   size_t batch_bytes = 16 * 1024;
-  // Unacknowledged uplink bytes: this many seconds of measured goodput (plus
-  // one batch).
+  // Unacknowledged uplink bytes: this many seconds of measured goodput, or
+  // twice the path's round trip if longer, plus one batch (InFlightCap).
   double inflight_lead = 0.05;
   // Reconnect backoff, seconds: doubles from `backoff_initial` to
   // `backoff_max`, with jitter.

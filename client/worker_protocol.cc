@@ -27,7 +27,6 @@ WorkerProtocol::WorkerProtocol(ProtocolOptions options, Layout layout, std::vect
       clock_(opt_.clock ? opt_.clock : DefaultClock()),
       layout_(std::move(layout)),
       state_(layout_, std::move(initial)),
-      rtt_min_{kInf, kInf},
       deadline_(kInf) {
   is_forced_.assign(layout_.num_rows(), false);
   is_ahead_.assign(layout_.num_rows(), false);
@@ -39,28 +38,11 @@ uint64_t WorkerProtocol::RowWireBytes(RowId row) const {
   return rog::RowWireBytes(codec_, layout_.row(row).numel);
 }
 
-// Unacknowledged bytes allowed: `inflight_lead` seconds of goodput, or the
-// path's round trip if longer (acks share the link with downlink rows and
-// come back late; a cap below rate × round trip would throttle the link
-// and, measured through itself, never recover), plus one batch. The
-// round trip is the minimum seen, so our own queueing does not inflate it.
+// Unacknowledged bytes allowed (InFlightCap): `inflight_lead` seconds of
+// goodput, or twice the path's round trip if longer (acks share the link
+// with downlink rows and come back late), plus one batch.
 uint64_t WorkerProtocol::InFlightCap() const {
-  if (!goodput_.has_estimate()) return kInitialInFlight;
-  return InFlightLimit(goodput_.rate(), std::max(opt_.inflight_lead, MinRtt()), opt_.batch_bytes);
-}
-
-double WorkerProtocol::MinRtt() const {
-  return std::min(rtt_min_[0], rtt_min_[1]) < kInf ? std::min(rtt_min_[0], rtt_min_[1]) : 0;
-}
-
-void WorkerProtocol::OnRttSample(double now, double rtt) {
-  // Two 5 s buckets: the minimum forgets a path that got slower.
-  if (now - rtt_bucket_start_ > 5) {
-    rtt_min_[0] = rtt_min_[1];
-    rtt_min_[1] = kInf;
-    rtt_bucket_start_ = now;
-  }
-  rtt_min_[1] = std::min(rtt_min_[1], rtt);
+  return rog::InFlightCap(goodput_, rtt_, opt_.inflight_lead, opt_.batch_bytes);
 }
 
 // The window is open for rows that are not mandatory while what would be
@@ -383,7 +365,8 @@ void WorkerProtocol::OnAck(const pb::Ack& a) {
       p->stats.acked_bytes += inflight_.front().bytes;
       --p->unacked;
     }
-    if (inflight_.front().seq == a.seq()) OnRttSample(now, now - inflight_.front().sent_at);
+    const SentBatch& b = inflight_.front();
+    rtt_.OnAck(now, b.sent_at, b.ahead, b.bytes, goodput_.rate());
     inflight_bytes_ -= inflight_.front().bytes;
     if (inflight_.front().kind == pb::BATCH_KIND_UPDATE &&
         inflight_.front().seq > a.durable_seq()) {
@@ -419,7 +402,7 @@ WorkerProtocol::OpenPush* WorkerProtocol::PushOf(const SentBatch& b) {
 void WorkerProtocol::CompletePushes() {
   while (!open_pushes_.empty() && open_pushes_.front().ended && open_pushes_.front().unacked == 0) {
     OpenPush& p = open_pushes_.front();
-    const double rtt = MinRtt();
+    const double rtt = rtt_.min();
     if (p.last_ack > 0) {
       p.stats.ack_seconds = std::max(0.0, p.last_ack - p.t0);
       p.stats.busy_seconds = std::max(0.0, p.last_ack - p.t0 - rtt);
@@ -636,6 +619,7 @@ void WorkerProtocol::FinishBatch(SentBatch sent, pb::RowBatch* b) {
   sent.bytes = b->ByteSizeLong();
   sent.phase = phase_;
   sent.sent_at = Now();
+  sent.ahead = inflight_bytes_;
   if (transmitting_) {
     current_.rows_up += sent.rows.size();
     current_.bytes_up += sent.bytes;

@@ -152,6 +152,7 @@ class WorkerProtocol {
     uint64_t phase = 0;    // the transmission phase that sent it
     bool in_push = false;  // formed inside EndIteration: part of that phase's push
     double sent_at = 0;
+    uint64_t ahead = 0;  // unacknowledged bytes sent before it, when it was sent
   };
   // A push whose statistics are not complete yet: its EndIteration has not
   // returned, or some of its batches are unacknowledged.
@@ -167,8 +168,6 @@ class WorkerProtocol {
 
   uint64_t RowWireBytes(RowId row) const;
   uint64_t InFlightCap() const;
-  double MinRtt() const;
-  void OnRttSample(double now, double rtt);
   bool WindowOpen(double now) const;
   bool Pushable(RowId row) const;
   bool PlanFinished(double now) const;
@@ -250,8 +249,7 @@ class WorkerProtocol {
   std::deque<SentBatch> acked_in_resync_;
   uint64_t inflight_bytes_ = 0;
   GoodputEstimator goodput_;
-  double rtt_min_[2];
-  double rtt_bucket_start_ = 0;
+  RoundTripFilter rtt_;    // the uplink's round trip
   RowId values_next_ = 0;  // initial model upload; == rows when none/done
   std::deque<RowId> forced_;
   std::vector<bool> is_forced_;

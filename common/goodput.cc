@@ -49,6 +49,25 @@ uint64_t InFlightLimit(double goodput, double lead, uint64_t message_bytes) {
   return static_cast<uint64_t>(bytes) + message_bytes;
 }
 
+void RoundTripFilter::OnAck(double now, double sent_at, uint64_t ahead, uint64_t bytes,
+                            double goodput) {
+  if (ahead > 0) return;
+  double rtt = now - sent_at;
+  if (goodput > 0) rtt -= static_cast<double>(bytes) / goodput;
+  if (!std::isfinite(rtt)) return;
+  if (now - bucket_start_ > 5) {
+    min_[0] = min_[1];
+    min_[1] = kNone;
+    bucket_start_ = now;
+  }
+  min_[1] = std::min(min_[1], std::max(0.0, rtt));
+}
+
+double RoundTripFilter::min() const {
+  const double m = std::min(min_[0], min_[1]);
+  return m < kNone ? m : 0;
+}
+
 bool ArrivesBeforeDeadline(double now, double deadline, uint64_t inflight_bytes,
                            uint64_t message_bytes, double goodput) {
   if (!(now < deadline)) return false;

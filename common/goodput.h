@@ -40,6 +40,31 @@ class GoodputEstimator {
   double last_ack_ = 0;
 };
 
+// A path's round trip as a sender sees it from its acks, without the
+// sender's own queue: the time from send to ack of a batch sent with nothing
+// else unacknowledged, less the time the batch itself takes at the measured
+// goodput; the minimum over the last 5 to 10 s (two 5 s buckets, so that a
+// path that got slower is taken as it is now). What is left is the link's
+// delay and acks that come back late (queued behind the other direction's
+// data, or held in the network stack), which the in-flight cap must cover.
+// Batches sent behind others are not sampled: their wait behind the queue
+// would read as round trip, raise the cap, and lengthen the queue at every
+// ack. Not thread-safe; times are seconds on any monotonic clock.
+class RoundTripFilter {
+ public:
+  // A batch of `bytes` sent at `sent_at` with `ahead` bytes unacknowledged
+  // before it was acknowledged at `now`; `goodput` is the sender's estimate
+  // (bytes/s, 0 before the first).
+  void OnAck(double now, double sent_at, uint64_t ahead, uint64_t bytes, double goodput);
+  // Seconds; 0 before the first sample.
+  double min() const;
+
+ private:
+  static constexpr double kNone = 1e300;
+  double min_[2] = {kNone, kNone};
+  double bucket_start_ = -kNone;
+};
+
 // ATP's window: the slowest attached worker sends its MTA share; its expected
 // time becomes everyone's window. `goodputs` are the attached workers' rates
 // in bytes/s; a worker without an estimate yet (<= 0) makes the window

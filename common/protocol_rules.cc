@@ -111,4 +111,10 @@ std::vector<RowCandidate> UplinkCandidates(SyncPolicy policy, uint32_t bound,
   return up;
 }
 
+uint64_t InFlightCap(const GoodputEstimator& goodput, const RoundTripFilter& rtt, double lead,
+                     uint64_t message_bytes) {
+  if (!goodput.has_estimate()) return kInitialInFlight;
+  return InFlightLimit(goodput.rate(), std::max(lead, 2 * rtt.min()), message_bytes);
+}
+
 }  // namespace rog

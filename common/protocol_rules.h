@@ -16,6 +16,7 @@
 
 #include "absl/types/span.h"
 #include "common/codec.h"
+#include "common/goodput.h"
 #include "common/layout.h"
 #include "common/selection.h"
 #include "common/server_state.h"
@@ -31,6 +32,18 @@ constexpr uint64_t kRowIndexBytes = 4;
 // Unacknowledged bytes a sender keeps in flight before its link has a
 // goodput estimate (rogd's downlink, the SDK's uplink).
 constexpr uint64_t kInitialInFlight = 64 * 1024;
+// The in-flight cap of a sender that measures its link from acks (rogd's
+// downlink, the SDK's uplink): `lead` seconds of goodput, or twice the
+// path's round trip (RoundTripFilter) if that is longer, plus one message;
+// kInitialInFlight before the first estimate. The goodput is measured
+// through the cap, so a cap below goodput x round trip throttles the link
+// for good: with a round trip R above `lead` the estimate settles at
+// message / (R - lead) whatever the link carries (16 KiB over 0.25 s: 82
+// KB/s). Twice the round trip lets the estimate double every round trip
+// until the link is full; the round trip excludes the sender's own queue,
+// so a full link keeps the cap of the lead.
+uint64_t InFlightCap(const GoodputEstimator& goodput, const RoundTripFilter& rtt, double lead,
+                     uint64_t message_bytes);
 // ATP pacing: a worker more than this many iterations ahead of the slowest
 // attached clock keeps its link for the whole window instead of starting
 // its next iteration early.

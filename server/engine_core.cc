@@ -248,6 +248,8 @@ void EngineCore::Impl::OnAck(uint64_t session, const pb::Ack& ack) {
   }
   r->last_seen = Now();
   while (!r->inflight.empty() && r->inflight.front().seq <= ack.seq()) {
+    const InFlight& b = r->inflight.front();
+    r->down_rtt.OnAck(Now(), b.sent_at, b.ahead, b.bytes, r->down_goodput.rate());
     r->inflight_bytes -= r->inflight.front().bytes;
     r->inflight.pop_front();
   }

@@ -54,7 +54,8 @@ struct EngineOptions {
   size_t max_workers = 256;
   // Payload budget of one downlink row batch.
   size_t batch_bytes = 16 * 1024;
-  // Unacknowledged downlink bytes: this many seconds of measured goodput.
+  // Unacknowledged downlink bytes: this many seconds of measured goodput, or
+  // twice the path's round trip if longer, plus one batch (InFlightCap).
   double inflight_lead = 0.05;
   // Checkpoint file ("" = none) and interval in seconds (0 = only on
   // shutdown and on request).

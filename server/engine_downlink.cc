@@ -117,9 +117,7 @@ void EngineCore::Impl::Pump(WorkerRec& r) {
   if (r.state != WState::kConnected || !r.outbox || !state) return;
   const bool resyncing = r.resync_next < layout->num_rows();
   const uint64_t limit =
-      r.down_goodput.has_estimate()
-          ? InFlightLimit(r.down_goodput.rate(), opt.inflight_lead, opt.batch_bytes)
-          : kInitialInFlight;
+      InFlightCap(r.down_goodput, r.down_rtt, opt.inflight_lead, opt.batch_bytes);
   bool exhausted = false;
   bool sent_any = false;
   const std::vector<RowId> first = FirstRows(r);

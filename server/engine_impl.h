@@ -107,7 +107,8 @@ struct WorkerRec {
   uint64_t unapplied_stream = 0;
   uint64_t unapplied_next_seq = 0;
   GoodputEstimator down_goodput;
-  RowId resync_next = 0;  // rows below are resynced; == rows when done
+  RoundTripFilter down_rtt;  // batch sent -> its ack
+  RowId resync_next = 0;     // rows below are resynced; == rows when done
   // Rows the resync leaves out: the worker's hello showed it holds them
   // (common/row_digest.h). Empty when none are.
   std::vector<bool> in_sync;

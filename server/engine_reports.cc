@@ -69,6 +69,8 @@ pb::WorkersReply EngineCore::Impl::WorkersReport() const {
     w->set_lag(max > r->clock ? max - r->clock : 0);
     w->set_uplink_goodput(r->progress.uplink_goodput());
     w->set_downlink_goodput(r->down_goodput.rate());
+    w->set_downlink_rtt(r->down_rtt.min());
+    w->set_downlink_in_flight(r->inflight_bytes);
     const double busy = r->progress.compute_seconds() + r->progress.transmit_seconds() +
                         r->progress.stall_seconds();
     w->set_stall_share(busy > 0 ? r->progress.stall_seconds() / busy : 0);

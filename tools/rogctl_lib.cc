@@ -351,6 +351,8 @@ std::string WorkersJson(const pb::WorkersReply& w) {
                         .Num("stall_peer_compute_seconds", i.stall_peer_compute_seconds())
                         .Num("stall_peer_uplink_seconds", i.stall_peer_uplink_seconds())
                         .Num("stall_downlink_seconds", i.stall_downlink_seconds())
+                        .Num("downlink_rtt_seconds", i.downlink_rtt())
+                        .Int("downlink_in_flight_bytes", i.downlink_in_flight())
                         .Done());
   }
   return Obj().Raw("workers", absl::StrCat("[", absl::StrJoin(items, ","), "]")).Done() + "\n";

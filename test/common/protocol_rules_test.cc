@@ -103,6 +103,65 @@ TEST_CASE("a detached worker's link qualifies once it moves its share in half th
   CHECK_FALSE(ReattachLinkFits(500, 1.0, -1));  // unknown
 }
 
+// The in-flight cap against a path whose round trip (0.25 s: acks that come
+// back late) is above the 50 ms lead. The link delivers without limit: each
+// flight (batches sent while what is in flight is under the cap) is
+// acknowledged one round trip after it left, so each ack reads "what the cap
+// let out / round trip". Capped at 50 ms of goodput a flight is two batches
+// and the estimate settles at 2 x 16 KiB / 0.25 s = 131 KB/s; capped at
+// twice the round trip it grows with every flight.
+TEST_CASE("the in-flight cap covers the round trip, or the estimate stalls at batch / (R - lead)",
+          "[protocol_rules]") {
+  const double rtt = 0.25, lead = 0.05;
+  const uint64_t batch = 16384;
+  const auto flights = [&](bool use_rtt, int n) {
+    GoodputEstimator goodput;
+    RoundTripFilter path;
+    double t = 0;
+    for (int k = 0; k < n; ++k) {
+      const uint64_t cap = InFlightCap(goodput, use_rtt ? path : RoundTripFilter(), lead, batch);
+      std::vector<uint64_t> ahead;
+      uint64_t in_flight = 0;
+      while (in_flight < cap) {
+        ahead.push_back(in_flight);
+        goodput.OnSend(t, batch);
+        in_flight += batch;
+      }
+      const double sent = t;
+      t += rtt;
+      for (uint64_t a : ahead) path.OnAck(t, sent, a, batch, goodput.rate());
+      goodput.OnAck(t, in_flight);
+    }
+    return goodput.rate();
+  };
+  CHECK(InFlightCap(GoodputEstimator(), RoundTripFilter(), lead, batch) == kInitialInFlight);
+  // Two batches a flight: the cap's own batch, and one sent just under it.
+  const double stuck = 2.0 * static_cast<double>(batch) / rtt;
+  CHECK(flights(false, 50) == Approx(stuck).epsilon(0.01));
+  CHECK(flights(true, 20) > 10 * stuck);
+}
+
+TEST_CASE(
+    "the round trip: batches sent into an empty pipe, less their own time, the minimum of "
+    "the last 5 to 10 s",
+    "[protocol_rules]") {
+  RoundTripFilter f;
+  CHECK(f.min() == 0);
+  // 10 kB at 1 MB/s: 10 ms of its own; acknowledged 0.31 s after it left.
+  f.OnAck(10, 9.69, 0, 10000, 1e6);
+  CHECK(f.min() == Approx(0.3));
+  f.OnAck(11, 10.5, 20000, 10000, 1e6);  // behind 20 kB: not sampled
+  CHECK(f.min() == Approx(0.3));
+  f.OnAck(12, 11.98, 0, 10000, 1e6);  // 10 ms of path
+  CHECK(f.min() == Approx(0.01));
+  f.OnAck(16, 15.6, 0, 10000, 1e6);  // a new bucket: the old one still counts
+  CHECK(f.min() == Approx(0.01));
+  f.OnAck(21.5, 21.24, 0, 10000, 1e6);  // two buckets on: the 10 ms is forgotten
+  CHECK(f.min() == Approx(0.25));
+  f.OnAck(22, 21.99, 0, 100000, 1e6);  // faster than its own bytes: 0, not negative
+  CHECK(f.min() == 0);
+}
+
 TEST_CASE("a condition counts once it has held without a break", "[protocol_rules]") {
   double since = -1;
   CHECK_FALSE(HeldFor(true, 10.0, &since));

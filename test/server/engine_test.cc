@@ -700,6 +700,47 @@ bool Reattached(const EngineHarness::Stream& s) {
   return false;
 }
 
+// rogd's downlink in-flight cap covers the round trip its acks take. a's
+// link delivers at once but its acks come back 0.25 s after each flight
+// (queued behind its own uplink). Capped at 50 ms of goodput plus a batch,
+// a flight is that cap plus at most one batch, so the estimate would settle
+// near (cap's batch + a batch) / (0.25 - 0.05) s, whatever the link; capped
+// at a round trip of goodput it grows until each round's rows go in one
+// flight.
+TEST_CASE("rogd's downlink cap covers the round trip of its acks", "[engine][goodput]") {
+  EngineOptions o = Options(SyncPolicy::kSsp, 2);
+  o.batch_bytes = 16;  // a row per batch
+  EngineHarness h(o);
+  std::vector<EngineHarness::Stream> w = JoinTeam(h, {"a", "b"});
+  uint64_t acked = 0, largest = 0;
+  for (uint64_t k = 1; k <= 40; ++k) {
+    h.UpdateAll(w[1], 1, 1);  // b pushes every row; a's next window carries them
+    h.Progress(w[1], k);
+    h.Progress(w[0], k);
+    h.Settle();
+    for (uint64_t before = acked - 1; before != acked;) {
+      before = acked;
+      for (const pb::ServerMessage& m : w[0].outbox->messages()) {
+        if (m.has_batch()) largest = std::max<uint64_t>(largest, m.batch().ByteSizeLong());
+      }
+      AckDownlink(h, w[0], 0.25, &acked);
+      h.Settle();
+    }
+  }
+  const pb::WorkersReply reply = h.engine().Workers();
+  REQUIRE(reply.workers_size() == 2);
+  const pb::WorkerInfo& a = reply.workers(0);
+  REQUIRE(a.worker_id() == "a");
+  CHECK(a.downlink_rtt() > 0.2);  // 0.25 s less its own bytes at the measured goodput
+  CHECK(a.downlink_rtt() <= 0.25);
+  const double stuck = static_cast<double>(o.batch_bytes + largest) / (0.25 - 0.05);
+  INFO("downlink goodput " << a.downlink_goodput() << " B/s; stuck at " << stuck);
+  CHECK(a.downlink_goodput() > 2 * stuck);
+  h.AccountAll();
+  CHECK(h.CheckLedger() == "");
+  CHECK(h.engine().CheckInvariants().ToString() == "OK");
+}
+
 // The bytes of the whole model on the wire, as rogd counts them.
 double ModelWireBytes(const Layout& layout, Codec codec) {
   double bytes = 0;

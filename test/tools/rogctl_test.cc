@@ -168,6 +168,8 @@ TEST_CASE("workers table and JSON", "[rogctl]") {
   i->set_stall_peer_compute_seconds(1.5);
   i->set_stall_peer_uplink_seconds(0.25);
   i->set_stall_downlink_seconds(0);
+  i->set_downlink_rtt(0.25);
+  i->set_downlink_in_flight(20480);
   i->set_rows_pushed_per_iteration(4.5);
   i->set_rows_pulled_per_iteration(16);
   i->set_bytes_pushed_per_iteration(100);
@@ -195,7 +197,8 @@ TEST_CASE("workers table and JSON", "[rogctl]") {
         "\"detached\":true,\"detached_for_seconds\":12,\"detaches\":2,\"reattaches\":1,"
         "\"detached_seconds\":30,\"late_rows\":9,\"detach_reason\":\"kept robot2 waiting\","
         "\"stall_peer_compute_seconds\":1.5,\"stall_peer_uplink_seconds\":0.25,"
-        "\"stall_downlink_seconds\":0}]}"
+        "\"stall_downlink_seconds\":0,\"downlink_rtt_seconds\":0.25,"
+        "\"downlink_in_flight_bytes\":20480}]}"
         "\n");
 }
 
