@@ -539,11 +539,16 @@ bool WorkerProtocol::FormUplink(pb::WorkerMessage* m) {
   if (values_next_ < layout_.num_rows()) {
     FillValues(&sent, b->mutable_payload());
     b->set_codec(pb::CODEC_FP32);
+  } else if (!FillUpdates(&sent, b->mutable_payload())) {
+    sent.rows.clear();
   } else {
-    if (!FillUpdates(&sent, b->mutable_payload())) return false;
     b->set_codec(static_cast<pb::Codec>(codec_));
   }
-  if (sent.rows.empty()) return false;
+  if (sent.rows.empty()) {
+    // Room under the cap and nothing to send (GoodputEstimator::MarkAppLimited).
+    goodput_.MarkAppLimited(Now());
+    return false;
+  }
   FinishBatch(std::move(sent), b);
   return true;
 }

@@ -21,16 +21,20 @@ void GoodputEstimator::OnAck(double now, uint64_t bytes) {
   if (in_flight_ == 0) busy_since_ = now;
   if (interval <= 0) return;  // same-instant acks carry no rate information
   const double sample = static_cast<double>(bytes) / interval;
+  const bool app_limited = app_limited_at_ >= start;
   if (!has_estimate_) {
     rate_ = sample;
     has_estimate_ = true;
     return;
   }
+  if (app_limited && sample < rate_) return;  // the sender's demand, not the link
   // Weight by the time the sample covers: a long transfer says more about
   // the link than a short one.
   const double w = 1.0 - std::exp(-interval / tau_);
   rate_ += w * (sample - rate_);
 }
+
+void GoodputEstimator::MarkAppLimited(double now) { app_limited_at_ = now; }
 
 double TransmissionWindow(absl::Span<const double> goodputs, double mta_bytes, double min_window,
                           double max_window) {

@@ -3,7 +3,14 @@
 // Goodput is measured at the sender from the receiver's acks, never from
 // write completions (a finished write may still sit in a kernel buffer).
 // Only time when data was outstanding counts, so idle gaps between
-// iterations do not dilute the estimate.
+// iterations do not dilute the estimate. A sender that runs out of data
+// measures its own demand, not the link: a lone batch acknowledged after a
+// round trip reads as batch / round trip, however fast the link. Samples
+// taken while the sender had room and nothing to send (MarkAppLimited) may
+// raise the estimate but never lower it, as BBR treats app-limited samples;
+// otherwise a trickle of rows (rows a peer pushes across a long window)
+// pulls the estimate down, the window the estimate sets grows, the trickle
+// thins further, and the team stays at a small fraction of its links.
 #ifndef ROG_COMMON_GOODPUT_H_
 #define ROG_COMMON_GOODPUT_H_
 
@@ -25,6 +32,9 @@ class GoodputEstimator {
   // The receiver acknowledged `bytes` at `now`. Acks for bytes never sent are
   // clamped to what is in flight.
   void OnAck(double now, uint64_t bytes);
+  // At `now` the sender had room under its in-flight cap and nothing to
+  // send: the samples of acks whose interval includes `now` are app-limited.
+  void MarkAppLimited(double now);
 
   bool has_estimate() const { return has_estimate_; }
   // Bytes per second; 0 before the first ack.
@@ -38,6 +48,7 @@ class GoodputEstimator {
   uint64_t in_flight_ = 0;
   double busy_since_ = 0;  // when the current run of outstanding data began
   double last_ack_ = 0;
+  double app_limited_at_ = -1;  // the last MarkAppLimited; -1: never
 };
 
 // ATP's window: the slowest attached worker sends its MTA share; its expected

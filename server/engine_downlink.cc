@@ -143,6 +143,13 @@ void EngineCore::Impl::Pump(WorkerRec& r) {
     r.outbox->Send(std::move(m));
     sent_any = true;
   }
+  // Room under the cap and nothing to send: the acks of what is in flight
+  // measure this trickle, not the link (GoodputEstimator::MarkAppLimited).
+  // Not for a detached worker: its estimate decides its reattachment, and
+  // its probes (MaybeProbe) and pending rows measure it as they always did.
+  if (exhausted && r.inflight_bytes < limit && !r.detached) {
+    r.down_goodput.MarkAppLimited(Now());
+  }
   if (resyncing && r.resync_next >= layout->num_rows()) {
     spdlog::debug("worker {}: full resync sent", r.id);
     CheckStalled(r);

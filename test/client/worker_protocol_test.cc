@@ -152,6 +152,44 @@ int Batches(const std::vector<pb::WorkerMessage>& out) {
   return n;
 }
 
+// A push too small to fill the link, measured alone: the first, acknowledged
+// at 1 MB/s, sets the estimate; the next two, each acknowledged 0.2 s later
+// (four batches over a slow round trip), are app-limited (the SDK ran out of
+// rows with room under its cap) and leave the estimate where it was.
+TEST_CASE("a push measured alone does not drag the uplink estimate down", "[worker][protocol]") {
+  Fixture f;
+  f.Welcome();
+  const auto push_acked_after = [&](double seconds) {
+    f.ComputeAndPush();
+    uint64_t bytes = 0, seq = 0;
+    for (std::vector<pb::WorkerMessage> out = f.proto.TakeOutgoing(); !out.empty();
+         out = f.proto.TakeOutgoing()) {
+      for (const pb::WorkerMessage& m : out) {
+        if (!m.has_batch()) continue;
+        bytes += m.batch().ByteSizeLong();  // what the SDK counts
+        seq = m.batch().seq();
+      }
+    }
+    REQUIRE(seq > 0);
+    f.clock->Advance(seconds < 0 ? static_cast<double>(bytes) / 1e6 : seconds);
+    pb::ServerMessage ack;
+    ack.mutable_ack()->set_seq(seq);
+    ack.mutable_ack()->set_bytes(bytes);
+    REQUIRE(f.proto.OnMessage(ack).ok());
+    f.proto.FinishPush();
+  };
+  push_acked_after(-1);  // at 1 MB/s
+  push_acked_after(0.2);
+  push_acked_after(0.2);
+  // At the bound (S = 2): the stall report carries the estimate.
+  REQUIRE_FALSE(f.proto.MayBegin());
+  REQUIRE(f.proto.ReportWait());
+  const std::vector<pb::WorkerMessage> out = f.proto.TakeOutgoing();
+  REQUIRE(!out.empty());
+  REQUIRE(out[0].has_progress());
+  CHECK(out[0].progress().uplink_goodput() == Approx(1e6));
+}
+
 TEST_CASE(
     "return_after_share: EndIteration may return once the MTA share is on its way; the "
     "window's other rows stream on until it closes",

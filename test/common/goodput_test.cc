@@ -55,6 +55,82 @@ TEST_CASE("goodput follows a drop in bandwidth within a few time constants", "[g
   CHECK(g.rate() == Approx(1e6).epsilon(0.05));
 }
 
+// 1 MB/s measured from a backlog: 10 kB batches, two in flight, 1 s.
+GoodputEstimator MeasuredAt1MBps(double* t) {
+  GoodputEstimator g(0.5);
+  g.OnSend(*t, 10000);
+  g.OnSend(*t, 10000);
+  for (int i = 0; i < 100; ++i) {
+    *t += 0.01;
+    g.OnAck(*t, 10000);
+    g.OnSend(*t, 10000);
+  }
+  for (int i = 0; i < 2; ++i) {
+    *t += 0.01;
+    g.OnAck(*t, 10000);
+  }
+  return g;
+}
+
+// A trickle: one 2 kB batch at a time, acknowledged a 10 ms round trip
+// later (0.2 MB/s read from the ack, on a 1 MB/s link), marked app-limited
+// or not.
+void Trickle(GoodputEstimator* g, double* t, bool mark) {
+  for (int i = 0; i < 200; ++i) {
+    *t += 0.05;
+    g->OnSend(*t, 2000);
+    if (mark) g->MarkAppLimited(*t);  // nothing else to send
+    *t += 0.01;
+    g->OnAck(*t, 2000);
+  }
+}
+
+TEST_CASE("a trickle of lone batches does not drag the estimate down", "[goodput]") {
+  double t = 0;
+  GoodputEstimator g = MeasuredAt1MBps(&t);
+  REQUIRE(g.rate() == Approx(1e6).epsilon(1e-6));
+  SECTION("marked app-limited: the estimate stays") {
+    Trickle(&g, &t, /*mark=*/true);
+    CHECK(g.rate() == Approx(1e6).epsilon(1e-6));
+  }
+  SECTION("unmarked: it reads the round trip, not the link") {
+    Trickle(&g, &t, /*mark=*/false);
+    CHECK(g.rate() < 0.3e6);
+  }
+}
+
+TEST_CASE("an app-limited sample may raise the estimate", "[goodput]") {
+  GoodputEstimator g(0.5);
+  double t = 0;
+  g.OnSend(t, 10000);
+  t += 0.1;
+  g.OnAck(t, 10000);  // 0.1 MB/s
+  REQUIRE(g.rate() == Approx(1e5));
+  for (int i = 0; i < 20; ++i) {  // lone 10 kB batches in 10 ms: 1 MB/s
+    t += 0.05;
+    g.OnSend(t, 10000);
+    g.MarkAppLimited(t);
+    t += 0.01;
+    g.OnAck(t, 10000);
+  }
+  CHECK(g.rate() > 0.3e6);
+}
+
+TEST_CASE("a backlog after an app-limited spell still measures a drop", "[goodput]") {
+  double t = 0;
+  GoodputEstimator g = MeasuredAt1MBps(&t);
+  g.MarkAppLimited(t);  // ran dry at the end of that transfer
+  t += 1;
+  // Then a backlog at 0.1 MB/s for 3 s: cap-limited, never marked.
+  g.OnSend(t, 10000);
+  for (int i = 0; i < 30; ++i) {
+    t += 0.1;
+    g.OnAck(t, 10000);
+    g.OnSend(t, 10000);
+  }
+  CHECK(g.rate() == Approx(1e5).epsilon(0.05));
+}
+
 TEST_CASE("acks beyond what is in flight are clamped", "[goodput]") {
   GoodputEstimator g;
   g.OnSend(0, 100);

@@ -700,6 +700,51 @@ bool Reattached(const EngineHarness::Stream& s) {
   return false;
 }
 
+// rogd's downlink estimate on a fast link that carries a trickle: after a
+// burst measured at 1 MB/s, a peer pushes one row at a time and each goes
+// out alone, acknowledged a 10 ms round trip later (a few kB/s read from
+// the ack). The trickle is app-limited and leaves the estimate, and so the
+// window it sets, where the burst put it.
+TEST_CASE("a trickle of rows leaves rogd's downlink estimate at the link's rate",
+          "[engine][goodput]") {
+  EngineHarness h(Options(SyncPolicy::kSsp, 2));
+  std::vector<EngineHarness::Stream> w = JoinTeam(h, {"a", "b"});
+  const auto downlink = [&]() {
+    const pb::WorkersReply reply = h.engine().Workers();
+    for (const pb::WorkerInfo& i : reply.workers()) {
+      if (i.worker_id() == "a") return i.downlink_goodput();
+    }
+    return -1.0;
+  };
+  uint64_t acked = 0;
+  // b pushes every row; a's next iteration starts a transmission, whose
+  // downlink plan carries what b pushed.
+  h.UpdateAll(w[1], 1, 1);
+  h.Progress(w[1], 1);
+  h.Progress(w[0], 1);
+  h.Settle();
+  AckDownlinkAt(h, w[0], 1e6, &acked);
+  h.Settle();
+  REQUIRE(downlink() == Approx(1e6));
+  for (int k = 0; k < 100; ++k) {
+    const RowId row = static_cast<RowId>(k) % h.layout().num_rows();
+    const uint64_t before = acked;
+    h.Batch(w[1], pb::BATCH_KIND_UPDATE, {row}, {1},
+            std::vector<float>(h.layout().row(row).numel, 0.5F));
+    h.Progress(w[1], static_cast<uint64_t>(k) + 2);
+    h.Progress(w[0], static_cast<uint64_t>(k) + 2);
+    h.Settle();
+    AckDownlink(h, w[0], 0.01, &acked);
+    REQUIRE(acked == before + 1);  // one lone batch went out and came back
+    h.clock().Advance(0.05);
+    h.Settle();
+  }
+  CHECK(downlink() == Approx(1e6));
+  h.AccountAll();
+  CHECK(h.CheckLedger() == "");
+  CHECK(h.engine().CheckInvariants().ToString() == "OK");
+}
+
 // The bytes of the whole model on the wire, as rogd counts them.
 double ModelWireBytes(const Layout& layout, Codec codec) {
   double bytes = 0;
