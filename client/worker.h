@@ -72,8 +72,9 @@ struct WorkerOptions {
   // Stable name of this worker (e.g. the robot's host name): 1-64 letters,
   // digits, '.', '_' or '-'. A worker that restarts under the same id rejoins.
   std::string worker_id;
-  // Payload budget of one uplink row batch; small batches let the window cut
-  // between them on slow links.
+  // Payload budget of one uplink row batch, at most: on a slow link a batch
+  // carries what the link moves in `inflight_lead` (at least 1 KiB), so
+  // that the window can cut between batches.
   size_t batch_bytes = 16 * 1024;
   // Unacknowledged uplink bytes: this many seconds of measured goodput (plus
   // one batch).

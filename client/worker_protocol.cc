@@ -45,7 +45,14 @@ uint64_t WorkerProtocol::RowWireBytes(RowId row) const {
 // round trip is the minimum seen, so our own queueing does not inflate it.
 uint64_t WorkerProtocol::InFlightCap() const {
   if (!goodput_.has_estimate()) return kInitialInFlight;
-  return InFlightLimit(goodput_.rate(), std::max(opt_.inflight_lead, MinRtt()), opt_.batch_bytes);
+  return InFlightLimit(goodput_.rate(), std::max(opt_.inflight_lead, MinRtt()), BatchBudgetNow());
+}
+
+// The payload budget of the next uplink batch (BatchBudget), over the same
+// lead as the in-flight allowance.
+uint64_t WorkerProtocol::BatchBudgetNow() const {
+  return BatchBudget(goodput_.has_estimate() ? goodput_.rate() : 0,
+                     std::max(opt_.inflight_lead, MinRtt()), opt_.batch_bytes);
 }
 
 double WorkerProtocol::MinRtt() const {
@@ -69,7 +76,7 @@ void WorkerProtocol::OnRttSample(double now, double rtt) {
 bool WorkerProtocol::WindowOpen(double now) const {
   if (now >= deadline_) return false;
   if (deadline_ == kInf || !goodput_.has_estimate() || goodput_.rate() <= 0) return true;
-  return now + static_cast<double>(inflight_bytes_ + opt_.batch_bytes) / goodput_.rate() <=
+  return now + static_cast<double>(inflight_bytes_ + BatchBudgetNow()) / goodput_.rate() <=
          deadline_;
 }
 
@@ -539,7 +546,7 @@ bool WorkerProtocol::FormUplink(pb::WorkerMessage* m) {
 
 // The initial model's next rows: the replica without what is still unpushed.
 void WorkerProtocol::FillValues(SentBatch* sent, std::string* payload) {
-  BatchFill fill(layout_, Codec::kFp32, opt_.batch_bytes);
+  BatchFill fill(layout_, Codec::kFp32, BatchBudgetNow());
   while (values_next_ < layout_.num_rows() && fill.Fits(values_next_)) fill.Add(values_next_++);
   sent->rows = fill.Take();
   std::vector<float> row_values;
@@ -558,7 +565,7 @@ void WorkerProtocol::FillValues(SentBatch* sent, std::string* payload) {
 // everything while detached, then the push's plan within its window.
 // False when nothing may go now.
 bool WorkerProtocol::FillUpdates(SentBatch* sent, std::string* payload) {
-  BatchFill fill(layout_, codec_, opt_.batch_bytes);
+  BatchFill fill(layout_, codec_, BatchBudgetNow());
   // Rows a stalled worker waits for go first, whatever the window.
   while (!forced_.empty() && fill.Fits(forced_.front())) {
     const RowId row = forced_.front();

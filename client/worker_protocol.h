@@ -163,6 +163,7 @@ class WorkerProtocol {
   uint64_t RowWireBytes(RowId row) const;
   uint64_t InFlightCap() const;
   double MinRtt() const;
+  uint64_t BatchBudgetNow() const;
   void OnRttSample(double now, double rtt);
   bool WindowOpen(double now) const;
   bool Pushable(RowId row) const;

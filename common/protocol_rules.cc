@@ -32,6 +32,14 @@ double TeamWindow(SyncPolicy policy, absl::Span<const double> goodputs, double s
   return TransmissionWindow(setting, share_bytes, 0, patience);
 }
 
+uint64_t BatchBudget(double goodput, double lead, uint64_t max_batch) {
+  if (!(goodput > 0) || !(lead > 0)) return max_batch;
+  const double bytes = goodput * lead;
+  const uint64_t least = std::min(kMinBatchBytes, max_batch);
+  if (bytes >= static_cast<double>(max_batch)) return max_batch;
+  return std::max(least, static_cast<uint64_t>(bytes));
+}
+
 bool MaySpeculate(SyncPolicy policy, uint64_t clock, uint64_t min_attached_clock) {
   return policy != SyncPolicy::kRog || clock > min_attached_clock;
 }

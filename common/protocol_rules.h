@@ -31,6 +31,9 @@ constexpr uint64_t kRowIndexBytes = 4;
 // Unacknowledged bytes a sender keeps in flight before its link has a
 // goodput estimate (rogd's downlink, the SDK's uplink).
 constexpr uint64_t kInitialInFlight = 64 * 1024;
+// The smallest payload budget a row batch gets on a slow link (a row larger
+// than the budget still travels alone).
+constexpr uint64_t kMinBatchBytes = 1024;
 // ATP pacing: a worker more than this many iterations ahead of the slowest
 // attached clock keeps its link for the whole window instead of starting
 // its next iteration early.
@@ -72,6 +75,15 @@ double TeamPatience(double floor_seconds, double iterations, double team_compute
 // and ROG keep and drop the same links and a comparison measures the
 // synchronisation, not the membership. (ROG's window uses the same share.)
 double MembershipShareBytes(uint32_t staleness, uint64_t model_bytes);
+
+// The payload budget of a sender's next row batch: what its link moves in
+// `lead` seconds at `goodput` bytes/s (<= 0: no estimate yet), within
+// [kMinBatchBytes, `max_batch`]. On a slow link a batch of the full
+// `max_batch` occupies the link for seconds: the window's cutoff can fall
+// only between batches, and a directive or a stalled peer's rows queue
+// behind it. Both directions size their batches (and the one batch their
+// in-flight allowance adds) by it.
+uint64_t BatchBudget(double goodput, double lead, uint64_t max_batch);
 
 // ATP's window with team patience, in seconds; 0 means none (every policy
 // but ROG; and while a link has no estimate yet, so that the iteration

@@ -34,7 +34,7 @@ bool EngineCore::Impl::FormBatch(WorkerRec& r, pb::ServerMessage* m, InFlight* s
   std::vector<RowId> rows;
   std::string* payload = b->mutable_payload();
   if (r.resync_next < layout->num_rows()) {
-    BatchFill fill(*layout, Codec::kFp32, opt.batch_bytes);
+    BatchFill fill(*layout, Codec::kFp32, DownBatchBudget(r));
     while (r.resync_next < layout->num_rows() && fill.Fits(r.resync_next)) {
       fill.Add(r.resync_next++);
       SkipInSync(r);
@@ -46,7 +46,7 @@ bool EngineCore::Impl::FormBatch(WorkerRec& r, pb::ServerMessage* m, InFlight* s
     b->set_applied_uplink_seq(r.last_applied);
     for (RowId row : rows) state->TakeValues(r.index, row, payload);
   } else {
-    BatchFill fill(*layout, opt.codec, opt.batch_bytes);
+    BatchFill fill(*layout, opt.codec, DownBatchBudget(r));
     if (r.stalled) {
       const StallPlan need = PlanStall(state->versions(), state->copy_versions(r.index), r.index,
                                        attached, NeededVersion(r.clock, bound));
@@ -105,7 +105,7 @@ void EngineCore::Impl::Pump(WorkerRec& r) {
   const bool resyncing = r.resync_next < layout->num_rows();
   const uint64_t limit =
       r.down_goodput.has_estimate()
-          ? InFlightLimit(r.down_goodput.rate(), opt.inflight_lead, opt.batch_bytes)
+          ? InFlightLimit(r.down_goodput.rate(), opt.inflight_lead, DownBatchBudget(r))
           : kInitialInFlight;
   bool exhausted = false;
   bool sent_any = false;

@@ -259,6 +259,12 @@ struct EngineCore::Impl {
     r.outbox->Send(std::move(m));
   }
 
+  // The payload budget of r's next downlink batch (BatchBudget).
+  uint64_t DownBatchBudget(const WorkerRec& r) const {
+    return BatchBudget(r.down_goodput.has_estimate() ? r.down_goodput.rate() : 0,
+                       opt.inflight_lead, opt.batch_bytes);
+  }
+
   // Bytes a worker moves per iteration at least: its MTA share under ROG,
   // the whole model under BSP and SSP (mta is 1 there).
   double ShareBytes() const { return mta * static_cast<double>(model_wire_bytes); }

@@ -41,6 +41,16 @@ TEST_CASE("with patience a link too slow for it does not set the window", "[prot
   CHECK(TeamWindow(SyncPolicy::kRog, links, 500, 0.25) == Approx(0.25));
 }
 
+TEST_CASE("a batch carries what the link moves in the lead, within its bounds",
+          "[protocol_rules]") {
+  CHECK(BatchBudget(0, 0.05, 16384) == 16384);      // no estimate yet: the largest
+  CHECK(BatchBudget(1e6, 0.05, 16384) == 16384);    // 50 KB in the lead: capped
+  CHECK(BatchBudget(100e3, 0.05, 16384) == 5000);   // 100 KB/s: 50 ms of it
+  CHECK(BatchBudget(10e3, 0.05, 16384) == kMinBatchBytes);  // a crawl: the least
+  CHECK(BatchBudget(10e3, 0.05, 512) == 512);       // never above the largest
+  CHECK(BatchBudget(100e3, 0, 16384) == 16384);     // no lead: the largest
+}
+
 TEST_CASE("only a worker ahead of the slowest may speculate under ROG", "[protocol_rules]") {
   CHECK(MaySpeculate(SyncPolicy::kRog, 5, 4));
   CHECK_FALSE(MaySpeculate(SyncPolicy::kRog, 4, 4));
