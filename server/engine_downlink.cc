@@ -3,6 +3,7 @@
 // batches within the in-flight limit.
 #include <vector>
 
+#include "common/goodput.h"
 #include "common/protocol_rules.h"
 #include "common/row_index.h"
 #include "common/selection.h"
@@ -65,8 +66,11 @@ bool EngineCore::Impl::FormBatch(WorkerRec& r, pb::ServerMessage* m, InFlight* s
       }
     }
     if (r.transmitting) {
-      const double now = Now();
-      const bool open = now < r.deadline;
+      // The window, tapered as the SDK's uplink is: optional rows go only
+      // while they can arrive before it closes.
+      const bool open = ArrivesBeforeDeadline(
+          Now(), r.deadline, r.inflight_bytes, opt.batch_bytes,
+          r.down_goodput.has_estimate() ? r.down_goodput.rate() : 0);
       const bool speculate = SpeculativeAllowed(r);
       // Time left in the window: stream what other workers pushed since.
       if (open && speculate && r.deadline < kInf && r.down.done() && r.plan_stale) {
