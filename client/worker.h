@@ -112,7 +112,7 @@ struct WorkerOptions {
   // Channel credentials; null means an insecure channel (loopback, tests).
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   // The clock the protocol's times and timeouts are read from (windows,
-  // pacing, stalls, goodput, timeouts, reconnect backoff); null: the
+  // stalls, goodput, timeouts, reconnect backoff); null: the
   // steady clock. Tests pass a FakeClock.
   std::shared_ptr<const Clock> clock;
 
@@ -160,10 +160,10 @@ class Worker {
 
   // Ends the iteration: `update` (total_numel elements) is the parameter
   // delta it computed; it is applied to the replica and streamed under ATP.
-  // Returns once every row it selected is handed to the stream (mandatory
-  // rows whatever the window, the rest until the window closes), and, for a
-  // worker more than one iteration ahead of the slowest (ATP's pacing),
-  // once the window has closed; at once if the stream breaks. It does not
+  // Returns once the rows it waits for are handed to the stream (under ROG
+  // the mandatory rows, whatever the window, see return_after_share; under
+  // BSP and SSP every row), ahead of the slowest worker too (no pacing hold
+  // since 2026-11-27); at once if the stream breaks. It does not
   // wait for rogd's acknowledgements: at most ~50 ms of goodput is still on
   // its way, and PushStats reports the push once it is acknowledged.
   absl::StatusOr<IterationStats> EndIteration(absl::Span<const float> update);

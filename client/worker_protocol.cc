@@ -777,9 +777,10 @@ bool WorkerProtocol::PushEnds(double now) {
     return true;
   }
   // Every selected row is on its way: the acknowledgements are not waited
-  // for (PushStats reports them). Pacing: ahead of the slowest worker, keep
-  // the link for the window.
-  if (HoldForPace(now, deadline_, state_.clock(), window_.min_iteration())) return false;
+  // for (PushStats reports them). No pacing hold: a worker ahead of the
+  // slowest computes on while its window's rows stream, and stalls at the
+  // bound if it gets there (holding its link for the window instead cost
+  // ROG 2-6% in the simulator; results/2026-11-27-sim-no-pacing-hold-a0d02b7).
   return PlanFinished(now) || (ReturnsAfterShare() && ReturnPointPassed());
 }
 

@@ -43,7 +43,7 @@ struct ProtocolOptions {
   double inflight_lead = 0.05;
   size_t replay_buffer_bytes = 64 << 20;
   // ROG: EndIteration returns once the rows it waits for are on their way
-  // (see share_in_background; unless pacing holds it); the window's other rows
+  // (see share_in_background); the window's other rows
   // stream on in the background while the next iteration computes, until
   // the window closes or the next push starts. Off: it returns once the
   // window has closed (or every selected row is on its way).
@@ -108,7 +108,7 @@ class WorkerProtocol {
   // elements) and starts its push: the plan, the window, a progress report.
   void StartPush(absl::Span<const float> update);
   // Whether EndIteration may return at `now`: detached, disconnected (noted
-  // in the stats), or every selected row on its way and no pacing hold.
+  // in the stats), or the rows it waits for on their way.
   bool PushEnds(double now);
   // When to look at PushEnds again at the latest (acks and disconnects
   // come as events before it).

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <limits>
 #include <utility>
 
 #include "common/goodput.h"
@@ -45,13 +44,6 @@ double TeamWindow(SyncPolicy policy, absl::Span<const double> goodputs, double s
 
 bool MaySpeculate(SyncPolicy policy, uint64_t clock, uint64_t min_attached_clock) {
   return policy != SyncPolicy::kRog || clock > min_attached_clock;
-}
-
-bool HoldForPace(double now, double deadline, uint64_t clock, uint64_t min_attached_clock,
-                 uint64_t lead) {
-  // Written without min + lead, which would overflow for "nobody attached".
-  return deadline < std::numeric_limits<double>::infinity() && now < deadline &&
-         clock > min_attached_clock && clock - min_attached_clock > lead;
 }
 
 double TeamRate(size_t members, double compute_seconds, double slowest_share_seconds) {

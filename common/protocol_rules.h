@@ -1,12 +1,11 @@
 // ROG's protocol rules as rogd, the SDK and the simulator compose them from
 // the pieces in selection.h, staleness.h and goodput.h: which rows a worker
 // offers up and rogd offers down in an iteration, the team's transmission
-// window, and when a worker may send speculative rows or must hold its link
-// for the team's pace. Each rule and each constant is here once; the three
-// callers pass the facts of their world (who is attached, what the links
-// measured) and where they must differ it is a parameter, named as such.
-// Pure: no clock (time comes in as `now`), no I/O. See docs/design.md,
-// "ATP" and "Team patience".
+// window, and when a worker may send speculative rows. Each rule and each
+// constant is here once; the three callers pass the facts of their world
+// (who is attached, what the links measured) and where they must differ it
+// is a parameter, named as such. Pure: no clock (time comes in as `now`),
+// no I/O. See docs/design.md, "ATP" and "Team patience".
 #ifndef ROG_COMMON_PROTOCOL_RULES_H_
 #define ROG_COMMON_PROTOCOL_RULES_H_
 
@@ -31,10 +30,6 @@ constexpr uint64_t kRowIndexBytes = 4;
 // Unacknowledged bytes a sender keeps in flight before its link has a
 // goodput estimate (rogd's downlink, the SDK's uplink).
 constexpr uint64_t kInitialInFlight = 64 * 1024;
-// ATP pacing: a worker more than this many iterations ahead of the slowest
-// attached clock keeps its link for the whole window instead of starting
-// its next iteration early.
-constexpr uint64_t kPaceLead = 1;
 // Team patience in the team's own units: by default the patience is this
 // many of the team's compute times per iteration, never less than the
 // floor in seconds the operator sets (rogd --patience_iterations and
@@ -111,13 +106,6 @@ double TeamWindow(SyncPolicy policy, absl::Span<const double> goodputs, double s
 // ahead of the slowest attached clock, `min_attached_clock` (the others
 // wait for the slowest, so it sends no more than it must).
 bool MaySpeculate(SyncPolicy policy, uint64_t clock, uint64_t min_attached_clock);
-
-// ATP pacing: whether a worker whose sends are done keeps its link until
-// the window's end (`deadline`, infinity for none) rather than starting
-// its next iteration: when it is more than `lead` iterations ahead of the
-// slowest attached clock.
-bool HoldForPace(double now, double deadline, uint64_t clock, uint64_t min_attached_clock,
-                 uint64_t lead = kPaceLead);
 
 // Team pace: the iterations per second a team of `members` is expected to
 // run, each computing for `compute_seconds` (the members' mean) and then

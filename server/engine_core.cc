@@ -341,11 +341,10 @@ void EngineCore::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
 }
 
 // The slowest attached clock moved past `min_before`: every other attached
-// worker gets a fresh window now, not at its next iteration, so that one
-// holding its link for pacing (ahead of the slowest by more than its pace
-// lead) stops holding as soon as the slowest catches up, as the simulator's
-// workers do. Without it a worker held for the whole window, on the clock
-// it heard of when its own iteration began.
+// worker gets a fresh window now, not at its next iteration, so that its
+// next push decides whether to speculate (MaySpeculate) on the slowest
+// clock as it is, as the simulator's workers do, not as it was when the
+// worker's last iteration ended.
 void EngineCore::Impl::SendPace(uint64_t min_before, const WorkerRec* except) {
   if (opt.policy != SyncPolicy::kRog || !state) return;
   const uint64_t min = MinAttachedClock();

@@ -230,6 +230,42 @@ TEST_CASE(
   CHECK(stats.rows_up == 4);
 }
 
+TEST_CASE(
+    "no pacing hold: a worker two iterations ahead of the slowest returns with its window open "
+    "while its speculative rows stream",
+    "[worker][protocol]") {
+  Fixture f(/*return_after_share=*/true, /*share_in_background=*/true);
+  f.Welcome(/*rog=*/true);  // the slowest attached worker at iteration 0
+  // Iteration 1 (one ahead): every row goes within the window, acknowledged.
+  f.ComputeAndPush();
+  REQUIRE(f.proto.PushEnds(f.clock->Now()));
+  f.proto.FinishPush();
+  int sent = 0;
+  for (std::vector<pb::WorkerMessage> out = f.proto.TakeOutgoing(); !out.empty();
+       out = f.proto.TakeOutgoing()) {
+    sent += Batches(out);
+    AckAll(f.proto, out);
+  }
+  REQUIRE(sent == 4);
+  // Iteration 2, two ahead of the slowest, nothing mandatory: EndIteration
+  // may return at once, 10 s before its window closes (until 2026-11-27 it
+  // held the link until then), and the rows go while iteration 3 computes.
+  f.clock->Advance(1);
+  f.ComputeAndPush();
+  CHECK(f.proto.PushEnds(f.clock->Now()));
+  const IterationStats stats = f.proto.FinishPush();
+  CHECK(stats.window_seconds == Approx(10));
+  REQUIRE(f.proto.MayBegin());
+  f.proto.Begin(f.clock->Now(), f.clock->Now(), false, 0, absl::MakeSpan(f.params));
+  sent = 0;
+  for (std::vector<pb::WorkerMessage> out = f.proto.TakeOutgoing(); !out.empty();
+       out = f.proto.TakeOutgoing()) {
+    sent += Batches(out);
+    AckAll(f.proto, out);
+  }
+  CHECK(sent == 4);
+}
+
 // The row of a one-row batch.
 RowId RowOf(const pb::WorkerMessage& m) { return m.batch().row_delta(0); }
 

@@ -13,8 +13,6 @@
 namespace rog {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 TEST_CASE("the team window: the slowest link's share time, capped by the patience",
           "[protocol_rules]") {
   const std::vector<double> links = {1000, 250, 500};  // bytes/s
@@ -46,18 +44,6 @@ TEST_CASE("only a worker ahead of the slowest may speculate under ROG", "[protoc
   CHECK_FALSE(MaySpeculate(SyncPolicy::kRog, 4, 4));
   CHECK(MaySpeculate(SyncPolicy::kSsp, 4, 4));
   CHECK(MaySpeculate(SyncPolicy::kBsp, 4, 4));
-}
-
-TEST_CASE("a worker more than the lead ahead holds its link until the window ends",
-          "[protocol_rules]") {
-  CHECK(HoldForPace(1.0, 2.0, 6, 4));         // two ahead, window open
-  CHECK_FALSE(HoldForPace(1.0, 2.0, 5, 4));   // one ahead: the lead allows it
-  CHECK_FALSE(HoldForPace(2.0, 2.0, 6, 4));   // the window has ended
-  CHECK_FALSE(HoldForPace(1.0, kInf, 6, 4));  // no window: nothing to hold for
-  CHECK(HoldForPace(1.0, 2.0, 6, 4, 0) == true);
-  CHECK_FALSE(HoldForPace(1.0, 2.0, 6, 4, 2));
-  // Nobody attached is UINT64_MAX: never ahead of it (no overflow).
-  CHECK_FALSE(HoldForPace(1.0, 2.0, 6, std::numeric_limits<uint64_t>::max()));
 }
 
 TEST_CASE("the team's pace: members over compute plus the slowest share", "[protocol_rules]") {
