@@ -107,11 +107,12 @@ std::vector<RowCandidate> UplinkCandidates(SyncPolicy policy, uint32_t bound,
   for (RowId row = 0; row < layout.num_rows(); ++row) {
     const uint64_t unpushed = state.unpushed(row);
     if (unpushed == 0 && !state.HasResidual(row)) continue;
-    // A residual-only row ranks as one iteration old.
-    up.push_back(RowCandidate{
-        row, !rog || UplinkMandatory(unpushed, bound),
-        rog ? Importance(std::max<uint64_t>(unpushed, 1), state.AccumulatorMagnitude(row)) : 0,
-        RowWireBytes(codec, layout.row(row).numel)});
+    // A residual-only row ranks as one iteration old. Magnitude: the sum of
+    // |accumulated update| over the row (the paper's sum of |g|).
+    const double magnitude = state.AccumulatorMagnitude(row) * layout.row(row).numel;
+    up.push_back(RowCandidate{row, !rog || UplinkMandatory(unpushed, bound),
+                              rog ? Importance(std::max<uint64_t>(unpushed, 1), magnitude) : 0,
+                              RowWireBytes(codec, layout.row(row).numel)});
   }
   return up;
 }
