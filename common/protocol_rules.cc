@@ -107,11 +107,14 @@ std::vector<RowCandidate> UplinkCandidates(SyncPolicy policy, uint32_t bound,
   for (RowId row = 0; row < layout.num_rows(); ++row) {
     const uint64_t unpushed = state.unpushed(row);
     if (unpushed == 0 && !state.HasResidual(row)) continue;
-    // A residual-only row ranks as one iteration old.
-    up.push_back(RowCandidate{
-        row, !rog || UplinkMandatory(unpushed, bound),
-        rog ? Importance(std::max<uint64_t>(unpushed, 1), state.AccumulatorMagnitude(row)) : 0,
-        RowWireBytes(codec, layout.row(row).numel)});
+    // Urgency (the paper's): the iterations since the row's lowest version
+    // over all workers, this worker's own push or the lowest version of the
+    // others its replica holds. A residual-only row ranks as one iteration old.
+    const uint64_t lowest = std::min(state.pushed_version(row), state.known_version(row));
+    const uint64_t urgency = unpushed == 0 ? 1 : std::max<uint64_t>(state.clock() - lowest, 1);
+    up.push_back(RowCandidate{row, !rog || UplinkMandatory(unpushed, bound),
+                              rog ? Importance(urgency, state.AccumulatorMagnitude(row)) : 0,
+                              RowWireBytes(codec, layout.row(row).numel)});
   }
   return up;
 }
