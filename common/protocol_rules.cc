@@ -90,9 +90,7 @@ std::vector<RowCandidate> DownlinkCandidates(SyncPolicy policy, uint32_t bound,
     const uint64_t copy_min = MinOtherVersion(copy, row, worker, attached);
     const bool mandatory = !rog || DownlinkMandatory(copy_min, clock, bound);
     const double importance =
-        rog ? Importance(CopyStaleness(state.versions(), copy, row, worker, attached),
-                         state.PendingMagnitude(worker, row))
-            : 0;
+        rog ? Importance(CopyStaleness(state.versions(), copy, row, worker, attached), 1.0) : 0;
     down.push_back(
         RowCandidate{row, mandatory, importance, RowWireBytes(codec, layout.row(row).numel)});
   }
