@@ -1,6 +1,7 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <deque>
 #include <limits>
@@ -119,6 +120,7 @@ enum class EventType {
   kConnect,         // a worker opens a stream (its hello leaves)
   kComputeDone,
   kPushPoll,  // EndIteration looks at its push again
+  kExpressArrive,  // what-if patch: a stall report that jumped the uplink queue
   kTick,      // rogd's engine thread ticks
   kEnd,       // the training time is over
 };
@@ -170,6 +172,7 @@ struct SimWorker {
   std::unique_ptr<WorkerProtocol> proto;
   std::unique_ptr<Link<pb::WorkerMessage>> up;
   std::unique_ptr<Link<pb::ServerMessage>> down;
+  std::deque<pb::Progress> express;
   double compute_factor = 1;
   // rogd's side of its stream (what the stream handler keeps).
   uint64_t session = 0;
@@ -402,6 +405,14 @@ absl::Status Simulation::Loop() {
       case EventType::kDownlinkArrive:
         OnDownlink(e.worker);
         break;
+      case EventType::kExpressArrive: {
+        SimWorker& x = workers_[e.worker];
+        const pb::Progress p = x.express.front();
+        x.express.pop_front();
+        rogd_->Progress(x.session, p);
+        rogd_->Tick();
+        break;
+      }
       case EventType::kConnect:
         Connect(e.worker);
         break;
@@ -646,6 +657,12 @@ void Simulation::Pump(size_t w) {
     if (out.empty()) return;
     for (pb::WorkerMessage& m : out) {
       const bool stall_report = m.has_progress() && m.progress().stalled();
+      if (m.has_progress() && std::getenv("ROG_SIM_EXPRESS_REPORTS") != nullptr) {
+        s.express.push_back(m.progress());
+        if (stall_report && Training()) s.report.stall_report_seconds += cfg_.link_delay;
+        Schedule(now_ + cfg_.link_delay, EventType::kExpressArrive, w);
+        continue;
+      }
       const double arrival = s.up->Send(now_, std::move(m));
       if (stall_report && Training()) s.report.stall_report_seconds += arrival - now_;
       Schedule(arrival, EventType::kUplinkArrive, w);
