@@ -45,7 +45,8 @@ uint64_t WorkerProtocol::RowWireBytes(RowId row) const {
 // round trip is the minimum seen, so our own queueing does not inflate it.
 uint64_t WorkerProtocol::InFlightCap() const {
   if (!goodput_.has_estimate()) return kInitialInFlight;
-  return InFlightLimit(goodput_.rate(), std::max(opt_.inflight_lead, rtt_.min()), opt_.batch_bytes);
+  static const double lead = getenv("DIAG_LEAD") ? atof(getenv("DIAG_LEAD")) : opt_.inflight_lead;
+  return InFlightLimit(goodput_.rate(), std::max(lead, rtt_.min()), opt_.batch_bytes);
 }
 
 // The window is open for rows that are not mandatory while what would be
@@ -54,7 +55,7 @@ uint64_t WorkerProtocol::InFlightCap() const {
 // in-flight allowance).
 bool WorkerProtocol::WindowOpen(double now) const {
   return ArrivesBeforeDeadline(now, deadline_, inflight_bytes_, opt_.batch_bytes,
-                               goodput_.has_estimate() ? goodput_.rate() : 0);
+                               goodput_.has_estimate() ? std::min(goodput_.rate(), diag_fast_.has_estimate() ? diag_fast_.rate() : 1e300) : 0);
 }
 
 // Whether the row has something a flush or a stalled peer needs: unpushed
@@ -367,6 +368,7 @@ void WorkerProtocol::OnAck(const pb::Ack& a) {
   while (!inflight_.empty() && inflight_.front().seq <= a.seq()) {
     if (OpenPush* p = PushOf(inflight_.front())) {
       p->last_ack = now;
+      (inflight_.front().diag_opt ? p->last_ack_opt : p->last_ack_mand) = now;
       p->stats.acked_bytes += inflight_.front().bytes;
       --p->unacked;
     }
@@ -390,6 +392,7 @@ void WorkerProtocol::OnAck(const pb::Ack& a) {
   }
   last_acked_up_ = std::max(last_acked_up_, a.seq());
   goodput_.OnAck(now, a.bytes());
+  diag_fast_.OnAck(now, a.bytes());
   CompletePushes();
 }
 
@@ -412,6 +415,8 @@ void WorkerProtocol::CompletePushes() {
       p.stats.busy_seconds = std::max(0.0, p.last_ack - p.t0 - rtt);
       if (p.deadline < kInf) {
         p.stats.overshoot_seconds = std::max(0.0, p.last_ack - rtt / 2 - p.deadline);
+        if (p.last_ack_opt > 0) p.stats.diag_opt_overshoot = std::max(0.0, p.last_ack_opt - rtt / 2 - p.deadline);
+        if (p.last_ack_mand > 0) p.stats.diag_mand_overshoot = std::max(0.0, p.last_ack_mand - rtt / 2 - p.deadline);
       }
     }
     if (p.deadline < kInf) last_overshoot_ = p.stats.overshoot_seconds;
@@ -595,6 +600,7 @@ bool WorkerProtocol::FillUpdates(SentBatch* sent, std::string* payload) {
   if (fill.empty()) return false;
   sent->rows = fill.Take();
   sent->kind = pb::BATCH_KIND_UPDATE;
+  for (RowId r : sent->rows) if (diag_mand_row_.size() > r && !diag_mand_row_[r]) sent->diag_opt = true;
   for (RowId row : sent->rows) {
     const uint32_t numel = layout_.row(row).numel;
     const size_t at = sent->decoded.size();
@@ -638,6 +644,7 @@ void WorkerProtocol::FinishBatch(SentBatch sent, pb::RowBatch* b) {
   }
   inflight_bytes_ += sent.bytes;
   goodput_.OnSend(Now(), sent.bytes);
+  diag_fast_.OnSend(Now(), sent.bytes);
   inflight_.push_back(std::move(sent));
 }
 
@@ -763,6 +770,10 @@ void WorkerProtocol::StartPush(absl::Span<const float> update) {
   p.deadline = deadline_;
   p.stats.iteration = state_.clock();
   p.stats.window_seconds = current_.window_seconds;
+  diag_mand_row_.assign(layout_.num_rows(), false);
+  for (size_t k = 0; k < plan_.mandatory; ++k) diag_mand_row_[plan_.order[k].row] = true;
+  for (size_t k = 0; k < plan_.mandatory; ++k) p.stats.diag_mand_bytes += RowWireBytes(plan_.order[k].row);
+  if (goodput_.has_estimate() && deadline_ < kInf) p.stats.diag_mand_excess = p.stats.diag_mand_bytes / goodput_.rate() - current_.window_seconds;
   open_pushes_.push_back(p);
   transmitting_ = true;
   progress_out_.push_back(MakeProgress(/*stalled=*/false, /*flush=*/false));

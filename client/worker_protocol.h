@@ -16,6 +16,7 @@
 #define ROG_CLIENT_WORKER_PROTOCOL_H_
 
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <string>
@@ -155,6 +156,7 @@ class WorkerProtocol {
     uint64_t phase = 0;    // the transmission phase that sent it
     bool in_push = false;  // formed inside EndIteration: part of that phase's push
     double sent_at = 0;
+    bool diag_opt = false;
   };
   // A push whose statistics are not complete yet: its EndIteration has not
   // returned, or some of its batches are unacknowledged.
@@ -164,6 +166,7 @@ class WorkerProtocol {
     double t0 = 0;  // EndIteration's call
     double deadline = 0;
     double last_ack = 0;
+    double last_ack_opt = 0, last_ack_mand = 0;
     uint64_t unacked = 0;  // its batches in flight
     bool ended = false;    // its EndIteration returned
   };
@@ -286,6 +289,8 @@ class WorkerProtocol {
   double carry_stall_ = 0, carry_detached_ = 0;
   uint64_t total_stalls_ = 0;
   double last_overshoot_ = 0;
+  std::vector<bool> diag_mand_row_;
+  GoodputEstimator diag_fast_{getenv("DIAG_TAU") ? atof(getenv("DIAG_TAU")) : 0.5};
 };
 
 }  // namespace rog

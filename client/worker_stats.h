@@ -30,6 +30,7 @@ struct PushStats {
   // window (ATP cuts only the optional rows). A push with late bytes
   // overshoots by their transmission time, by design.
   uint64_t late_bytes = 0;
+  double diag_opt_overshoot = 0, diag_mand_overshoot = 0, diag_mand_excess = 0; uint64_t diag_mand_bytes = 0;
   bool disconnected = false;  // the stream broke before every batch was acknowledged
   // From its start to its last acknowledgement (0 if nothing was
   // acknowledged), and the bytes of its batches rogd acknowledged. Every

@@ -786,6 +786,7 @@ void Simulation::EndPush(size_t w) {
     s.report.payload_down += stats.payload_down;
     for (const PushStats& p : stats.pushes) {
       if (p.window_seconds > 0) s.report.overshoots.push_back(p.overshoot_seconds);
+      if (p.window_seconds > 0) fprintf(stderr, "DIAG %.3f %.4f %.4f %.4f %.4f %.4f %llu %llu %llu\n", now_, p.window_seconds, p.overshoot_seconds, p.diag_opt_overshoot, p.diag_mand_overshoot, p.diag_mand_excess, (unsigned long long)p.diag_mand_bytes, (unsigned long long)p.bytes, (unsigned long long)p.late_bytes);
     }
   }
   s.phase = Phase::kWaiting;
