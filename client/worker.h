@@ -76,7 +76,7 @@ struct WorkerOptions {
   std::string worker_id;
   // Payload budget of one uplink row batch; small batches let the window cut
   // between them on slow links.
-  size_t batch_bytes = 16 * 1024;
+  size_t batch_bytes = 64 * 1024;
   // Unacknowledged uplink bytes: this many seconds of measured goodput (plus
   // one batch).
   double inflight_lead = 0.05;

@@ -39,7 +39,7 @@ namespace rog {
 struct ProtocolOptions {
   std::string worker_id;  // for log lines
   // See WorkerOptions.
-  size_t batch_bytes = 16 * 1024;
+  size_t batch_bytes = 64 * 1024;
   double inflight_lead = 0.05;
   size_t replay_buffer_bytes = 64 << 20;
   // ROG: EndIteration returns once the rows it waits for are on their way

@@ -53,7 +53,7 @@ struct EngineOptions {
   // beyond it is refused with RESOURCE_EXHAUSTED.
   size_t max_workers = 256;
   // Payload budget of one downlink row batch.
-  size_t batch_bytes = 16 * 1024;
+  size_t batch_bytes = 64 * 1024;
   // Unacknowledged downlink bytes: this many seconds of measured goodput.
   double inflight_lead = 0.05;
   // Checkpoint file ("" = none) and interval in seconds (0 = only on

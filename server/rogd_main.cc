@@ -71,7 +71,7 @@ ABSL_FLAG(absl::Duration, checkpoint_interval, absl::Minutes(5),
 ABSL_FLAG(std::string, init, "",
           "checkpoint file to start from (otherwise the first worker's hello brings the model)");
 ABSL_FLAG(uint64_t, max_message_bytes, 4 << 20, "largest message accepted from a worker, bytes");
-ABSL_FLAG(uint32_t, batch_bytes, 16 * 1024, "payload budget of one downlink row batch, bytes");
+ABSL_FLAG(uint32_t, batch_bytes, 64 * 1024, "payload budget of one downlink row batch, bytes");
 
 // Resource limits against a hostile or broken client (docs/operations.md
 // "Resource limits"); each refusal is a RESOURCE_EXHAUSTED (or
