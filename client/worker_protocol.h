@@ -211,6 +211,7 @@ class WorkerProtocol {
   double mta_ = 1;
   Codec codec_ = Codec::kFp32;
   uint64_t model_wire_bytes_ = 0;
+  bool HackFill() const;
   bool team_ready_ = false;
   // rogd's last Release: the worker may start the iteration after this clock
   // (a Release may arrive while the next iteration computes: it must not
