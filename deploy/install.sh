@@ -233,7 +233,7 @@ if [ "$build" -eq 1 ]; then
   command -v bazel >/dev/null 2>&1 ||
     { echo "install: bazel not found; run tools/setup.sh first (Debian packages)" >&2; exit 1; }
   say "bazel build -c opt (rogd, rogctl, rogctl_torch, librog_client.so, rog/_native.so)"
-  bazel build -c opt --color=no --curses=no //server:rogd //tools:rogctl //tools:rogctl_torch \
+  bazel build -c opt --color=no --curses=no //server:rogd //tools/rogctl:rogctl //tools/rogctl:rogctl_torch \
       //deploy:librog_client.so //python:rog/_native.so
 fi
 if [ "$build" -eq 1 ]; then
@@ -249,15 +249,15 @@ else
   done
   [ -n "$out" ] || { echo "install: no -c opt build in this tree; run without --no-build" >&2; exit 1; }
 fi
-for f in server/rogd tools/rogctl tools/rogctl_torch deploy/librog_client.so python/rog/_native.so; do
+for f in server/rogd tools/rogctl/rogctl tools/rogctl/rogctl_torch deploy/librog_client.so python/rog/_native.so; do
   [ -f "$out/$f" ] ||
     { echo "install: $out/$f is missing; run without --no-build" >&2; exit 1; }
 done
 
 say "installing into ${DESTDIR}$prefix (version $version)"
 put "$out/server/rogd" "$bindir/rogd" 0755
-put "$out/tools/rogctl" "$bindir/rogctl" 0755
-put "$out/tools/rogctl_torch" "$bindir/rogctl_torch" 0755
+put "$out/tools/rogctl/rogctl" "$bindir/rogctl" 0755
+put "$out/tools/rogctl/rogctl_torch" "$bindir/rogctl_torch" 0755
 put "$out/deploy/librog_client.so" "$libdir/$libfile" 0755
 link "$libdir/$soname" "$libfile"
 link "$libdir/librog_client.so" "$soname"

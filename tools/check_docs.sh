@@ -99,7 +99,7 @@ fi
 if python3 tools/flags_doc.py --check; then ok "docs/flags.md is what the sources declare"
 else bad "docs/flags.md is stale: run tools/flags_doc.py and commit docs/flags.md"; fi
 undocumented=()
-for src in server/rogd_main.cc tools/rogctl.cc; do
+for src in server/rogd_main.cc tools/rogctl/rogctl.cc; do
   for fl in $(grep -ohE 'ABSL_FLAG\([^,]+, *[a-z_0-9]+' "$src" | sed -E 's/.*, *//'); do
     grep -qE -- "--$fl\b" docs/reference.md docs/operations.md 2>/dev/null ||
       undocumented+=("$src --$fl")
@@ -109,9 +109,9 @@ if [ "${#undocumented[@]}" -eq 0 ]; then ok "every rogd and rogctl flag is expla
 else bad "flags not explained in docs/reference.md or docs/operations.md: ${undocumented[*]}"; fi
 
 # 5 and 6 need rogd, rogctl (with its export helper) and a worker.
-targets=(//server:rogd //tools:rogctl //tools:rogctl_torch //client/examples:linreg_worker)
+targets=(//server:rogd //tools/rogctl:rogctl //tools/rogctl:rogctl_torch //client/examples:linreg_worker)
 # The install sample (docs/operations.md) installs what -c opt built.
-opt_targets=(//server:rogd //tools:rogctl //tools:rogctl_torch //deploy:librog_client.so
+opt_targets=(//server:rogd //tools/rogctl:rogctl //tools/rogctl:rogctl_torch //deploy:librog_client.so
   //python:rog/_native.so)
 if [ "$build" -eq 1 ] &&
     ! bazel build -c opt --color=no --curses=no "${opt_targets[@]}" > /dev/null 2>&1; then
@@ -123,7 +123,7 @@ if [ "$build" -eq 1 ] && ! bazel build --color=no --curses=no "${targets[@]}" > 
   echo "$passed passed, $failed failed"; exit 1
 fi
 bin="$(bazel info bazel-bin 2>/dev/null)"
-rogd="$bin/server/rogd" rogctl="$bin/tools/rogctl"
+rogd="$bin/server/rogd" rogctl="$bin/tools/rogctl/rogctl"
 
 # 5. The README's commands against a real rogd on loopback.
 tmp=$(mktemp -d)

@@ -19,8 +19,8 @@ OUT = os.path.join(ROOT, "docs", "flags.md")
 BINARIES = [
     ("rogd", "//server:rogd", "the parameter server; also read from --flagfile",
      ["server/rogd_main.cc"]),
-    ("rogctl", "//tools:rogctl", "the admin CLI (flags before or after the command)",
-     ["tools/rogctl.cc"]),
+    ("rogctl", "//tools/rogctl:rogctl", "the admin CLI (flags before or after the command)",
+     ["tools/rogctl/rogctl.cc"]),
     ("fmnist_worker", "//client/examples:fmnist_worker",
      "the main job's robot (LibTorch); tools/run.sh starts four",
      ["client/examples/fmnist_worker.cc", "task/fmnist/model.cc",

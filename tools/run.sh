@@ -119,7 +119,7 @@ done
 
 tools/setup.sh || exit 1
 echo "run: building rogd, trace_relay and fmnist_worker (first time: a few minutes)"
-targets=(//server:rogd //tools:trace_relay //tools:tc_link //tools:rogctl //client/examples:fmnist_worker)
+targets=(//server:rogd //tools:trace_relay //tools:tc_link //tools/rogctl:rogctl //client/examples:fmnist_worker)
 [ "$sdk" = cpp ] || targets+=(//python:rogpy)
 # In the background, so that a TERM or Ctrl-C during the build stops it at
 # once (bash runs traps only between foreground commands).
@@ -225,9 +225,9 @@ pids+=($!)
 rogd_port=$(port_of "$work/rogd.port" "$work/rogd.log") || exit 1
 echo "run: rogd on 127.0.0.1:$rogd_port${srv_ns:+ in network namespace $srv_ns}; look inside from another shell with"
 if [ -n "$srv_ns" ]; then
-  echo "run:   ip netns exec $srv_ns $bin/tools/rogctl --server=127.0.0.1:$rogd_port status|workers|staleness"
+  echo "run:   ip netns exec $srv_ns $bin/tools/rogctl/rogctl --server=127.0.0.1:$rogd_port status|workers|staleness"
 else
-  echo "run:   bazel run //tools:rogctl -- --server=127.0.0.1:$rogd_port status|workers|staleness"
+  echo "run:   bazel run //tools/rogctl -- --server=127.0.0.1:$rogd_port status|workers|staleness"
 fi
 
 for w in 1 2 3 4; do
@@ -316,7 +316,7 @@ for w in 1 2 3 4; do
   wait "${workers[w]}" || { failed=1; echo "run: robot$w failed; see $work/robot$w.log" >&2; tail -3 "$work/robot$w.log" >&2; }
 done
 # What rogd knew of every robot (detachments, late rows), for the benchmark.
-in_ns "$srv_ns" "$bin/tools/rogctl" --server="127.0.0.1:$rogd_port" workers --json > "$work/workers.json" 2>/dev/null ||
+in_ns "$srv_ns" "$bin/tools/rogctl/rogctl" --server="127.0.0.1:$rogd_port" workers --json > "$work/workers.json" 2>/dev/null ||
   rm -f "$work/workers.json"
 detaches=$(grep -c "detached worker" "$work/rogd.log")
 echo

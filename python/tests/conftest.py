@@ -89,7 +89,7 @@ class Rogd:
             return f.read()
 
     def rogctl(self, *args, timeout=30):
-        r = subprocess.run([binary("tools/rogctl"), f"--server={self.address}"] + list(args),
+        r = subprocess.run([binary("tools/rogctl/rogctl"), f"--server={self.address}"] + list(args),
                            capture_output=True, text=True, timeout=timeout)
         return r
 

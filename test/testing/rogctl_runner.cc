@@ -20,9 +20,9 @@ std::string RogctlBinary() {
   const char* srcdir = std::getenv("TEST_SRCDIR");
   const char* workspace = std::getenv("TEST_WORKSPACE");
   if (srcdir != nullptr && workspace != nullptr) {
-    return absl::StrCat(srcdir, "/", workspace, "/tools/rogctl");
+    return absl::StrCat(srcdir, "/", workspace, "/tools/rogctl/rogctl");
   }
-  return "tools/rogctl";
+  return "tools/rogctl/rogctl";
 }
 
 std::string Quote(const std::string& s) {

@@ -4,7 +4,7 @@
 // global model exactly. Then buffers through --template, and every error
 // path with its exit code. Each rogctl run is bounded (rogctl_runner.h);
 // rogd dies with the test (rogd_harness.h).
-#include "tools/rogctl_export.h"
+#include "tools/rogctl/rogctl_export.h"
 
 #include <sys/stat.h>
 
@@ -23,7 +23,7 @@
 #include "test/client/torch_testing.h"
 #include "test/testing/rogctl_runner.h"
 #include "test/testing/rogd_harness.h"
-#include "tools/rogctl_lib.h"
+#include "tools/rogctl/rogctl_lib.h"
 
 // LibTorch's glog headers define CHECK; Catch2's must win, so it comes last.
 #undef CHECK

@@ -5,7 +5,7 @@
 #include "absl/strings/str_split.h"
 #include "catch2/catch.hpp"
 #include "proto/convert.h"
-#include "tools/rogctl_lib.h"
+#include "tools/rogctl/rogctl_lib.h"
 
 namespace rog {
 namespace ctl {

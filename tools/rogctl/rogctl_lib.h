@@ -2,8 +2,8 @@
 // command for scripts (documented in docs/reference.md, "rogctl"), and the
 // mapping from rogd's gRPC errors to exit codes and messages that say what
 // to do. No I/O here, so all of it is unit-tested on hand-made protos.
-#ifndef ROG_TOOLS_ROGCTL_LIB_H_
-#define ROG_TOOLS_ROGCTL_LIB_H_
+#ifndef ROG_TOOLS_ROGCTL_ROGCTL_LIB_H_
+#define ROG_TOOLS_ROGCTL_ROGCTL_LIB_H_
 
 #include <cstdint>
 #include <optional>
@@ -131,4 +131,4 @@ Failure DescribeFailure(int code, absl::string_view message, absl::string_view s
 }  // namespace ctl
 }  // namespace rog
 
-#endif  // ROG_TOOLS_ROGCTL_LIB_H_
+#endif  // ROG_TOOLS_ROGCTL_ROGCTL_LIB_H_

@@ -7,7 +7,7 @@
 //
 // `model` is one rog.v1.ExportChunk holding the layout and every row (what
 // rogd streams, joined by rogctl). Writes OUT atomically (a temporary file
-// beside it, fsync, rename) as a LibTorch archive (tools/rogctl_export.h),
+// beside it, fsync, rename) as a LibTorch archive (rogctl_export.h),
 // prints "bytes N buffers M" on stdout and exits 0. On failure it prints one
 // line "rogctl export: ..." on stderr and exits 2 (a template that is not the
 // module rogd trains, or that cannot be read) or 1 (anything else).
@@ -23,8 +23,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "rog.pb.h"
-#include "tools/rogctl_export.h"
-#include "tools/rogctl_lib.h"
+#include "tools/rogctl/rogctl_export.h"
+#include "tools/rogctl/rogctl_lib.h"
 
 namespace {
 

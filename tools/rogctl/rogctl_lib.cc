@@ -1,4 +1,4 @@
-#include "tools/rogctl_lib.h"
+#include "tools/rogctl/rogctl_lib.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // The only translation unit of rogctl that includes LibTorch: the
 // serialisation headers and the TorchScript loader, not <torch/torch.h>.
-#include "tools/rogctl_export.h"
+#include "tools/rogctl/rogctl_export.h"
 
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/serialization/import.h>
@@ -18,7 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "tools/rogctl_lib.h"
+#include "tools/rogctl/rogctl_lib.h"
 
 namespace rog {
 namespace ctl {

@@ -1,10 +1,10 @@
 // `rogctl export`'s LibTorch half, linked into rogctl's helper
-// rogctl_torch (tools/rogctl_torch.cc), not into rogctl. Its .cc is the only
+// rogctl_torch (rogctl_torch.cc), not into rogctl. Its .cc is the only
 // translation unit of either that includes LibTorch headers (slow to
 // compile); this header includes none. Bytes in, bytes out: files are read
 // and written by the callers.
-#ifndef ROG_TOOLS_ROGCTL_EXPORT_H_
-#define ROG_TOOLS_ROGCTL_EXPORT_H_
+#ifndef ROG_TOOLS_ROGCTL_ROGCTL_EXPORT_H_
+#define ROG_TOOLS_ROGCTL_ROGCTL_EXPORT_H_
 
 #include <cstdint>
 #include <string>
@@ -54,4 +54,4 @@ absl::StatusOr<TorchArchive> MakeTorchArchive(const Layout& layout, absl::Span<c
 }  // namespace ctl
 }  // namespace rog
 
-#endif  // ROG_TOOLS_ROGCTL_EXPORT_H_
+#endif  // ROG_TOOLS_ROGCTL_ROGCTL_EXPORT_H_

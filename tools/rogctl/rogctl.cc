@@ -38,7 +38,7 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/convert.h"
 #include "rog.grpc.pb.h"
-#include "tools/rogctl_lib.h"
+#include "tools/rogctl/rogctl_lib.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:7070", "rogd's admin address, HOST:PORT");
 ABSL_FLAG(bool, json, false, "print JSON (one schema per command) instead of tables");
@@ -323,8 +323,8 @@ Output ExportError(int code, absl::string_view message) {
 // argv[0], for finding rogctl_torch.
 std::string g_argv0;
 
-// rogctl_torch, `export`'s LibTorch helper (tools/rogctl_torch.cc): beside
-// this binary (bazel-bin/tools, or wherever both are installed), or beside
+// rogctl_torch, `export`'s LibTorch helper (rogctl_torch.cc): beside
+// this binary (bazel-bin/tools/rogctl, or wherever both are installed), or beside
 // the path it was started by (a symlink, Bazel's runfiles).
 std::string HelperPath() {
   std::vector<std::string> candidates;
@@ -350,7 +350,7 @@ Output RunHelper(const rog::pb::ExportChunk& model, const std::string& out,
     return ExportError(
         kExitError,
         absl::StrCat("its LibTorch helper ", helper, " is missing (", std::strerror(errno),
-                     "); `bazel build //tools:rogctl` builds it beside rogctl, and "
+                     "); `bazel build //tools/rogctl` builds it beside rogctl, and "
                      "an installed rogctl needs rogctl_torch in the same folder"));
   }
   int in[2], from[2];
