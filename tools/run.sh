@@ -119,7 +119,7 @@ done
 
 tools/setup.sh || exit 1
 echo "run: building rogd, trace_relay and fmnist_worker (first time: a few minutes)"
-targets=(//server:rogd //tools:trace_relay //tools:tc_link //tools/rogctl:rogctl //client/examples:fmnist_worker)
+targets=(//server:rogd //tools/links:trace_relay //tools/links:tc_link //tools/rogctl:rogctl //client/examples:fmnist_worker)
 [ "$sdk" = cpp ] || targets+=(//python:rogpy)
 # In the background, so that a TERM or Ctrl-C during the build stops it at
 # once (bash runs traps only between foreground commands).
@@ -234,11 +234,11 @@ for w in 1 2 3 4; do
   if [ "$links" = tc ]; then
     # Both ends of robot w's veth pair follow its trace: rogd's end is its
     # downlink, the robot's end its uplink.
-    "$bin/tools/tc_link" --trace="$traces/outdoors-$timeline-w$w.tsv" --scale="$scale" \
+    "$bin/tools/links/tc_link" --trace="$traces/outdoors-$timeline-w$w.tsv" --scale="$scale" \
       --time_scale="$time_scale" --target="$srv_ns:${ns}s$w" --target="${ns}r$w:${ns}r$w" \
       > "$work/relay$w.log" 2>&1 &
   else
-    "$bin/tools/trace_relay" --upstream="127.0.0.1:$rogd_port" --listen_port_file="$work/relay$w.port" \
+    "$bin/tools/links/trace_relay" --upstream="127.0.0.1:$rogd_port" --listen_port_file="$work/relay$w.port" \
       --trace="$traces/outdoors-$timeline-w$w.tsv" --scale="$scale" --time_scale="$time_scale" \
       --delay="$delay" > "$work/relay$w.log" 2>&1 &
   fi

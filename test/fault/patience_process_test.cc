@@ -15,7 +15,7 @@
 #include "test/fault/fault_model.h"
 #include "test/fault/fault_testing.h"
 #include "test/testing/rogd_harness.h"
-#include "tools/rate_proxy.h"
+#include "tools/links/rate_proxy.h"
 
 namespace rog {
 namespace {

@@ -28,7 +28,7 @@
 #include "test/fault/child_process.h"
 #include "test/fault/fault_model.h"
 #include "test/testing/rogd_harness.h"
-#include "tools/rate_proxy.h"
+#include "tools/links/rate_proxy.h"
 
 ABSL_FLAG(double, minutes, 30, "how long the faults go on");
 ABSL_FLAG(int, workers, 8, "worker processes (at most 16)");

@@ -1,4 +1,4 @@
-// tools/tc_link on real kernel links: two network namespaces joined by a
+// tools/links/tc_link on real kernel links: two network namespaces joined by a
 // veth pair, each end's egress shaped by tc_link from a trace, a TCP flow
 // each way through it. Needs root (network namespaces, qdiscs): tagged
 // [.root], so that as another user test/catch_main.cc reports it skipped
@@ -117,7 +117,7 @@ TEST_CASE("tc_link: a veth pair's throughput tracks a real robot trace second by
   REQUIRE(accepted >= 0);
 
   // a's end carries a -> b ("down"), b's end b -> a ("up").
-  ChildProcess link({TestBinary("tools/tc_link"), "--trace=" + trace,
+  ChildProcess link({TestBinary("tools/links/tc_link"), "--trace=" + trace,
                      absl::StrCat("--target=", veth.a, ":", veth.a),
                      absl::StrCat("--target=", veth.b, ":", veth.b)},
                     TmpDir() + "/tc_link.log");
@@ -159,7 +159,7 @@ TEST_CASE("tc_link: bad flags, a bad trace and a device tc cannot shape exit 2 s
           "[tc_link]") {
   const std::string trace = WriteTmpFile("tc-ok.tsv", "# seconds\tmbit_per_s\n0\t5\n1\t7\n");
   auto refused = [](std::vector<std::string> flags) {
-    flags.insert(flags.begin(), TestBinary("tools/tc_link"));
+    flags.insert(flags.begin(), TestBinary("tools/links/tc_link"));
     ChildProcess p(flags, TmpDir() + "/tc_link-refused.log");
     REQUIRE(p.started());
     const int status = p.Wait(10);

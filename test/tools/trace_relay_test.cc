@@ -1,4 +1,4 @@
-// Runs tools/trace_relay as a child process, as the main job does.
+// Runs tools/links/trace_relay as a child process, as the main job does.
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -72,7 +72,7 @@ class Relay {
   }
   static std::vector<std::string> Args(const std::vector<std::string>& flags,
                                        const std::string& port_file) {
-    std::vector<std::string> args = {TestBinary("tools/trace_relay")};
+    std::vector<std::string> args = {TestBinary("tools/links/trace_relay")};
     args.insert(args.end(), flags.begin(), flags.end());
     if (flags.size() > 1) args.push_back("--listen_port_file=" + port_file);
     return args;

@@ -22,7 +22,7 @@ std::string ReadFile(const std::string& path);
 // there; returns its path.
 std::string TmpDir();
 std::string WriteTmpFile(const std::string& name, const std::string& text);
-// A binary of the workspace, e.g. "tools/trace_relay", from a test's data.
+// A binary of the workspace, e.g. "tools/links/trace_relay", from a test's data.
 std::string TestBinary(const std::string& path);
 
 // A child process with its output in a log file; killed (SIGKILL) if still

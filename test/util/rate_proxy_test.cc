@@ -1,4 +1,4 @@
-#include "tools/rate_proxy.h"
+#include "tools/links/rate_proxy.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

@@ -1,5 +1,5 @@
 // A user-space TCP relay that behaves like a slow link, for tests and for
-// replaying bandwidth traces (tools/trace_relay.cc).
+// replaying bandwidth traces (trace_relay.cc).
 //
 // RateProxy listens on 127.0.0.1 (an ephemeral port unless
 // Options::listen_port says otherwise) and relays every accepted
@@ -40,8 +40,8 @@
 // opened (listener and all open connections; their peers see EOF or a
 // reset). It returns within milliseconds whatever the link is doing. Do not
 // call other methods concurrently with the destructor.
-#ifndef ROG_TOOLS_RATE_PROXY_H_
-#define ROG_TOOLS_RATE_PROXY_H_
+#ifndef ROG_TOOLS_LINKS_RATE_PROXY_H_
+#define ROG_TOOLS_LINKS_RATE_PROXY_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -131,4 +131,4 @@ class RateProxy {
 
 }  // namespace rog
 
-#endif  // ROG_TOOLS_RATE_PROXY_H_
+#endif  // ROG_TOOLS_LINKS_RATE_PROXY_H_

@@ -3,8 +3,8 @@
 // clear line (Abseil's flags exit 1 for an unknown flag and print pages of
 // help), reading a trace file with errors that name it, and the stop
 // signals their replay loops wait for.
-#ifndef ROG_TOOLS_LINK_CLI_H_
-#define ROG_TOOLS_LINK_CLI_H_
+#ifndef ROG_TOOLS_LINKS_LINK_CLI_H_
+#define ROG_TOOLS_LINKS_LINK_CLI_H_
 
 #include <signal.h>
 #include <time.h>
@@ -58,4 +58,4 @@ timespec SigwaitTimeout(double wait);
 
 }  // namespace rog
 
-#endif  // ROG_TOOLS_LINK_CLI_H_
+#endif  // ROG_TOOLS_LINKS_LINK_CLI_H_

@@ -39,7 +39,7 @@
 #include "absl/strings/str_split.h"
 #include "common/clock.h"
 #include "common/trace.h"
-#include "tools/link_cli.h"
+#include "tools/links/link_cli.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "tools/link_cli.h"
+#include "tools/links/link_cli.h"
 
 #include <pthread.h>
 #include <sys/stat.h>

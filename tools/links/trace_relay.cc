@@ -35,8 +35,8 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/trace.h"
-#include "tools/link_cli.h"
-#include "tools/rate_proxy.h"
+#include "tools/links/link_cli.h"
+#include "tools/links/rate_proxy.h"
 
 namespace {
 
