@@ -95,7 +95,7 @@ struct SimScore {
 //
 // rogd's and the SDK's batch_bytes, batch_seconds and
 // send_whole_when_it_fits are two settings each, as in the product
-// (rogd --batch_bytes, WorkerOptions::batch_bytes); tools/sim's flags set
+// (rogd --batch_bytes, WorkerOptions::batch_bytes); //tools/sim's flags set
 // both.
 struct SimConfig : ProtocolOptions {
   EngineOptions engine;

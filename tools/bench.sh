@@ -245,7 +245,7 @@ if [ "$study" = regime ]; then
   # 2 minutes per run unless --minutes says otherwise.
   printf '%s\n' "$@" | grep -q '^--minutes=' || { minutes=2; seconds=120; }
   echo "bench: building rogd, the simulator and the report"
-  if ! bazel build --color=no --curses=no -c opt //server:rogd //tools:sim //tools:bench_report \
+  if ! bazel build --color=no --curses=no -c opt //server:rogd //tools/sim //tools:bench_report \
       > "$out/build.log" 2>&1; then
     tail -20 "$out/build.log" >&2
     echo "bench: build failed (log: $out/build.log)" >&2
@@ -265,14 +265,14 @@ if [ "$study" = regime ]; then
   for C in $regime_c; do
     for R in $regime_r; do
       two_r=$(awk -v r="$R" 'BEGIN { print 2 * r }')
-      line="$("$bin/tools/sim" --model="$sim_model" --codec="$codec_r" --traces="$traces" \
+      line="$("$bin/tools/sim/sim" --model="$sim_model" --codec="$codec_r" --traces="$traces" \
         --trace_filter=outdoors-fast --compute_seconds="$C" --solve_trace_scale="$two_r")" ||
         { echo "bench: cannot compute the trace scale: $line" >&2; exit 1; }
       sc=$(awk '{ sub(/:$/, "", $2); print $2 }' <<<"$line")
       for pat in 0 "$default_patience"; do
         tag="C$C-R$R-p$pat"
         # Padded compute takes the same time every iteration: no jitter.
-        "$bin/tools/sim" --model="$sim_model" --codec="$codec_r" --compute_seconds="$C" --compute_jitter=0 \
+        "$bin/tools/sim/sim" --model="$sim_model" --codec="$codec_r" --compute_seconds="$C" --compute_jitter=0 \
           --link_delay="$sim_delay" \
           --seconds="$seconds" --patience="$pat" --staleness="$staleness" --traces="$traces" \
           --trace_filter=outdoors-fast --trace_scale="$sc" --seed="$seed" > "$out/sim/$tag.txt" 2>&1 ||
@@ -313,7 +313,7 @@ if [ "$study" = regime ]; then
     }
     END {
       print "# The regime map: where ROG wins\n"
-      print "Compute C per iteration (padded) against R, the one-way time to move the whole 82 KB model (fp32) at the traces'\'' time-weighted median rate over C; the trace scale follows from R and C. ROG/SSP and ROG/BSP are ratios of iterations per second per robot; the simulator (`//tools:sim`) beside the measured runs where there are any; the last column is the simulator'\''s iterations/s against the measured ones (BSP / SSP / ROG).\n"
+      print "Compute C per iteration (padded) against R, the one-way time to move the whole 82 KB model (fp32) at the traces'\'' time-weighted median rate over C; the trace scale follows from R and C. ROG/SSP and ROG/BSP are ratios of iterations per second per robot; the simulator (`//tools/sim`) beside the measured runs where there are any; the last column is the simulator'\''s iterations/s against the measured ones (BSP / SSP / ROG).\n"
       print "| C (s) | R | trace scale | patience | ROG/SSP simulated | ROG/SSP measured | ROG/BSP simulated | ROG/BSP measured | simulator vs measured |"
       print "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
       for (i = 1; i <= n; i++) print rows[i]
@@ -409,7 +409,7 @@ patience_args=()
 [ -n "$speedup" ] && patience_args+=(--detach_speedup="$speedup")
 
 echo "bench: building the simulator and the report"
-if ! bazel build --color=no --curses=no -c opt //tools:sim //tools:bench_report \
+if ! bazel build --color=no --curses=no -c opt //tools/sim //tools:bench_report \
     > "$out/build.log" 2>&1; then
   tail -20 "$out/build.log" >&2
   echo "bench: build failed (log: $out/build.log)" >&2
@@ -421,7 +421,7 @@ sim_model=$model; [ "$model" = cnn ] && sim_model=fmnist
 # The paper profile's trace scale for codec $1 (one factor for both
 # timelines, from the recorded cadence): see --help.
 paper_scale() {
-  "$bin/tools/sim" --model="$sim_model" --codec="$1" --traces="$traces" \
+  "$bin/tools/sim/sim" --model="$sim_model" --codec="$1" --traces="$traces" \
     --trace_filter=outdoors-fast --compute_seconds="${compute_time%s}" \
     --solve_trace_scale="$paper_ratio"
 }
@@ -446,7 +446,7 @@ report() {
   # Padded compute (--compute_time) takes the same time every iteration.
   local jitter=0.1
   [ "$compute_time" = 0 ] || jitter=0
-  "$bin/tools/sim" --model="$sim_model" --codec="$c" --compute_seconds="$compute" --seconds="$seconds" \
+  "$bin/tools/sim/sim" --model="$sim_model" --codec="$c" --compute_seconds="$compute" --seconds="$seconds" \
     --link_delay="$sim_delay" \
     --compute_jitter="$jitter" \
     --patience="${sim_patience:-0}" --detach_speedup="${sim_speedup:-0}" \

@@ -42,7 +42,7 @@ ABSL_FLAG(std::string, links, "",
           "--delay)");
 ABSL_FLAG(std::string, team, "", "rogd's team settings (patience, detach speedup), for the list");
 ABSL_FLAG(double, target, -1, "accuracy target; below 0: BSP's final accuracy");
-ABSL_FLAG(std::string, simulator, "", "a file with //tools:sim's output for the same settings");
+ABSL_FLAG(std::string, simulator, "", "a file with //tools/sim's output for the same settings");
 ABSL_FLAG(double, patience, 0, "with --study: the main patience, whose ROG run the goals use");
 ABSL_FLAG(bool, repeats, false,
           "the results folder holds rep1/, rep2/, ... each a bench.sh results folder of the same "

@@ -460,7 +460,7 @@ void AppendSimulator(std::string* md, const std::string& simulator) {
   if (simulator.empty()) return;
   absl::StrAppend(md,
                   "\n## The simulator on the same settings\n\n"
-                  "`//tools:sim` with the same model layout, codec, traces, scales, S and the "
+                  "`//tools/sim` with the same model layout, codec, traces, scales, S and the "
                   "measured mean compute time per iteration:\n\n```\n",
                   simulator, simulator.back() == '\n' ? "" : "\n", "```\n");
 }

@@ -238,7 +238,7 @@ std::string RepeatsMarkdown(const std::vector<std::vector<PolicyFigures>>& repea
                             const std::string& title, const std::string& simulator);
 
 // The simulator's uplink utilisation per policy ("bsp", "ssp", "rog"), as a
-// share, from tools/sim's "... the benchmark's link utilisation): bsp X%,
+// share, from //tools/sim's "... the benchmark's link utilisation): bsp X%,
 // ssp Y%, rog Z%" line; empty if `simulator` has none.
 std::map<std::string, double> SimulatedUtilisation(const std::string& simulator);
 

@@ -2,7 +2,7 @@
 // pretrained on clean Fashion-MNIST images and adapted to degraded ones
 // (fog-like blur plus noise, deterministic per seed), each robot on its own
 // shard. Shared by the robots (fmnist_worker, step_bench) and the
-// simulator's learning task (task/fmnist/task.h, tools/fmnist_sim), so both
+// simulator's learning task (task/fmnist/task.h, //tools/sim:fmnist_sim), so both
 // train the same model on the same data.
 //
 // Flags defined here (both binaries): --data_dir, --cache_dir,
@@ -19,7 +19,7 @@
 namespace rog::fmnist {
 
 // The two models of --model (fmnist_worker) and --model=fmnist|convmlp
-// (tools/fmnist_sim): `cnn`, a small CNN (82 KB fp32, 8 tensors), and
+// (//tools/sim:fmnist_sim): `cnn`, a small CNN (82 KB fp32, 8 tensors), and
 // `convmlp`, the same convolutions under a wide MLP head (3.2 MB fp32).
 // Their layouts are also the simulator's synthetic "fmnist" and "convmlp"
 // layouts (sim/simulator.cc): change both together.

@@ -1,5 +1,5 @@
 // The main job's training (task/fmnist/model.h) as flat parameter vectors, for
-// the simulator's learning task (tools/fmnist_sim): no LibTorch in this
+// the simulator's learning task (//tools/sim:fmnist_sim): no LibTorch in this
 // header, so its users compile without it.
 #ifndef ROG_TASK_FMNIST_TASK_H_
 #define ROG_TASK_FMNIST_TASK_H_

@@ -615,7 +615,7 @@ TEST_CASE("a learning task trains the team and is scored over time and after the
     CHECK(r->final_score > r->team_score(0));
     CHECK(r->max_replica_error < 1e-4);
     CHECK(r->max_sum_error < 1e-4);
-    CHECK(r->bound_checks == 0);  // no markers: the bound is tools/sim's to check
+    CHECK(r->bound_checks == 0);  // no markers: the bound is //tools/sim's to check
   }
 }
 

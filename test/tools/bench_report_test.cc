@@ -201,7 +201,7 @@ std::tuple<PolicyFigures, PolicyFigures, PolicyFigures> OneRunPerPolicy() {
 
 TEST_CASE("a link utilisation far below the simulator's is flagged as the machine's limit",
           "[bench]") {
-  // tools/sim's line, wrapped as it prints it.
+  // The simulator's line (//tools/sim), wrapped as it prints it.
   const std::string sim =
       "uplink utilisation while pushing (bytes acknowledged over what the link could\n"
       "carry ...; the benchmark's link utilisation): bsp 99.5%, ssp 98.3%, rog 89.3%\n"
@@ -237,7 +237,7 @@ TEST_CASE("a link utilisation far below the simulator's is flagged as the machin
 
 TEST_CASE("a low link utilisation is the machine's limit only if the throughput is short too",
           "[bench]") {
-  // tools/sim's table and its stall table, whose rows start with the same
+  // The simulator's table and its stall table, whose rows start with the same
   // names but give shares.
   const std::string sim =
       "policy    it/s  compute transmit    stall\n"

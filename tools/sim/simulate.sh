@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The simulator comparison of ROG (tools/run.sh is the main job).
 #
-# It runs the deterministic simulator (//tools:sim) on the real robot
+# It runs the deterministic simulator (//tools/sim) on the real robot
 # bandwidth traces in tools/traces and compares BSP, SSP and ROG on the
 # same workload, in about a minute.
 #
-# Usage: tools/simulate.sh [--quick] [any //tools:sim flag, e.g. --staleness=3]
+# Usage: tools/sim/simulate.sh [--quick] [any //tools/sim flag, e.g. --staleness=3]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 args=()
 seconds=300
@@ -17,7 +17,7 @@ for a in "$@"; do
     -h|--help)
       sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
       echo
-      echo "Simulator flags (bazel run //tools:sim -- --help for all):"
+      echo "Simulator flags (bazel run //tools/sim -- --help for all):"
       echo "  --sync=bsp,ssp,rog --staleness=4 --workers=4 --seconds=300 --seed=1"
       echo "  --traces=tools/traces --trace_filter=fast --trace_scale=1 --codec=fp32"
       exit 0 ;;
@@ -32,9 +32,9 @@ if [ ! -d "$traces" ]; then
 fi
 
 tools/setup.sh
-echo "run: building //tools:sim"
-bazel build --color=no --curses=no -c opt //tools:sim 2>&1 | grep -E "^(ERROR|FAIL)" || true
-bin="$(bazel info -c opt bazel-bin 2>/dev/null)/tools/sim"
-[ -x "$bin" ] || { echo "run: build failed; run 'bazel build //tools:sim' to see why" >&2; exit 1; }
+echo "run: building //tools/sim"
+bazel build --color=no --curses=no -c opt //tools/sim 2>&1 | grep -E "^(ERROR|FAIL)" || true
+bin="$(bazel info -c opt bazel-bin 2>/dev/null)/tools/sim/sim"
+[ -x "$bin" ] || { echo "run: build failed; run 'bazel build //tools/sim' to see why" >&2; exit 1; }
 echo "run: simulating ${seconds} s of training under BSP, SSP and ROG"
 exec "$bin" --seconds="$seconds" --traces="$traces" ${args[@]+"${args[@]}"}

@@ -7,15 +7,15 @@
 # and seed:
 #   ROG/SSP and ROG/BSP (A -> B), each policy's it/s, ROG's change, ROG's
 #   overshoot p99; with PATIENCE, each policy's detached share (A -> B).
-# A and B are each one string of extra tools/sim arguments (word-split).
+# A and B are each one string of extra sim arguments (word-split).
 # PATIENCE: team patience in seconds for every policy (default 0: off, as
 # the paper profile; 0.5 is rogd's default floor). SEEDS: the seeds
 # (default 1). B_SYNC=rog: only ROG runs under B, for a change that acts on
 # ROG alone; B's ratios then take A's BSP and SSP.
 # Usage, from the repository root:
-#   tools/sim_ab.sh SIM "A ARGS" "B ARGS"
-#   SEEDS="1 2 3" POINTS=paper B_SYNC=rog tools/sim_ab.sh bazel-bin/tools/sim "" "--push_ahead"
-# SIM is the built //tools:sim. The points' settings are those of
+#   tools/sim/sim_ab.sh SIM "A ARGS" "B ARGS"
+#   SEEDS="1 2 3" POINTS=paper B_SYNC=rog tools/sim/sim_ab.sh bazel-bin/tools/sim/sim "" "--push_ahead"
+# SIM is the built //tools/sim. The points' settings are those of
 # tools/bench.sh --profile=paper and --study=regime (the map's points from
 # results/2026-11-24-regime-1b7e48a/regime.tsv).
 set -euo pipefail
@@ -24,7 +24,7 @@ if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
   exit 0
 fi
 if [ $# -ne 3 ]; then
-  echo "usage: tools/sim_ab.sh SIM \"A ARGS\" \"B ARGS\"  (env SEEDS, POINTS, B_SYNC, PATIENCE)" >&2
+  echo "usage: tools/sim/sim_ab.sh SIM \"A ARGS\" \"B ARGS\"  (env SEEDS, POINTS, B_SYNC, PATIENCE)" >&2
   exit 2
 fi
 sim=$1
@@ -40,7 +40,7 @@ awk -v p="$patience" 'BEGIN { exit !(p ~ /^[0-9]+(\.[0-9]+)?$/) }' ||
   { echo "sim_ab: PATIENCE is seconds, e.g. 0.5 (0: off); got '$patience'" >&2; exit 2; }
 on=$(awk -v p="$patience" 'BEGIN { print (p > 0) ? 1 : 0 }')
 regime=results/2026-11-24-regime-1b7e48a/regime.tsv
-[ -x "$sim" ] || { echo "sim_ab: $sim is not an executable (build //tools:sim)" >&2; exit 2; }
+[ -x "$sim" ] || { echo "sim_ab: $sim is not an executable (build //tools/sim)" >&2; exit 2; }
 [ -f "$regime" ] || { echo "sim_ab: run from the repository root ($regime not found)" >&2; exit 2; }
 
 # One run: "bsp_it/s ssp_it/s rog_it/s rog_overshoot_p99_ms bsp_det ssp_det

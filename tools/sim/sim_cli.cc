@@ -2,8 +2,8 @@
 // protocol on simulated links, sim/simulator.h) on the command line. Runs
 // the same workload under each policy given in --sync and prints one table,
 // so the policies are compared on identical traces, seeds, model and
-// compute. tools/sim.cc and tools/fmnist_sim.cc are its two mains.
-#include "tools/sim_cli.h"
+// compute. sim.cc and fmnist_sim.cc are its two mains.
+#include "tools/sim/sim_cli.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -46,7 +46,7 @@ ABSL_FLAG(double, trace_time_scale, 1.0,
           "the links' --time_scale does");
 ABSL_FLAG(double, seconds, 300, "Simulated training time in seconds");
 ABSL_FLAG(uint64_t, seed, 1,
-          "Random seed (compute jitter, updates, initial values; tools/fmnist_sim: also the "
+          "Random seed (compute jitter, updates, initial values; fmnist_sim: also the "
           "pretrained model's cache file, the degradation, the shards and the batches, as "
           "fmnist_worker's --seed)");
 ABSL_FLAG(double, compute_seconds, 1.0, "Mean compute time per iteration, seconds");
@@ -58,7 +58,7 @@ ABSL_FLAG(double, compute_jitter, 0.1, "Compute time jitter, ± fraction (unifor
 ABSL_FLAG(std::string, codec, "fp32", "Row codec: fp32, bf16, int8, sign");
 ABSL_FLAG(std::string, model, "cnn",
           "Synthetic model layout: cnn (1.7 MB), fmnist (the main job's CNN, 82 KB), convmlp "
-          "(fmnist_worker --model=convmlp, 3.2 MB) or tiny; tools/fmnist_sim: fmnist (its "
+          "(fmnist_worker --model=convmlp, 3.2 MB) or tiny; fmnist_sim: fmnist (its "
           "default) or convmlp");
 ABSL_FLAG(uint32_t, batch_bytes, 16384, "Largest payload of one row batch, bytes");
 ABSL_FLAG(double, batch_seconds, rog::kDefaultBatchSeconds,
@@ -112,7 +112,7 @@ ABSL_FLAG(uint32_t, detached_local_steps, 0,
           "With --patience: local iterations a detached worker may run per detachment "
           "(0: it pauses)");
 ABSL_FLAG(double, score_every, 10,
-          "tools/fmnist_sim: seconds of training time between scores of every replica");
+          "fmnist_sim: seconds of training time between scores of every replica");
 ABSL_FLAG(
     bool, rate_bound, false,
     "After the table, each policy's rate against how fast any protocol under its staleness "
@@ -531,7 +531,7 @@ void PrintSummary(const std::vector<std::string>& causes, const std::vector<std:
   if (learning) {
     std::printf(
         "invariants: not checked with a learning task (the staleness bound and exact "
-        "conservation are checked with integer updates, tools/sim)\n");
+        "conservation are checked with integer updates, //tools/sim)\n");
     return;
   }
   if (!lossless) {
@@ -628,10 +628,10 @@ namespace rog {
 int SimMain(int argc, char** argv, const std::string& program, const SimLearningMaker& learning) {
   Program() = program;
   // --help lists this file's flags (the mains declare none) and, for
-  // tools/fmnist_sim, the model's (task/fmnist/).
+  // fmnist_sim, the model's (task/fmnist/).
   absl::FlagsUsageConfig config;
   config.contains_help_flags = [](absl::string_view path) {
-    return absl::StrContains(path, "tools/sim_cli.cc") ||
+    return absl::StrContains(path, "tools/sim/sim_cli.cc") ||
            absl::StrContains(path, "task/fmnist/model.cc");
   };
   absl::SetFlagsUsageConfig(config);

@@ -4,15 +4,15 @@
 # folders (byte for byte). Five points: the paper profile's fp32 fast and
 # sign replayed quarters, and three regime-map points (C, R, patience):
 # (0.05 s, 0.1, off), (0.2 s, 1.5, 0.5 s), (1 s, 4, off). Every run of
-# //tools:sim is deterministic for its seed (simulated time only).
+# //tools/sim is deterministic for its seed (simulated time only).
 #
-# Usage: tools/sim_golden.sh OUTDIR     then: diff -r BEFORE AFTER
+# Usage: tools/sim/sim_golden.sh OUTDIR     then: diff -r BEFORE AFTER
 set -euo pipefail
-cd "$(dirname "$0")/.."
-out="${1:?usage: tools/sim_golden.sh OUTDIR}"
+cd "$(dirname "$0")/../.."
+out="${1:?usage: tools/sim/sim_golden.sh OUTDIR}"
 mkdir -p "$out"
-bazel build -c opt --color=no --curses=no //tools:sim >/dev/null 2>&1
-sim="$(bazel info -c opt bazel-bin 2>/dev/null)/tools/sim"
+bazel build -c opt --color=no --curses=no //tools/sim >/dev/null 2>&1
+sim="$(bazel info -c opt bazel-bin 2>/dev/null)/tools/sim/sim"
 t=tools/traces
 
 # The paper profile (tools/bench.sh --profile=paper, fixed 2026-11-24).

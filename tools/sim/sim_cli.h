@@ -1,10 +1,10 @@
-// The simulator's command line (tools/sim_cli.cc): its flags, the table of
-// policies and the summary under it. Two binaries run it: tools/sim
+// The simulator's command line (sim_cli.cc): its flags, the table of
+// policies and the summary under it. Two binaries run it: //tools/sim
 // (integer updates, the protocol's invariants checked) and
-// tools/fmnist_sim (the main job's model really trained, its accuracy
+// //tools/sim:fmnist_sim (the main job's model really trained, its accuracy
 // reported).
-#ifndef ROG_TOOLS_SIM_CLI_H_
-#define ROG_TOOLS_SIM_CLI_H_
+#ifndef ROG_TOOLS_SIM_SIM_CLI_H_
+#define ROG_TOOLS_SIM_SIM_CLI_H_
 
 #include <cstdint>
 #include <functional>
@@ -30,4 +30,4 @@ int SimMain(int argc, char** argv, const std::string& program, const SimLearning
 
 }  // namespace rog
 
-#endif  // ROG_TOOLS_SIM_CLI_H_
+#endif  // ROG_TOOLS_SIM_SIM_CLI_H_

@@ -1,10 +1,10 @@
-// tools/fmnist_sim: the simulator (tools/sim's flags and table) with the
+// fmnist_sim (//tools/sim:fmnist_sim): the simulator (sim's flags and table) with the
 // main job's model really trained: every simulated worker's update is an
 // SGD step of fmnist_worker's model on its own shard, from the parameters
 // its compute started from, so the policies' accuracy over time and after
 // the final sync can be compared on identical links, seeds and data in
 // seconds instead of a benchmark's minutes. The protocol's invariants are
-// tools/sim's to check (integer updates); here they are not.
+// sim's to check (integer updates); here they are not.
 #include <memory>
 #include <string>
 #include <utility>
@@ -14,7 +14,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "task/fmnist/task.h"
-#include "tools/sim_cli.h"
+#include "tools/sim/sim_cli.h"
 
 ABSL_DECLARE_FLAG(std::string, model);
 
@@ -56,11 +56,11 @@ absl::StatusOr<std::unique_ptr<rog::SimLearning>> MakeLearning(const std::string
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "Simulates a ROG team (as tools/sim) whose workers really train the main job's model "
+      "Simulates a ROG team (as //tools/sim) whose workers really train the main job's model "
       "(fmnist_worker's, on their shards of degraded Fashion-MNIST images) and prints each "
       "policy's test accuracy over the training time, at its end and after the final sync.\n"
       "--model is fmnist (the default here) or convmlp.\n"
-      "Example: bazel run //tools:fmnist_sim -- --seconds=120 --compute_seconds=1 "
+      "Example: bazel run //tools/sim:fmnist_sim -- --seconds=120 --compute_seconds=1 "
       "--compute_jitter=0 --trace_scale=0.003772\n");
   absl::SetFlag(&FLAGS_model, "fmnist");
   return rog::SimMain(argc, argv, "fmnist_sim", MakeLearning);
