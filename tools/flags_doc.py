@@ -34,8 +34,8 @@ BINARIES = [
      "the simulator with the main job's model really trained (LibTorch): sim's flags "
      "(--model is fmnist or convmlp, default fmnist) and the model's",
      ["tools/sim/sim_cli.cc", "task/fmnist/model.cc"]),
-    ("bench_report", "//tools:bench_report", "writes a benchmark's summary.md; tools/bench.sh runs it",
-     ["tools/bench_report.cc"]),
+    ("bench_report", "//tools/bench:bench_report", "writes a benchmark's summary.md; tools/bench.sh runs it",
+     ["tools/bench/bench_report.cc"]),
     ("fold_bench", "//server:fold_bench", "the engine's fold cost per row update",
      ["server/fold_bench.cc"]),
 ]

@@ -6,7 +6,7 @@
 
 #include "catch2/catch.hpp"
 #include "common/trace.h"
-#include "tools/bench_report_lib.h"
+#include "tools/bench/bench_report_lib.h"
 
 namespace rog {
 namespace {

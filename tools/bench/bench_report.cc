@@ -23,7 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/trace.h"
-#include "tools/bench_report_lib.h"
+#include "tools/bench/bench_report_lib.h"
 
 ABSL_FLAG(std::string, results, "", "the results folder tools/bench.sh filled (required)");
 ABSL_FLAG(std::string, traces, "tools/traces", "folder of the traces the links replayed");
@@ -191,7 +191,7 @@ std::string GnuplotScript(const std::vector<rog::PolicyFigures>& figures) {
                     f.policy, "'");
   }
   return absl::StrCat(
-      "# Made by //tools:bench_report; run with gnuplot in the results folder.\n",
+      "# Made by //tools/bench:bench_report; run with gnuplot in the results folder.\n",
       "set terminal pngcairo size 900,540 noenhanced\n", "set grid\n", "set key bottom right\n",
       "set ylabel 'accuracy on degraded test images (team mean)'\n",
       "set output 'accuracy_time.png'\n", "set xlabel 'wall-clock time (s)'\n",
@@ -308,7 +308,7 @@ std::vector<rog::StudyRun> SortedStudyRuns(const std::vector<rog::StudyRun>& run
 absl::Status WriteStudyPlots(const fs::path& results, const StudyResults& study) {
   // Accuracy against wall-clock time, one plot per timeline.
   std::string gp =
-      "# Made by //tools:bench_report --study; run with gnuplot in the results folder.\n"
+      "# Made by //tools/bench:bench_report --study; run with gnuplot in the results folder.\n"
       "set terminal pngcairo size 900,540 noenhanced\nset grid\nset key bottom right\n"
       "set ylabel 'accuracy on degraded test images (team mean)'\n"
       "set xlabel 'wall-clock time (s)'\n";
@@ -364,7 +364,7 @@ int Repeats(const fs::path& results) {
   if (reps.empty()) return Fail(absl::StrCat("no rep1/ in ", results.string()));
   std::vector<std::vector<rog::PolicyFigures>> figures;
   std::string gp =
-      "# Made by //tools:bench_report --repeats; run with gnuplot in the results folder.\n"
+      "# Made by //tools/bench:bench_report --repeats; run with gnuplot in the results folder.\n"
       "set terminal pngcairo size 900,540 noenhanced\nset grid\nset key bottom right\n"
       "set ylabel 'accuracy on degraded test images (team mean)'\n"
       "set xlabel 'wall-clock time (s)'\nset output 'accuracy_time.png'\n"

@@ -2,9 +2,9 @@
 // each robot's per-iteration and per-evaluation CSV files
 // (client/examples/fmnist_worker.cc --csv_dir) and its link's trace with the
 // wall-clock time the relay started replaying it. Pure logic, no I/O:
-// tools/bench_report.cc reads the files and writes summary.md and the plots.
-#ifndef ROG_TOOLS_BENCH_REPORT_LIB_H_
-#define ROG_TOOLS_BENCH_REPORT_LIB_H_
+// bench_report.cc reads the files and writes summary.md and the plots.
+#ifndef ROG_TOOLS_BENCH_BENCH_REPORT_LIB_H_
+#define ROG_TOOLS_BENCH_BENCH_REPORT_LIB_H_
 
 #include <cstdint>
 #include <map>
@@ -296,4 +296,4 @@ std::string Ratio(double num, double den);
 
 }  // namespace rog
 
-#endif  // ROG_TOOLS_BENCH_REPORT_LIB_H_
+#endif  // ROG_TOOLS_BENCH_BENCH_REPORT_LIB_H_

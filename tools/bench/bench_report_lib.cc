@@ -1,4 +1,4 @@
-#include "tools/bench_report_lib.h"
+#include "tools/bench/bench_report_lib.h"
 
 #include <algorithm>
 #include <cmath>
