@@ -5,8 +5,17 @@
 #include <tuple>
 
 #include "catch2/catch.hpp"
+#include "common/staleness.h"
 #include "common/trace.h"
-#include "tools/bench/bench_report_lib.h"
+#include "tools/bench/figures.h"
+#include "tools/bench/patience_study.h"
+#include "tools/bench/records.h"
+#include "tools/bench/relay_log.h"
+#include "tools/bench/repeats.h"
+#include "tools/bench/report_text.h"
+#include "tools/bench/simulator_output.h"
+#include "tools/bench/summary.h"
+#include "tools/bench/workers_json.h"
 
 namespace rog {
 namespace {

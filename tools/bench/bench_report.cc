@@ -23,7 +23,14 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/trace.h"
-#include "tools/bench/bench_report_lib.h"
+#include "tools/bench/figures.h"
+#include "tools/bench/patience_study.h"
+#include "tools/bench/records.h"
+#include "tools/bench/relay_log.h"
+#include "tools/bench/repeats.h"
+#include "tools/bench/report_text.h"
+#include "tools/bench/summary.h"
+#include "tools/bench/workers_json.h"
 
 ABSL_FLAG(std::string, results, "", "the results folder tools/bench.sh filled (required)");
 ABSL_FLAG(std::string, traces, "tools/traces", "folder of the traces the links replayed");

@@ -1,0 +1,302 @@
+#include "tools/bench/repeats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "tools/bench/simulator_output.h"
+
+namespace rog {
+
+Spread SpreadOf(const std::vector<double>& v) {
+  Spread s;
+  for (double x : v) {
+    if (!std::isfinite(x)) continue;
+    s.min = s.n == 0 ? x : std::min(s.min, x);
+    s.max = s.n == 0 ? x : std::max(s.max, x);
+    s.mean += x;
+    ++s.n;
+  }
+  if (s.n > 0) s.mean /= s.n;
+  return s;
+}
+
+namespace {
+
+// "1.23× (1.10–1.31×)": the mean, then the range, each number with
+// `digits` decimals after multiplying by `factor`, `unit` after each; "–"
+// when empty; the mean alone when one repeat had it or all agree.
+std::string SpreadText(const Spread& s, int digits, double factor = 1,
+                       absl::string_view unit = "") {
+  if (s.n == 0) return "–";
+  const std::string mean = absl::StrFormat("%.*f%s", digits, factor * s.mean, unit);
+  const std::string lo = absl::StrFormat("%.*f", digits, factor * s.min);
+  const std::string hi = absl::StrFormat("%.*f", digits, factor * s.max);
+  if (s.n == 1 || lo == hi) return mean;
+  return absl::StrCat(mean, " (", lo, "–", hi, unit, ")");
+}
+
+// One policy's figures over the repeats, for the summary over repeats.
+struct RepeatRow {
+  std::string label;
+  std::vector<double> ips, rog_ratio, stall, detached, ttt, ttt_share, acc;
+  int not_reached = 0, present = 0;
+  // Of ttt_share, the upper bounds: repeats whose BSP first had its own final
+  // accuracy after its last evaluation (BSPTimeAtLeast).
+  int share_bounds = 0;
+};
+
+// A lower bound on BSP's time to its own final accuracy when its evaluated
+// curve never reached it: that accuracy is measured after the run's final
+// sync, so BSP first had it after its last evaluation. None with --target
+// (a fixed accuracy BSP may never reach) or without evaluations.
+std::optional<double> BSPTimeAtLeast(const BenchSettings& settings, const PolicyFigures& bsp) {
+  if (settings.target || bsp.team_accuracy.empty() || bsp.final_accuracy < 0) return std::nullopt;
+  const double last = bsp.team_accuracy.back().first;
+  if (!(last > 0)) return std::nullopt;
+  return last;
+}
+
+// BSP's, SSP's and ROG's rows, each repeat's figures added to them; a ratio
+// or time share is taken within its repeat.
+std::vector<RepeatRow> RepeatRows(const std::vector<std::vector<PolicyFigures>>& repeats,
+                                  const BenchSettings& settings) {
+  const char* kPolicies[] = {"bsp", "ssp", "rog"};
+  std::vector<RepeatRow> rows(3);
+  for (const auto& rep : repeats) {
+    const PolicyFigures* bsp = FindPolicy(rep, "bsp");
+    const PolicyFigures* rog = FindPolicy(rep, "rog");
+    const std::optional<double> target = TargetAccuracy(settings, bsp);
+    std::optional<double> bsp_time;
+    bool bsp_time_bound = false;
+    if (target && bsp != nullptr) {
+      bsp_time = TimeToAccuracy(bsp->team_accuracy, *target);
+      if (!bsp_time) {
+        bsp_time = BSPTimeAtLeast(settings, *bsp);
+        bsp_time_bound = bsp_time.has_value();
+      }
+    }
+    for (int k = 0; k < 3; ++k) {
+      const PolicyFigures* p = FindPolicy(rep, kPolicies[k]);
+      if (p == nullptr) continue;
+      RepeatRow& r = rows[k];
+      r.label = PolicyLabel(*p, settings.staleness);
+      ++r.present;
+      r.ips.push_back(p->iterations_per_s);
+      if (rog != nullptr && p->iterations_per_s > 0) {
+        r.rog_ratio.push_back(rog->iterations_per_s / p->iterations_per_s);
+      }
+      r.stall.push_back(p->stall_share);
+      r.detached.push_back(p->detached_share);
+      if (p->final_accuracy >= 0) r.acc.push_back(p->final_accuracy);
+      if (target) {
+        std::optional<double> t = TimeToAccuracy(p->team_accuracy, *target);
+        if (t) {
+          r.ttt.push_back(*t);
+          // Against a lower bound on BSP's time, the share is an upper bound.
+          if (bsp_time && *bsp_time > 0) {
+            r.ttt_share.push_back(*t / *bsp_time);
+            r.share_bounds += bsp_time_bound;
+          }
+        } else {
+          ++r.not_reached;
+        }
+      }
+    }
+  }
+  return rows;
+}
+
+// A row's share of BSP's time: "≤ " before it when some repeats give an
+// upper bound, and how many.
+std::string ShareText(const RepeatRow& r) {
+  const std::string text = SpreadText(SpreadOf(r.ttt_share), 2);
+  if (r.share_bounds == 0) return text;
+  return absl::StrCat("≤ ", text, "; ", r.share_bounds, " of ", r.ttt_share.size(),
+                      " upper bounds");
+}
+
+// The table over repeats, one row per policy run, and how to read it.
+void AppendRepeatsTable(std::string* md, const std::vector<RepeatRow>& rows,
+                        const BenchSettings& settings, const std::string& target_name) {
+  absl::StrAppend(
+      md, "| | it/s per robot | ROG's ratio to it | stall share | detached share | time to ",
+      target_name,
+      " | share of BSP's time | final accuracy |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const RepeatRow& r : rows) {
+    if (r.present == 0) continue;
+    std::string ttt = SpreadText(SpreadOf(r.ttt), 0, 1, " s");
+    if (r.not_reached > 0) {
+      ttt = absl::StrCat(r.ttt.empty() ? "" : ttt + "; ", "not reached in ", r.not_reached, " of ",
+                         r.present);
+    }
+    absl::StrAppend(md, "| ", r.label, " | ", SpreadText(SpreadOf(r.ips), 3), " | ",
+                    SpreadText(SpreadOf(r.rog_ratio), 2, 1, "×"), " | ",
+                    SpreadText(SpreadOf(r.stall), 1, 100, "%"), " | ",
+                    SpreadText(SpreadOf(r.detached), 1, 100, "%"), " | ", ttt, " | ", ShareText(r),
+                    " | ", SpreadText(SpreadOf(r.acc), 4), " |\n");
+  }
+  absl::StrAppend(md,
+                  "\nRanges are the lowest and highest over the repeats. A ratio is ROG's "
+                  "iterations/s over the policy's in the same repeat; ",
+                  settings.target
+                      ? "every repeat has the same target accuracy.\n"
+                      : "time to BSP's final accuracy takes each repeat's own BSP run as the "
+                        "target. BSP's final accuracy is measured after its final sync, so "
+                        "where BSP's evaluated curve never reached it, BSP's time is later than "
+                        "its last evaluation: a share of BSP's time taken against that "
+                        "evaluation's time is an upper bound (\"≤\").\n");
+}
+
+// The time goal's line, on ROG's row: met when ROG reached the target in
+// every repeat and the mean share (an upper bound where some shares are)
+// is within the goal; above the goal on bounds, it is not measured.
+std::string TimeGoalLine(const RepeatRow& rog, const RepeatGoals& goals,
+                         const std::string& target_name) {
+  const Spread share = SpreadOf(rog.ttt_share);
+  const bool within = rog.not_reached == 0 && share.n > 0 && share.mean <= goals.time_share_of_bsp;
+  std::string verdict = "not measured";
+  if (within) {
+    verdict = "**met**";
+  } else if (rog.not_reached > 0 || (share.n > 0 && rog.share_bounds == 0)) {
+    verdict = "**not met**";
+  }
+  return absl::StrFormat(
+      "- ROG's time to %s ≤ %.2f× BSP's: %s (%s%s)", target_name, goals.time_share_of_bsp, verdict,
+      ShareText(rog),
+      rog.not_reached > 0 ? absl::StrCat("; ROG did not reach it in ", rog.not_reached) : "");
+}
+
+// The goals, checked against the means: one line per goal set.
+std::vector<std::string> RepeatGoalLines(const std::vector<RepeatRow>& rows,
+                                         const RepeatGoals& goals, const std::string& target_name) {
+  const Spread rog_bsp = SpreadOf(rows[0].rog_ratio);
+  const Spread rog_ssp = SpreadOf(rows[1].rog_ratio);
+  const auto verdict = [](bool known, bool met) -> std::string {
+    return !known ? "not measured" : met ? "**met**" : "**not met**";
+  };
+  std::vector<std::string> lines;
+  if (goals.rog_over_bsp > 0) {
+    lines.push_back(absl::StrFormat("- ROG/BSP ≥ %.2f×: %s (%s)", goals.rog_over_bsp,
+                                    verdict(rog_bsp.n > 0, rog_bsp.mean >= goals.rog_over_bsp),
+                                    SpreadText(rog_bsp, 2, 1, "×")));
+  }
+  if (goals.rog_over_ssp > 0) {
+    lines.push_back(absl::StrFormat("- ROG/SSP ≥ %.2f×: %s (%s)", goals.rog_over_ssp,
+                                    verdict(rog_ssp.n > 0, rog_ssp.mean >= goals.rog_over_ssp),
+                                    SpreadText(rog_ssp, 2, 1, "×")));
+  }
+  if (goals.time_share_of_bsp > 0) lines.push_back(TimeGoalLine(rows[2], goals, target_name));
+  if (goals.accuracy_points > 0) {
+    const Spread rog_acc = SpreadOf(rows[2].acc);
+    double best = -1;
+    for (int k = 0; k < 2; ++k) {
+      const Spread a = SpreadOf(rows[k].acc);
+      if (a.n > 0) best = std::max(best, a.mean);
+    }
+    lines.push_back(absl::StrFormat(
+        "- final accuracy within %.1f points of the best baseline: %s (ROG %s, best baseline "
+        "%.4f)",
+        goals.accuracy_points,
+        verdict(rog_acc.n > 0 && best >= 0, rog_acc.mean >= best - goals.accuracy_points / 100),
+        SpreadText(rog_acc, 4), best));
+  }
+  return lines;
+}
+
+// The summary's settings section, with the compute per iteration over every run.
+void AppendRepeatsSettings(std::string* md, const std::vector<std::vector<PolicyFigures>>& repeats,
+                           const BenchSettings& settings) {
+  absl::StrAppend(md, "\n## Settings\n\n");
+  for (const std::string& m : settings.more) absl::StrAppend(md, "- ", m, "\n");
+  absl::StrAppend(
+      md,
+      absl::StrFormat("- %d robots, S=%d, codec %s, traces %s × %g\n", settings.robots,
+                      settings.staleness, settings.codec, settings.traces, settings.trace_scale),
+      "- links: ", settings.links.empty() ? "user-space relays" : settings.links, "\n",
+      settings.team.empty() ? "" : absl::StrCat("- rogd: ", settings.team, "\n"),
+      absl::StrFormat("- %.0f s of adaptation per run\n", settings.adapt_seconds));
+  std::vector<double> compute, real;
+  for (const auto& rep : repeats) {
+    for (const PolicyFigures& p : rep) {
+      if (p.compute_per_iteration_s <= 0) continue;
+      compute.push_back(p.compute_per_iteration_s);
+      real.push_back(p.real_compute_per_iteration_s);
+    }
+  }
+  if (!compute.empty()) {
+    absl::StrAppend(md, "- compute per iteration: ", SpreadText(SpreadOf(compute), 1, 1e3, " ms"),
+                    " over the runs (real compute before padding: ",
+                    SpreadText(SpreadOf(real), 1, 1e3, " ms"), ")\n");
+  }
+  absl::StrAppend(md, "- CPU: ", settings.cpu, "\n", "- command: `", settings.command, "`\n");
+}
+
+}  // namespace
+
+namespace {
+
+// Each policy (its first repeat's figures) with its iterations/s averaged
+// over the repeats and its link utilisation over those that measured one,
+// for AppendRigCheck.
+std::vector<PolicyFigures> MeanRigFigures(const std::vector<std::vector<PolicyFigures>>& repeats) {
+  std::vector<PolicyFigures> out;
+  if (repeats.empty()) return out;
+  for (const PolicyFigures& first : repeats[0]) {
+    PolicyFigures p = first;
+    double sum = 0, its = 0;
+    int n = 0, m = 0;
+    for (const std::vector<PolicyFigures>& rep : repeats) {
+      const PolicyFigures* q = FindPolicy(rep, first.policy);
+      if (q == nullptr) continue;
+      its += q->iterations_per_s;
+      ++m;
+      if (q->link_utilisation <= 0) continue;
+      sum += q->link_utilisation;
+      ++n;
+    }
+    p.link_utilisation = n > 0 ? sum / n : 0;
+    p.iterations_per_s = m > 0 ? its / m : 0;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RepeatsMarkdown(const std::vector<std::vector<PolicyFigures>>& repeats,
+                            const BenchSettings& settings, const RepeatGoals& goals,
+                            const std::string& title, const std::string& simulator) {
+  std::string md = absl::StrCat("# ", title, "\n\n");
+  const std::vector<RepeatRow> rows = RepeatRows(repeats, settings);
+  const Spread rog_bsp = SpreadOf(rows[0].rog_ratio);
+  const Spread rog_ssp = SpreadOf(rows[1].rog_ratio);
+  absl::StrAppend(&md, repeats.size(), repeats.size() == 1 ? " repeat" : " repeats",
+                  " per policy. Training throughput (iterations per second per robot; ratios "
+                  "taken within each repeat; mean (min–max)): **ROG/BSP ",
+                  SpreadText(rog_bsp, 2, 1, "×"), "**, **ROG/SSP ", SpreadText(rog_ssp, 2, 1, "×"),
+                  "**.\n\n");
+  const std::string target_name = settings.target
+                                      ? absl::StrFormat("accuracy %.4f", *settings.target)
+                                      : std::string("BSP's final accuracy");
+  AppendRepeatsTable(&md, rows, settings, target_name);
+  AppendRigCheck(&md, MeanRigFigures(repeats), settings.staleness, simulator);
+
+  // The goals, checked against the means.
+  const std::vector<std::string> lines = RepeatGoalLines(rows, goals, target_name);
+  if (!lines.empty()) {
+    absl::StrAppend(&md, "\n## Goals", goals.source.empty() ? "" : " (" + goals.source + ")",
+                    "\n\n", absl::StrJoin(lines, "\n"), "\n");
+  }
+
+  AppendRepeatsSettings(&md, repeats, settings);
+  AppendSimulator(&md, simulator);
+  return md;
+}
+
+}  // namespace rog
