@@ -1,220 +1,122 @@
 #include "tools/bench/records.h"
 
 #include <algorithm>
-#include <cmath>
-#include <type_traits>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include "tools/bench/csv_table.h"
 
 namespace rog {
 namespace {
 
-// Splits `text` into data lines (the header checked and skipped), each into
-// exactly `columns` fields.
-absl::StatusOr<std::vector<std::vector<absl::string_view>>> CsvRows(absl::string_view text,
-                                                                    absl::string_view name,
-                                                                    absl::string_view header) {
-  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
-  if (lines.empty() || absl::StripTrailingAsciiWhitespace(lines[0]) != header) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ": the first line must be the header '", header,
-                     "'; is this a file fmnist_worker --csv_dir wrote?"));
+// The record's kind: 0 an iteration, 1 a local step taken detached, 2 no
+// iteration (BeginStep's wait when the adaptation time ran out).
+absl::Status ReadKind(absl::string_view s, IterRecord* r) {
+  int kind = 0;
+  if (absl::Status status = ParseCsvNumber(s, &kind); !status.ok()) return status;
+  if (kind < 0 || kind > 2) {
+    return absl::InvalidArgumentError(absl::StrCat("kind must be 0, 1 or 2, not ", kind));
   }
-  const size_t columns = std::count(header.begin(), header.end(), ',') + 1;
-  std::vector<std::vector<absl::string_view>> rows;
-  for (size_t i = 1; i < lines.size(); ++i) {
-    std::vector<absl::string_view> f =
-        absl::StrSplit(absl::StripTrailingAsciiWhitespace(lines[i]), ',');
-    if (f.size() != columns) {
-      // A robot killed mid-write leaves a short last line: skip only that.
-      if (i + 1 == lines.size()) break;
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, " line ", i + 1, ": ", f.size(), " fields, expected ", columns));
-    }
-    rows.push_back(std::move(f));
-  }
-  return rows;
+  r->local_step = kind == 1;
+  r->no_iteration = kind == 2;
+  return absl::OkStatus();
 }
 
-template <typename T>
-absl::Status Field(absl::string_view s, absl::string_view name, size_t line, T* out) {
-  bool ok;
-  if constexpr (std::is_same_v<T, double>) {
-    ok = absl::SimpleAtod(s, out) && std::isfinite(*out);
-  } else {
-    ok = absl::SimpleAtoi(s, out);
-  }
-  if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(name, " line ", line, ": '", s, "' is not a number"));
+// Files before --compute_time padded nothing: all of the compute was real.
+void RealComputeIsCompute(IterRecord* r) { r->real_compute_s = r->compute_s; }
+
+// ID.iters.csv: every column it has had, and its versions.
+const CsvKind<IterRecord>& IterCsv() {
+  static const auto* kind = new CsvKind<IterRecord>{
+      {{"unix_s", &IterRecord::unix_s},
+       {"iteration", &IterRecord::iteration},
+       {"stall_s", &IterRecord::stall_s},
+       {"stalled", &IterRecord::stalled},
+       {"compute_s", &IterRecord::compute_s},
+       {"transmit_s", &IterRecord::transmit_s},
+       {"window_s", &IterRecord::window_s},
+       {"overshoot_s", &IterRecord::overshoot_s},
+       {"rows_up", &IterRecord::rows_up},
+       {"bytes_up", &IterRecord::bytes_up},
+       {"payload_up", &IterRecord::payload_up},
+       {"rows_down", &IterRecord::rows_down},
+       {"bytes_down", &IterRecord::bytes_down},
+       {"payload_down", &IterRecord::payload_down},
+       {"disconnected", &IterRecord::disconnected},
+       {"busy_s", &IterRecord::busy_s},
+       {"detached_s", &IterRecord::detached_s},
+       {"kind", ReadKind},
+       {"real_compute_s", &IterRecord::real_compute_s, RealComputeIsCompute}},
+      {
+          // While EndStep waited for its push's acknowledgements: the push's
+          // figures in every iteration.
+          "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,overshoot_s,rows_up,"
+          "bytes_up,payload_up,rows_down,bytes_down,payload_down,disconnected,busy_s",
+          // Since team patience: the detached wait and the record's kind.
+          "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,overshoot_s,rows_up,"
+          "bytes_up,payload_up,rows_down,bytes_down,payload_down,disconnected,busy_s,detached_s,"
+          "kind",
+          // Since EndStep stopped waiting for acknowledgements: the push's
+          // figures moved to ID.pushes.csv.
+          "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,rows_up,bytes_up,"
+          "payload_up,rows_down,bytes_down,payload_down,disconnected,detached_s,kind",
+          // Since --compute_time: the compute before padding.
+          "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,rows_up,bytes_up,"
+          "payload_up,rows_down,bytes_down,payload_down,disconnected,detached_s,kind,"
+          "real_compute_s",
+      }};
+  return *kind;
 }
 
-constexpr absl::string_view kIterHeader =
-    "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,overshoot_s,rows_up,"
-    "bytes_up,payload_up,rows_down,bytes_down,payload_down,disconnected,busy_s";
-// Since team patience: two more columns.
-constexpr absl::string_view kIterHeaderPatience =
-    "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,overshoot_s,rows_up,"
-    "bytes_up,payload_up,rows_down,bytes_down,payload_down,disconnected,busy_s,detached_s,"
-    "kind";
-// Since EndStep stopped waiting for acknowledgements: the push's figures
-// moved to ID.pushes.csv.
-constexpr absl::string_view kIterHeaderPushes =
-    "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,rows_up,bytes_up,"
-    "payload_up,rows_down,bytes_down,payload_down,disconnected,detached_s,kind";
-// Since --compute_time: the compute before padding, one more column.
-constexpr absl::string_view kIterHeaderReal =
-    "unix_s,iteration,stall_s,stalled,compute_s,transmit_s,window_s,rows_up,bytes_up,"
-    "payload_up,rows_down,bytes_down,payload_down,disconnected,detached_s,kind,real_compute_s";
-constexpr absl::string_view kPushHeader =
-    "start_unix_s,iteration,window_s,bytes,payload,busy_s,overshoot_s,disconnected";
-// Since PushStats::late_bytes: one more column.
-constexpr absl::string_view kPushHeaderLate =
-    "start_unix_s,iteration,window_s,bytes,payload,busy_s,overshoot_s,disconnected,late_bytes";
-// Since PushStats::ack_seconds: two more columns.
-constexpr absl::string_view kPushHeaderAck =
-    "start_unix_s,iteration,window_s,bytes,payload,busy_s,overshoot_s,disconnected,late_bytes,"
-    "ack_s,acked_bytes";
-constexpr absl::string_view kAccHeader = "unix_s,elapsed_s,iteration,accuracy";
+// ID.pushes.csv: every column it has had, and its versions.
+const CsvKind<PushRecord>& PushCsv() {
+  static const auto* kind = new CsvKind<PushRecord>{
+      {{"start_unix_s", &PushRecord::start_unix},
+       {"iteration", &PushRecord::iteration},
+       {"window_s", &PushRecord::window_s},
+       {"bytes", &PushRecord::bytes},
+       {"payload", &PushRecord::payload},
+       {"busy_s", &PushRecord::busy_s},
+       {"overshoot_s", &PushRecord::overshoot_s},
+       {"disconnected", &PushRecord::disconnected},
+       {"late_bytes", &PushRecord::late_bytes},
+       {"ack_s", &PushRecord::ack_s},
+       {"acked_bytes", &PushRecord::acked_bytes}},
+      {
+          "start_unix_s,iteration,window_s,bytes,payload,busy_s,overshoot_s,disconnected",
+          // Since PushStats::late_bytes.
+          "start_unix_s,iteration,window_s,bytes,payload,busy_s,overshoot_s,disconnected,"
+          "late_bytes",
+          // Since PushStats::ack_seconds (ack_s < 0 before).
+          "start_unix_s,iteration,window_s,bytes,payload,busy_s,overshoot_s,disconnected,"
+          "late_bytes,ack_s,acked_bytes",
+      }};
+  return *kind;
+}
+
+// ID.acc.csv: one version so far.
+const CsvKind<AccRecord>& AccCsv() {
+  static const auto* kind = new CsvKind<AccRecord>{{{"unix_s", &AccRecord::unix_s},
+                                                    {"elapsed_s", &AccRecord::elapsed_s},
+                                                    {"iteration", &AccRecord::iteration},
+                                                    {"accuracy", &AccRecord::accuracy}},
+                                                   {"unix_s,elapsed_s,iteration,accuracy"}};
+  return *kind;
+}
 
 }  // namespace
 
 absl::StatusOr<std::vector<IterRecord>> ParseIterCsv(absl::string_view text,
                                                      absl::string_view name) {
-  if (absl::StartsWith(text, kIterHeaderPushes)) {
-    const bool real = absl::StartsWith(text, kIterHeaderReal);
-    auto rows = CsvRows(text, name, real ? kIterHeaderReal : kIterHeaderPushes);
-    if (!rows.ok()) return rows.status();
-    std::vector<IterRecord> out;
-    for (size_t i = 0; i < rows->size(); ++i) {
-      const auto& f = (*rows)[i];
-      IterRecord r;
-      int stalled = 0, disconnected = 0, kind = 0;
-      const size_t line = i + 2;
-      for (absl::Status s :
-           {Field(f[0], name, line, &r.unix_s), Field(f[1], name, line, &r.iteration),
-            Field(f[2], name, line, &r.stall_s), Field(f[3], name, line, &stalled),
-            Field(f[4], name, line, &r.compute_s), Field(f[5], name, line, &r.transmit_s),
-            Field(f[6], name, line, &r.window_s), Field(f[7], name, line, &r.rows_up),
-            Field(f[8], name, line, &r.bytes_up), Field(f[9], name, line, &r.payload_up),
-            Field(f[10], name, line, &r.rows_down), Field(f[11], name, line, &r.bytes_down),
-            Field(f[12], name, line, &r.payload_down), Field(f[13], name, line, &disconnected),
-            Field(f[14], name, line, &r.detached_s), Field(f[15], name, line, &kind)}) {
-        if (!s.ok()) return s;
-      }
-      if (kind < 0 || kind > 2) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(name, " line ", line, ": kind must be 0, 1 or 2, not ", kind));
-      }
-      r.stalled = stalled != 0;
-      r.disconnected = disconnected != 0;
-      r.local_step = kind == 1;
-      r.no_iteration = kind == 2;
-      r.real_compute_s = r.compute_s;
-      if (real) {
-        absl::Status st = Field(f[16], name, line, &r.real_compute_s);
-        if (!st.ok()) return st;
-      }
-      out.push_back(r);
-    }
-    return out;
-  }
-  const bool patience = absl::StartsWith(text, kIterHeaderPatience);
-  auto rows = CsvRows(text, name, patience ? kIterHeaderPatience : kIterHeader);
-  if (!rows.ok()) return rows.status();
-  std::vector<IterRecord> out;
-  for (size_t i = 0; i < rows->size(); ++i) {
-    const auto& f = (*rows)[i];
-    IterRecord r;
-    int stalled = 0, disconnected = 0;
-    const size_t line = i + 2;
-    for (absl::Status s :
-         {Field(f[0], name, line, &r.unix_s), Field(f[1], name, line, &r.iteration),
-          Field(f[2], name, line, &r.stall_s), Field(f[3], name, line, &stalled),
-          Field(f[4], name, line, &r.compute_s), Field(f[5], name, line, &r.transmit_s),
-          Field(f[6], name, line, &r.window_s), Field(f[7], name, line, &r.overshoot_s),
-          Field(f[8], name, line, &r.rows_up), Field(f[9], name, line, &r.bytes_up),
-          Field(f[10], name, line, &r.payload_up), Field(f[11], name, line, &r.rows_down),
-          Field(f[12], name, line, &r.bytes_down), Field(f[13], name, line, &r.payload_down),
-          Field(f[14], name, line, &disconnected), Field(f[15], name, line, &r.busy_s)}) {
-      if (!s.ok()) return s;
-    }
-    r.stalled = stalled != 0;
-    r.disconnected = disconnected != 0;
-    if (patience) {
-      int kind = 0;
-      for (absl::Status s :
-           {Field(f[16], name, line, &r.detached_s), Field(f[17], name, line, &kind)}) {
-        if (!s.ok()) return s;
-      }
-      if (kind < 0 || kind > 2) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(name, " line ", line, ": kind must be 0, 1 or 2, not ", kind));
-      }
-      r.local_step = kind == 1;
-      r.no_iteration = kind == 2;
-    }
-    r.real_compute_s = r.compute_s;
-    out.push_back(r);
-  }
-  return out;
+  return ReadCsv(text, name, IterCsv());
 }
 
 absl::StatusOr<std::vector<AccRecord>> ParseAccCsv(absl::string_view text, absl::string_view name) {
-  auto rows = CsvRows(text, name, kAccHeader);
-  if (!rows.ok()) return rows.status();
-  std::vector<AccRecord> out;
-  for (size_t i = 0; i < rows->size(); ++i) {
-    const auto& f = (*rows)[i];
-    AccRecord r;
-    const size_t line = i + 2;
-    for (absl::Status s :
-         {Field(f[0], name, line, &r.unix_s), Field(f[1], name, line, &r.elapsed_s),
-          Field(f[2], name, line, &r.iteration), Field(f[3], name, line, &r.accuracy)}) {
-      if (!s.ok()) return s;
-    }
-    out.push_back(r);
-  }
-  return out;
+  return ReadCsv(text, name, AccCsv());
 }
 
 absl::StatusOr<std::vector<PushRecord>> ParsePushCsv(absl::string_view text,
                                                      absl::string_view name) {
-  const bool late = absl::StartsWith(text, kPushHeaderLate);
-  const bool ack = absl::StartsWith(text, kPushHeaderAck);
-  auto rows = CsvRows(text, name, ack ? kPushHeaderAck : late ? kPushHeaderLate : kPushHeader);
-  if (!rows.ok()) return rows.status();
-  std::vector<PushRecord> out;
-  for (size_t i = 0; i < rows->size(); ++i) {
-    const auto& f = (*rows)[i];
-    PushRecord r;
-    int disconnected = 0;
-    const size_t line = i + 2;
-    for (absl::Status s :
-         {Field(f[0], name, line, &r.start_unix), Field(f[1], name, line, &r.iteration),
-          Field(f[2], name, line, &r.window_s), Field(f[3], name, line, &r.bytes),
-          Field(f[4], name, line, &r.payload), Field(f[5], name, line, &r.busy_s),
-          Field(f[6], name, line, &r.overshoot_s), Field(f[7], name, line, &disconnected)}) {
-      if (!s.ok()) return s;
-    }
-    if (late) {
-      absl::Status s = Field(f[8], name, line, &r.late_bytes);
-      if (!s.ok()) return s;
-    }
-    if (ack) {
-      for (absl::Status s :
-           {Field(f[9], name, line, &r.ack_s), Field(f[10], name, line, &r.acked_bytes)}) {
-        if (!s.ok()) return s;
-      }
-    }
-    r.disconnected = disconnected != 0;
-    out.push_back(r);
-  }
-  return out;
+  return ReadCsv(text, name, PushCsv());
 }
 
 std::vector<PushRecord> PushesFromIters(const std::vector<IterRecord>& iters) {

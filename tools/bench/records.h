@@ -65,8 +65,9 @@ struct AccRecord {
   double accuracy = 0;
 };
 
-// Parse the CSV files, header line first. Errors name `name`, the line and
-// what is wrong.
+// Parse the CSV files, header line first, in any version a robot has
+// written (records.cc lists each file's columns and versions). Errors name
+// `name`, the line and what is wrong.
 absl::StatusOr<std::vector<IterRecord>> ParseIterCsv(absl::string_view text,
                                                      absl::string_view name);
 absl::StatusOr<std::vector<AccRecord>> ParseAccCsv(absl::string_view text, absl::string_view name);
