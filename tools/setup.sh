@@ -15,7 +15,7 @@ PACKAGES=(
   # its tests. Never pip: Debian's torch says 1.13.0a0, so a pip requirement
   # on torch would fetch a wheel.
   python3 python3-dev python3-torch python3-numpy pybind11-dev python3-pytest
-  # fuzzing (tools/fuzz.sh): clang with libFuzzer and its sanitizer runtimes
+  # fuzzing (tools/dev/fuzz.sh): clang with libFuzzer and its sanitizer runtimes
   clang libclang-rt-14-dev
   # the format check of tools/test.sh (.clang-format)
   clang-format

@@ -3,14 +3,14 @@
 # (tools/setup.sh), then `bazel test //...`, then prints a closing line
 # `N passed, M failed` that counts Catch2 test cases across all test
 # binaries and the Python SDK's pytest cases (//python:sdk_test prints the
-# same closing line), plus one case for the documentation (tools/check_docs.sh), one
-# for the layers (tools/check_layers.sh), one for the C++ formatting
-# (tools/check_format.sh), one for function lengths
-# (tools/check_function_length.py), one for the deployment (test/deploy/install_test.sh,
+# same closing line), plus one case for the documentation (tools/dev/check_docs.sh), one
+# for the layers (tools/dev/check_layers.sh), one for the C++ formatting
+# (tools/dev/check_format.sh), one for function lengths
+# (tools/dev/check_function_length.py), one for the deployment (test/deploy/install_test.sh,
 # skipped with ROG_SKIP_DEPLOY=1), one for the main job
 # (`tools/run.sh --quick`) and one for the benchmark
 # (`tools/bench.sh --profile=tiny`), these two skipped with ROG_SKIP_RUN=1,
-# and one per libFuzzer target (tools/fuzz.sh, ROG_FUZZ_SECONDS each,
+# and one per libFuzzer target (tools/dev/fuzz.sh, ROG_FUZZ_SECONDS each,
 # default 20; skipped with ROG_SKIP_FUZZ=1); all of these are skipped when
 # target patterns are given. A test binary that
 # crashed, timed out or failed to build counts as one failed case. Exits
@@ -35,7 +35,7 @@ done
 # because a --test_env replaces the variable.
 for a in "${flags[@]+"${flags[@]}"}"; do
   if [ "$a" = --config=tsan ]; then
-    targets+=("--test_env=TSAN_OPTIONS=second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$PWD/tools/tsan.supp")
+    targets+=("--test_env=TSAN_OPTIONS=second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$PWD/tools/dev/tsan.supp")
   fi
 done
 
@@ -94,10 +94,10 @@ done < <(sed -nE 's#^(//[^ ]+) +(\(cached\) +)?(PASSED|FAILED|TIMEOUT|NO STATUS|
          sed -E 's/ NO STATUS$/ NO_STATUS/; s/ FAILED TO BUILD$/ FAILED_TO_BUILD/')
 
 # Whether the docs' output block NAME in DOC still has the shape of the
-# output in LOG (tools/check_doc_output.py; SELECT: the lines that count).
+# output in LOG (tools/dev/check_doc_output.py; SELECT: the lines that count).
 # Usage: doc_output_matches DOC NAME LOG [SELECT]
 doc_output_matches() {
-  python3 tools/check_doc_output.py "$@" >&2
+  python3 tools/dev/check_doc_output.py "$@" >&2
 }
 
 # A script that is one test case: it passes when it exits 0 (its last line
@@ -137,39 +137,39 @@ if grep -qE '^//test/fault:worker_kill_test +(\(cached\) +)?PASSED' "$out"; then
 fi
 
 # The documentation against the code, counted as one test case
-# (tools/check_docs.sh: links, paths outside the repository, the generated
+# (tools/dev/check_docs.sh: links, paths outside the repository, the generated
 # flags page, the README's commands against a real rogd on loopback).
 if [ "$has_pattern" -eq 0 ]; then
-  script_case 600 '^check_docs: ok ' 30 tools/check_docs.sh
+  script_case 600 '^check_docs: ok ' 30 tools/dev/check_docs.sh
 fi
 
-# The layers (tools/check_layers.sh: common/ is pure logic and reads no
+# The layers (tools/dev/check_layers.sh: common/ is pure logic and reads no
 # files; the product does not use the simulator or the bench harness).
 if [ "$has_pattern" -eq 0 ]; then
-  script_case 60 '^check_layers: ok ' 10 tools/check_layers.sh
+  script_case 60 '^check_layers: ok ' 10 tools/dev/check_layers.sh
 fi
 
-# The C++ formatting (tools/check_format.sh: clang-format --dry-run).
+# The C++ formatting (tools/dev/check_format.sh: clang-format --dry-run).
 if [ "$has_pattern" -eq 0 ]; then
-  script_case 120 '^check_format: ok ' 25 tools/check_format.sh
+  script_case 120 '^check_format: ok ' 25 tools/dev/check_format.sh
 fi
 
-# No function of the product over 80 lines (tools/check_function_length.py).
+# No function of the product over 80 lines (tools/dev/check_function_length.py).
 if [ "$has_pattern" -eq 0 ]; then
-  script_case 60 '^check_function_length: ok ' 30 python3 tools/check_function_length.py
+  script_case 60 '^check_function_length: ok ' 30 python3 tools/dev/check_function_length.py
 fi
 
 # Every libFuzzer target for a bounded time, one test case each (the
 # corpus replays already ran above as plain tests).
 if [ "$has_pattern" -eq 0 ] && [ "${ROG_SKIP_FUZZ:-0}" != 1 ]; then
-  echo "test: tools/fuzz.sh --seconds=${ROG_FUZZ_SECONDS:-20}"
+  echo "test: tools/dev/fuzz.sh --seconds=${ROG_FUZZ_SECONDS:-20}"
   fuzzlog="$(mktemp)"
-  tools/fuzz.sh --seconds="${ROG_FUZZ_SECONDS:-20}" 2>&1 | tee "$fuzzlog"
+  tools/dev/fuzz.sh --seconds="${ROG_FUZZ_SECONDS:-20}" 2>&1 | tee "$fuzzlog"
   if line=$(grep -E "^[0-9]+ passed, [0-9]+ failed$" "$fuzzlog" | tail -1) && [ -n "$line" ]; then
     p=${line%% passed*}; f=${line#*, }; f=${f%% failed*}
     passed=$((passed + p)); failed=$((failed + f))
   else
-    echo "test: tools/fuzz.sh printed no count; counted as 1 failed" >&2
+    echo "test: tools/dev/fuzz.sh printed no count; counted as 1 failed" >&2
     failed=$((failed + 1))
   fi
   rm -f "$fuzzlog"

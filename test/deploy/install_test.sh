@@ -130,7 +130,7 @@ else
   fail "systemd-analyze security --threshold=20 (exit status $rc) $score" "$T/security.log"
 fi
 check "docs/operations.md lists what systemd-analyze security counts against the unit" \
-  "$T/security-doc.log" python3 tools/check_doc_output.py docs/operations.md systemd-security \
+  "$T/security-doc.log" python3 tools/dev/check_doc_output.py docs/operations.md systemd-security \
   "$T/security.log" '^(✗|→) '
 
 # --- consumers outside Bazel -------------------------------------------------

@@ -1,4 +1,4 @@
-// The soak (tools/soak.sh; not part of tools/test.sh): rogd and --workers
+// The soak (tools/dev/soak.sh; not part of tools/test.sh): rogd and --workers
 // fault_worker processes, each behind its own relay, for --minutes, with
 // random kill -9s of workers (restarted under the same id after 0.5-6 s,
 // i.e. before or after the lease) and link drops (a relay at 0 bytes/s for

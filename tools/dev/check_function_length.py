@@ -10,7 +10,7 @@ statement starts at an indentation of at most two spaces and is not a
 control statement; its end is the brace that closes it. Lambdas count
 towards the function that holds them.
 
-Usage: tools/check_function_length.py [--max=80] [FILE...]
+Usage: tools/dev/check_function_length.py [--max=80] [FILE...]
 Prints "check_function_length: ok ..." or one "check_function_length: FAIL"
 line per function over the limit; exits 1 if any.
 """
@@ -19,7 +19,7 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIRS = ["server", "client", "common", "proto", "security", "sim", "task", "tools"]
 OPENER = re.compile(r"\)\s*(const)?\s*(override)?\s*(noexcept)?\s*(->\s*[\w:<>]+)?\s*\{$")
 CONTROL = re.compile(r"\s*(if|for|while|switch|else|do|case|return|catch)\b")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the rogctl output that docs/reference.md and docs/design.md show,
 and the metric table, against a real rogd with a real team:
-tools/check_docs.sh starts them (the worked example's two linreg_workers)
+tools/dev/check_docs.sh starts them (the worked example's two linreg_workers)
 and calls this. For every `$ rogctl ... COMMAND` line in a ``` block it
 runs the same command, in a scratch folder, against the real rogd (or,
 when the line before the block is `<!-- samples: empty -->`, against one
@@ -31,7 +31,7 @@ name in backquotes (`status`, `workers`, ...) it runs that command with
 and the metric table under "## Metrics" must list exactly the rog_*
 metrics of a real scrape, each with its type.
 
-Usage: tools/check_doc_samples.py --rogctl=PATH --rogd=PATH --server=HOST:PORT
+Usage: tools/dev/check_doc_samples.py --rogctl=PATH --rogd=PATH --server=HOST:PORT
            --empty_server=HOST:PORT --metrics=URL|FILE [--doc=FILE ...]
        the same with --show and without --metrics: prints the real output
            of every command the docs show, to paste when a sample changes
@@ -48,7 +48,7 @@ import sys
 import tempfile
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def columns(line):
@@ -251,7 +251,7 @@ def compare(args, shown, real):
         if not re.match(pat, real[0]):
             return "rogctl now prints '%s'" % real[0]
         return None
-    return "no rule to compare `rogctl %s`; add one to tools/check_doc_samples.py" % " ".join(args)
+    return "no rule to compare `rogctl %s`; add one to tools/dev/check_doc_samples.py" % " ".join(args)
 
 
 def metric_table(text):

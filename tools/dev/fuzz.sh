@@ -6,13 +6,13 @@
 # input in the artifacts folder named at the end, to be fixed in the
 # decoder and replayed as a regression test.
 #
-#   tools/fuzz.sh                      every target, 20 s each
-#   tools/fuzz.sh --seconds=300 codec  one target, longer
+#   tools/dev/fuzz.sh                      every target, 20 s each
+#   tools/dev/fuzz.sh --seconds=300 codec  one target, longer
 #
 # Prints one line per target (executions, corpus, crash or not) and the
 # closing line "N passed, M failed" of tools/test.sh, one case per target.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 seconds=20
 targets=()

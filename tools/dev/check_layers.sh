@@ -17,14 +17,14 @@
 #      (the training tasks) lives in task/, which uses neither server/, sim/
 #      nor tools/.
 # Prints a line per check and ends with "N passed, M failed".
-# Usage: tools/check_layers.sh
+# Usage: tools/dev/check_layers.sh
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 case "${1:-}" in
   -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
   "") ;;
-  *) echo "check_layers: unknown argument '$1' (see tools/check_layers.sh --help)" >&2; exit 2 ;;
+  *) echo "check_layers: unknown argument '$1' (see tools/dev/check_layers.sh --help)" >&2; exit 2 ;;
 esac
 
 passed=0 failed=0

@@ -4,12 +4,12 @@
 # target, its run and the first failed assertions. For finding tests whose
 # outcome depends on timing; correctness tests must pass every time.
 #
-#   tools/flake.sh            20 runs of //test/integration/... //test/fault/...
-#   tools/flake.sh 5 //test/integration:patience_test
+#   tools/dev/flake.sh            20 runs of //test/integration/... //test/fault/...
+#   tools/dev/flake.sh 5 //test/integration:patience_test
 #
 # Ends with "N runs, F with a failure" and exits non-zero when any failed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 runs=20
 targets=()

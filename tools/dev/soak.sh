@@ -4,7 +4,7 @@
 # rogd's memory sampled over time; ends with the conservation check and
 # what the kills lost. Not part of tools/test.sh.
 #
-#   tools/soak.sh [--minutes=30] [--workers=8] [--out=DIR] [--seed=N]
+#   tools/dev/soak.sh [--minutes=30] [--workers=8] [--out=DIR] [--seed=N]
 #                 [--event_seconds=15] [--link_bytes_per_sec=1e6] [--patience=0.5s]
 #
 # Writes DIR/rss.csv (rogd's RSS every 5 s), DIR/summary.txt, rogd's and
@@ -12,7 +12,7 @@
 # status: 0 when conservation held and every worker finished, 1 if not,
 # 2 for bad flags.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 out="soak-results/$(date +%Y%m%d-%H%M%S)"
 args=()

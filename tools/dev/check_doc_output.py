@@ -14,13 +14,13 @@ is only "…" or "..." stands for lines left out.
   without "lines left out", every line of the output (that SELECT
   selects) must have the shape of a line the docs show.
 
-Usage: tools/check_doc_output.py DOC NAME OUTPUT [SELECT]
+Usage: tools/dev/check_doc_output.py DOC NAME OUTPUT [SELECT]
   SELECT: a regex; only the output's lines it matches count (e.g. the
   program's own lines among a build's). Default: every line.
-       tools/check_doc_output.py --inventory FILE...
+       tools/dev/check_doc_output.py --inventory FILE...
   Checks that every ```text or unlabelled block in FILEs is accounted for:
   it holds `$ rogctl`, `$ rogd`, `$ tools/make_certs.sh` or
-  `$ deploy/install.sh` lines (tools/check_doc_samples.py runs them), or
+  `$ deploy/install.sh` lines (tools/dev/check_doc_samples.py runs them), or
   the line before it is `<!-- output: NAME... -->` (checked as above by
   whoever produces the output), `<!-- samples: ... -->`, or
   `<!-- not output: WHY -->` (a diagram, or a copy of a kept result).
@@ -61,7 +61,7 @@ def doc_block(doc, name):
     return None
 
 
-# The command lines tools/check_doc_samples.py runs.
+# The command lines tools/dev/check_doc_samples.py runs.
 SAMPLE = re.compile(r"\$ (rogctl|rogd|tools/make_certs\.sh|([A-Z_]+=\S+ )*deploy/install\.sh) ")
 
 
@@ -89,7 +89,7 @@ def inventory(files):
               "or says why not")
         return 0
     print(f"check_doc_output: FAIL  {len(unaccounted)} output blocks no check compares; "
-          "annotate each (tools/check_doc_output.py --help): " + "; ".join(unaccounted))
+          "annotate each (tools/dev/check_doc_output.py --help): " + "; ".join(unaccounted))
     return 1
 
 

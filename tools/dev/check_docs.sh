@@ -6,7 +6,7 @@
 #      names a file that exists, and every #anchor a heading of that file.
 #   3. No tracked file names a path outside the repository (../shared) or
 #      a machine's absolute path (/work/..., /home/...).
-#   4. docs/flags.md is what tools/flags_doc.py generates from the sources,
+#   4. docs/flags.md is what tools/dev/flags_doc.py generates from the sources,
 #      and every flag of rogd and rogctl is explained in docs/reference.md
 #      or docs/operations.md.
 #   5. The README's rogd and rogctl commands, run against a real rogd on
@@ -16,28 +16,28 @@
 #      team (rogd and two linreg_workers on loopback), a rogd shown
 #      refusing to start and the make_certs.sh and install.sh samples print
 #      exactly that, and the metric table lists exactly the metrics of a
-#      real scrape (tools/check_doc_samples.py; a block it cannot run is
+#      real scrape (tools/dev/check_doc_samples.py; a block it cannot run is
 #      marked with the reason).
 #   7. The worked example in docs/design.md, run as it says (two
 #      linreg_workers of 200 iterations, then SIGTERM to rogd): its two
 #      output blocks have the shape of what the robots and rogd printed
-#      (tools/check_doc_output.py). The other output blocks are checked
+#      (tools/dev/check_doc_output.py). The other output blocks are checked
 #      where they are produced: tools/test.sh checks docs/testing.md's
 #      install_test and kill -9 blocks and docs/benchmarking.md's run.sh
 #      block against the runs it makes; and every output block in
 #      README.md and docs/ is one of those, a rogctl/rogd sample (6), or
-#      says why no check compares it (tools/check_doc_output.py --inventory).
+#      says why no check compares it (tools/dev/check_doc_output.py --inventory).
 # Prints a line per failed check and ends with "N passed, M failed".
-# Usage: tools/check_docs.sh [--no_build] (--no_build: use bazel-bin as is)
+# Usage: tools/dev/check_docs.sh [--no_build] (--no_build: use bazel-bin as is)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 build=1
 for a in "$@"; do
   case "$a" in
     --no_build) build=0 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
-    *) echo "check_docs: unknown argument '$a' (see tools/check_docs.sh --help)" >&2; exit 2 ;;
+    *) echo "check_docs: unknown argument '$a' (see tools/dev/check_docs.sh --help)" >&2; exit 2 ;;
   esac
 done
 
@@ -85,7 +85,7 @@ else bad "$broken broken links (above)"; fi
 
 # 3. Paths outside the repository. This script names them to look for them.
 if git rev-parse --git-dir > /dev/null 2>&1; then
-  outside=$(git ls-files -z | grep -zv '^tools/check_docs.sh$' |
+  outside=$(git ls-files -z | grep -zv '^tools/dev/check_docs.sh$' |
     xargs -0 grep -IlE '\.\./shared|/work/|/home/[a-z]' 2>/dev/null)
   if [ -z "$outside" ]; then ok "no tracked file names a path outside the repository"
   else bad "these tracked files name a path outside the repository (../shared, /work/, /home/): $(echo $outside)"; fi
@@ -96,8 +96,8 @@ fi
 # 4. Flags: docs/flags.md is generated from the sources and must be current;
 # rogd's and rogctl's flags are also explained in the operations guide or
 # the reference.
-if python3 tools/flags_doc.py --check; then ok "docs/flags.md is what the sources declare"
-else bad "docs/flags.md is stale: run tools/flags_doc.py and commit docs/flags.md"; fi
+if python3 tools/dev/flags_doc.py --check; then ok "docs/flags.md is what the sources declare"
+else bad "docs/flags.md is stale: run tools/dev/flags_doc.py and commit docs/flags.md"; fi
 undocumented=()
 for src in server/rogd_main.cc tools/rogctl/rogctl.cc; do
   for fl in $(grep -ohE 'ABSL_FLAG\([^,]+, *[a-z_0-9]+' "$src" | sed -E 's/.*, *//'); do
@@ -199,7 +199,7 @@ else
   elif ! timeout 20 "$rogctl" --server="$team" checkpoint > /dev/null 2>&1; then
     bad "rogctl checkpoint failed on the worked example's rogd"
   else
-    out=$(python3 tools/check_doc_samples.py --rogctl="$rogctl" --rogd="$rogd" --server="$team" \
+    out=$(python3 tools/dev/check_doc_samples.py --rogctl="$rogctl" --rogd="$rogd" --server="$team" \
       --empty_server="127.0.0.1:$(cat "$tmp/port")" --metrics="http://127.0.0.1:$mport/metrics" 2>&1)
     while IFS= read -r line; do
       case "$line" in
@@ -213,7 +213,7 @@ else
     if ! python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' \
         "http://127.0.0.1:$mport/metrics" > "$tmp/team/scrape.txt" 2>&1; then
       bad "the worked example's metrics scrape failed: $(head -2 "$tmp/team/scrape.txt")"
-    elif line=$(python3 tools/check_doc_output.py docs/reference.md metrics-scrape "$tmp/team/scrape.txt"); then
+    elif line=$(python3 tools/dev/check_doc_output.py docs/reference.md metrics-scrape "$tmp/team/scrape.txt"); then
       ok "${line#check_doc_output: ok    }"
     else
       bad "$(tr '\n' ' ' <<<"${line#check_doc_output: FAIL  }")"
@@ -224,7 +224,7 @@ fi
 # 7. The worked example as docs/design.md runs it (rogd --workers=2
 # --checkpoint_dir=rog-demo, two linreg_workers of 200 iterations, then
 # SIGTERM), and its two output blocks against what they printed
-# (tools/check_doc_output.py: numbers and paths aside).
+# (tools/dev/check_doc_output.py: numbers and paths aside).
 demo="$tmp/demo"
 mkdir -p "$demo/rog-demo"
 (cd "$demo" && exec "$rogd" --workers=2 --checkpoint_dir=rog-demo --listen=127.0.0.1:0 \
@@ -250,7 +250,7 @@ else
     cat "$demo/robot1.out" "$demo/robot2.out" > "$demo/robots.out"
     for pair in "worked-example-robots $demo/robots.out" "worked-example-rogd $demo/rogd.log"; do
       set -- $pair
-      if line=$(python3 tools/check_doc_output.py docs/design.md "$1" "$2"); then
+      if line=$(python3 tools/dev/check_doc_output.py docs/design.md "$1" "$2"); then
         ok "${line#check_doc_output: ok    }"
       else
         bad "$(tr '\n' ' ' <<<"${line#check_doc_output: FAIL  }")"
@@ -259,7 +259,7 @@ else
   fi
 fi
 
-if line=$(python3 tools/check_doc_output.py --inventory README.md docs/*.md); then
+if line=$(python3 tools/dev/check_doc_output.py --inventory README.md docs/*.md); then
   ok "${line#check_doc_output: ok    }"
 else
   bad "${line#check_doc_output: FAIL  }"
