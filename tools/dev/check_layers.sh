@@ -16,6 +16,15 @@
 #      on nothing in client/examples/; what the examples and the tools share
 #      (the training tasks) lives in task/, which uses neither server/, sim/
 #      nor tools/.
+#   5. tools/ by product: each package builds only on what its job needs,
+#      never on another tools/ package, server/ or an example program:
+#        tools/rogctl/ (the CLI): common/, proto/, security/ and client/'s
+#                      credentials
+#        tools/bench/ (the benchmark's report): common/
+#        tools/links/ (the link emulators): common/
+#        tools/sim/ (the simulator's command line): common/, sim/, task/
+#      and tools/'s own BUILD (the traces, make_certs.sh) on nothing. A new
+#      tools/ package fails until it has its line here.
 # Prints a line per check and ends with "N passed, M failed".
 # Usage: tools/dev/check_layers.sh
 set -uo pipefail
@@ -67,12 +76,36 @@ if [ -z "$found" ]; then ok "python/ links no libtorch and uses neither server/,
 else bad "python/ must stay free of libtorch and of server/, sim/, tools/: $found"; fi
 
 # 4. Examples, tools and the tasks they share.
-found=$(grep -noE '"//client/examples[:/][^"]*"' tools/BUILD sim/BUILD)
+found=$(grep -noE '"//client/examples[:/][^"]*"' tools/BUILD tools/*/BUILD sim/BUILD)
 if [ -z "$found" ]; then ok "tools/ and sim/ build on no example program (client/examples/)"
 else bad "tools/ or sim/ depends on an example program (move what they share to task/): $(echo $found)"; fi
 found=$(grep -noE '"//(server|sim|tools)[:/][^"]*"' task/*/BUILD | grep -vE ':__(pkg|subpackages)__"$')
 if [ -z "$found" ]; then ok "task/ uses neither server/, sim/ nor tools/"
 else bad "task/ depends on $(echo $found)"; fi
+
+# 5. The tools/ packages. Labels in a BUILD file that are not visibility
+# (who may use it) are what the package builds on; each must start with
+# one of its package's allowed prefixes.
+for build in tools/BUILD tools/*/BUILD; do
+  pkg=$(dirname "$build")
+  case "$pkg" in
+    tools) allowed="" ;;
+    tools/rogctl) allowed="//common: //proto: //security: //client:credentials" ;;
+    tools/bench|tools/links) allowed="//common:" ;;
+    tools/sim) allowed="//common: //sim: //task/" ;;
+    *) bad "$pkg/ has no line in check 5 of tools/dev/check_layers.sh: say what it may build on"
+       continue ;;
+  esac
+  found=$(grep -oE '"//[^"]*"' "$build" | tr -d '"' |
+    grep -vE ':__(pkg|subpackages)__$|^//visibility:' | sort -u |
+    while read -r label; do
+      for a in $allowed; do [[ "$label" == "$a"* ]] && continue 2; done
+      echo "$label"
+    done)
+  what=${allowed// /, }
+  if [ -z "$found" ]; then ok "$pkg/ builds ${allowed:+only }on ${what:-nothing}"
+  else bad "$pkg/BUILD depends on what its job does not need: $(echo $found)"; fi
+done
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
