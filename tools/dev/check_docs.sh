@@ -2,8 +2,9 @@
 # Checks that the documentation says what the code does and stays inside
 # the repository; tools/test.sh runs it as one test case.
 #   1. README.md stays under 200 lines.
-#   2. Every relative link in README.md, docs/, results/ and tools/traces/
-#      names a file that exists, and every #anchor a heading of that file.
+#   2. Every relative link in README.md, docs/, results/ and the READMEs of
+#      tools/ names a file that exists, and every #anchor a heading of that
+#      file.
 #   3. No tracked file names a path outside the repository (../shared) or
 #      a machine's absolute path (/work/..., /home/...).
 #   4. docs/flags.md is what tools/dev/flags_doc.py generates from the sources,
@@ -56,7 +57,7 @@ anchors() {  # FILE -> one anchor per line
   awk '/^```/ { code = !code; next } !code && /^#+ / { sub(/^#+ +/, ""); print }' "$1" |
     LC_ALL=C sed -E 's/[A-Z]/\L&/g; s/[^a-z0-9 _-]//g; s/ /-/g'
 }
-docs=(README.md docs/*.md results/README.md results/INDEX.md tools/traces/README.md)
+docs=(README.md docs/*.md results/README.md results/INDEX.md tools/README.md tools/*/README.md)
 [ -d docs ] || docs=(README.md)
 broken=0
 for f in "${docs[@]}"; do
