@@ -15,7 +15,6 @@
 
 namespace rog {
 
-using engine_internal::kInf;
 using engine_internal::kReplaced;
 using engine_internal::StateBytes;
 using engine_internal::WorkerRec;
@@ -204,15 +203,13 @@ absl::StatusOr<WorkerRec*> EngineCore::Impl::AdmitMember(const pb::Hello& hello,
     r = *added;
   }
   if (!resumed || !ResumeDownlink(*r, hello)) StartResync(*r, std::move(checked.in_sync), welcome);
-  r->unapplied.clear();
-  r->unapplied_stream = 0;
   return r;
 }
 
 // Resume: same incarnation, its state kept within the lease.
 void EngineCore::Impl::Resume(WorkerRec& r, const pb::Hello& hello, const std::string& peer) {
   if (r.outbox) {
-    KeepUnapplied(r);
+    r.downlink.EndStream(r.session);
     r.outbox->End(absl::AbortedError(kReplaced));
     by_session.erase(r.session);
   }
@@ -311,12 +308,11 @@ void EngineCore::Impl::Connect(WorkerRec& r, uint64_t session, std::shared_ptr<O
   r.sdk_version = hello.sdk_version();
   r.honours_ahead = hello.honours_push_ahead();
   r.last_seen = Now();
-  r.next_down_seq = 1;
-  r.inflight.clear();
-  r.inflight_bytes = 0;
+  // A new stream: nothing in flight, nothing kept for a resume (the
+  // hello's ResumeDownlink is done), no window.
+  r.downlink.Reset();
   JudgeStall(r, -1);
-  r.stalled = r.stall_announced = r.flush = r.transmitting = false;
-  r.deadline = kInf;
+  r.stalled = r.stall_announced = r.flush = false;
   r.requested.assign(layout->num_rows(), 0);
   r.requested_ahead.assign(layout->num_rows(), 0);
   r.ask_unanswered = false;
@@ -392,10 +388,7 @@ void EngineCore::Impl::Evict(WorkerRec& r, const std::string& reason, bool left)
   r.session = 0;
   JudgeStall(r, -1);
   r.stalled = false;
-  r.inflight.clear();
-  r.inflight_bytes = 0;
-  r.unapplied.clear();  // its copy is gone; a rejoin resyncs
-  r.unapplied_stream = 0;
+  r.downlink.Reset();  // its copy is gone; a rejoin resyncs
   ReplanStalls();
   PumpAll();
 }
@@ -404,7 +397,7 @@ void EngineCore::Impl::OnClosed(uint64_t session) {
   WorkerRec* r = BySession(session);
   by_session.erase(session);
   if (r == nullptr || r->session != session) return;
-  KeepUnapplied(*r);
+  r->downlink.EndStream(session);
   r->session = 0;
   r->outbox.reset();
   if (!state) {

@@ -37,7 +37,6 @@ const char* StateName(WState s) {
 
 }  // namespace engine_internal
 
-using engine_internal::kInf;
 using engine_internal::kMaxComputeSeconds;
 using engine_internal::WorkerRec;
 using engine_internal::WState;
@@ -83,8 +82,8 @@ double EngineCore::Impl::ComputeWindow() const {
   for (const auto& r : workers) {
     if (r->state != WState::kConnected || !Attached(*r)) continue;
     const double up = r->progress.uplink_goodput();
-    const bool known = up > 0 && r->down_goodput.has_estimate();
-    goodputs.push_back(known ? std::min(up, r->down_goodput.rate()) : 0.0);
+    const GoodputEstimator& down = r->downlink.goodput();
+    goodputs.push_back(up > 0 && down.has_estimate() ? std::min(up, down.rate()) : 0.0);
   }
   return TeamWindow(opt.policy, goodputs, ShareBytes(), Patience());
 }
@@ -241,24 +240,17 @@ void EngineCore::Impl::ApplyBatch(WorkerRec& r, const UplinkBatch& b) {
 void EngineCore::Impl::OnAck(uint64_t session, const pb::Ack& ack) {
   WorkerRec* r = Live(session);
   if (r == nullptr) return;
-  if (ack.seq() >= r->next_down_seq) {
+  if (ack.seq() >= r->downlink.next_seq()) {
     Refuse(*r, Rejection::kBadAck,
            absl::InvalidArgumentError(absl::StrCat(
                "ack of downlink seq ", ack.seq(), " but rogd has sent up to seq ",
-               r->next_down_seq - 1,
+               r->downlink.next_seq() - 1,
                " on this stream: acknowledge only batches received (seqs restart at 1 on every "
                "stream)")));
     return;
   }
   r->last_seen = Now();
-  while (!r->inflight.empty() && r->inflight.front().seq <= ack.seq()) {
-    if (r->inflight.front().seq == ack.seq()) {
-      r->down_rtt.OnSample(Now(), Now() - r->inflight.front().sent_at);
-    }
-    r->inflight_bytes -= r->inflight.front().bytes;
-    r->inflight.pop_front();
-  }
-  r->down_goodput.OnAck(Now(), ack.bytes());
+  r->downlink.OnAck(ack.seq(), ack.bytes(), Now());
   Pump(*r);
 }
 
@@ -322,8 +314,7 @@ void EngineCore::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
     r->stalled = false;
     r->stall_announced = false;
     const pb::Window window = CurrentWindow(r->clock + 1);
-    r->transmitting = true;
-    r->deadline = window.seconds() > 0 ? Now() + window.seconds() : kInf;
+    r->downlink.OpenWindow(Now(), window.seconds());
     BuildDownlinkPlan(*r);
     SendDirective(*r, [&](pb::Directive* d) { *d->mutable_window() = window; });
     spdlog::debug("worker {} iteration {}: window {:.3f} s", r->id, r->clock, window.seconds());

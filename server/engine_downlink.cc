@@ -1,6 +1,8 @@
 // The engine core's downlink: which rows go to a worker in what order
 // (plans, resyncs, a resumed stream's unapplied batches), formed into row
 // batches within the in-flight limit.
+#include <deque>
+#include <utility>
 #include <vector>
 
 #include "common/protocol_rules.h"
@@ -27,8 +29,8 @@ void EngineCore::Impl::BuildDownlinkPlan(WorkerRec& r) {
   const double now = Now();
   r.sends_whole = opt.send_whole_when_it_fits && opt.policy == SyncPolicy::kRog &&
                   SendsWhole(r.down.bytes_left(), DownInFlightLimit(r),
-                             r.down_goodput.has_estimate() ? r.down_goodput.rate() : 0,
-                             r.deadline < kInf ? r.deadline - now : 0);
+                             r.downlink.goodput().has_estimate() ? r.downlink.goodput().rate() : 0,
+                             r.downlink.deadline() < kInf ? r.downlink.deadline() - now : 0);
 }
 
 // The rows r's downlink sends ahead of anything else, those rogd holds of
@@ -45,13 +47,12 @@ std::vector<RowId> EngineCore::Impl::FirstRows(const WorkerRec& r) const {
       .deliverable;
 }
 
-// Forms r's next downlink batch into *m, and into *sent what undoes it,
-// `first` (FirstRows) ahead of the rest; false when there is nothing to
-// send.
-bool EngineCore::Impl::FormBatch(WorkerRec& r, const std::vector<RowId>& first,
-                                 pb::ServerMessage* m, InFlight* sent) {
+// Forms r's next downlink batch into *b (all but its seq: Downlink::Record
+// gives it), and into *sent its rows and what undoes it, `first`
+// (FirstRows) ahead of the rest; false when there is nothing to send.
+bool EngineCore::Impl::FormBatch(WorkerRec& r, const std::vector<RowId>& first, pb::RowBatch* b,
+                                 SentBatch* sent) {
   const AttachedSet attached = AttachedWorkers();
-  pb::RowBatch* b = m->mutable_batch();
   std::vector<RowId> rows;
   std::string* payload = b->mutable_payload();
   if (r.resync_next < layout->num_rows()) {
@@ -82,12 +83,12 @@ bool EngineCore::Impl::FormBatch(WorkerRec& r, const std::vector<RowId>& first,
         fill.Add(row);
       }
     }
-    if (r.transmitting) {
+    if (r.downlink.transmitting()) {
       const double now = Now();
-      const bool open = now < r.deadline;
+      const bool open = now < r.downlink.deadline();
       const bool speculate = SpeculativeAllowed(r);
       // Time left in the window: stream what other workers pushed since.
-      if (open && speculate && r.deadline < kInf && r.down.done() && r.plan_stale) {
+      if (open && speculate && r.downlink.deadline() < kInf && r.down.done() && r.plan_stale) {
         BuildDownlinkPlan(r);
       }
       FillFromPlan(&r.down, open, speculate, &fill,
@@ -105,7 +106,6 @@ bool EngineCore::Impl::FormBatch(WorkerRec& r, const std::vector<RowId>& first,
     }
   }
   if (rows.empty()) return false;
-  b->set_seq(r.next_down_seq++);
   b->set_iteration(r.clock);
   for (uint32_t d : EncodeRowIds(rows)) b->add_row_delta(d);
   // No `count` downlink: workers do not use it, and on the main job's
@@ -114,7 +114,7 @@ bool EngineCore::Impl::FormBatch(WorkerRec& r, const std::vector<RowId>& first,
     const uint64_t version = ReportedVersion(r, rows[k], attached);
     b->add_version_lag(static_cast<int64_t>(r.clock) - static_cast<int64_t>(version));
   }
-  r.rows_down += rows.size();
+  sent->rows = rows.size();
   return true;
 }
 
@@ -123,8 +123,8 @@ bool EngineCore::Impl::FormBatch(WorkerRec& r, const std::vector<RowId>& first,
 // estimate settles near (lead × goodput + batch) / R, and a batch term
 // that shrank with the goodput would spiral the cap down to the floor.
 uint64_t EngineCore::Impl::DownInFlightLimit(const WorkerRec& r) const {
-  return r.down_goodput.has_estimate()
-             ? InFlightLimit(r.down_goodput.rate(), opt.inflight_lead, opt.batch_bytes)
+  return r.downlink.goodput().has_estimate()
+             ? InFlightLimit(r.downlink.goodput().rate(), opt.inflight_lead, opt.batch_bytes)
              : kInitialInFlight;
 }
 
@@ -135,23 +135,14 @@ void EngineCore::Impl::Pump(WorkerRec& r) {
   bool exhausted = false;
   bool sent_any = false;
   const std::vector<RowId> first = FirstRows(r);
-  while (r.inflight_bytes < limit && r.outbox->queued_bytes() < kMaxQueued) {
+  while (r.downlink.inflight_bytes() < limit && r.outbox->queued_bytes() < kMaxQueued) {
     pb::ServerMessage m;
-    InFlight sent{};
-    if (!FormBatch(r, first, &m, &sent)) {
+    SentBatch sent;
+    if (!FormBatch(r, first, m.mutable_batch(), &sent)) {
       exhausted = true;
       break;
     }
-    const uint64_t bytes = m.batch().ByteSizeLong();
-    sent.seq = m.batch().seq();
-    sent.bytes = bytes;
-    sent.sent_at = Now();
-    sent.ahead = r.inflight_bytes;
-    r.inflight.push_back(std::move(sent));
-    r.inflight_bytes += bytes;
-    r.bytes_down += bytes;
-    r.down_goodput.OnSend(Now(), bytes);
-    r.last_down_sent = Now();
+    r.downlink.Record(m.mutable_batch(), std::move(sent), Now());
     r.outbox->Send(std::move(m));
     sent_any = true;
   }
@@ -174,16 +165,6 @@ void EngineCore::Impl::PumpAll() {
   for (auto& r : workers) Pump(*r);
 }
 
-// Keeps what r's ending stream has not had acknowledged, for a resume
-// (ResumeDownlink).
-void EngineCore::Impl::KeepUnapplied(WorkerRec& r) {
-  r.unapplied = std::move(r.inflight);
-  r.unapplied_stream = r.session;
-  r.unapplied_next_seq = r.next_down_seq;
-  r.inflight.clear();
-  r.inflight_bytes = 0;
-}
-
 // A resuming worker's downlink: when its hello says how far it applied
 // its last stream's batches (Hello.downlink_stream and
 // last_applied_downlink_seq), the batches after that never reached it
@@ -193,16 +174,11 @@ void EngineCore::Impl::KeepUnapplied(WorkerRec& r) {
 // sent.
 bool EngineCore::Impl::ResumeDownlink(WorkerRec& r, const pb::Hello& hello) {
   const uint64_t applied = hello.last_applied_downlink_seq();
-  const bool fits = state && state->active(r.index) && r.resync_next >= layout->num_rows() &&
-                    hello.downlink_stream() != 0 && hello.downlink_stream() == r.unapplied_stream &&
-                    applied < r.unapplied_next_seq &&
-                    (r.unapplied.empty() ? applied + 1 == r.unapplied_next_seq
-                                         : r.unapplied.front().seq <= applied + 1);
-  bool values = false;
-  for (const InFlight& b : r.unapplied) values |= b.seq > applied && b.values;
-  if (!fits || values) return false;
+  if (!state || !state->active(r.index) || r.resync_next < layout->num_rows()) return false;
+  const std::deque<InFlight>* unapplied = r.downlink.Resumable(hello.downlink_stream(), applied);
+  if (unapplied == nullptr) return false;
   uint64_t rows = 0;
-  for (auto it = r.unapplied.rbegin(); it != r.unapplied.rend() && it->seq > applied; ++it) {
+  for (auto it = unapplied->rbegin(); it != unapplied->rend() && it->seq > applied; ++it) {
     for (const TakenRow& t : it->taken) state->Untake(r.index, t);
     rows += it->taken.size();
   }
@@ -246,8 +222,8 @@ void EngineCore::Impl::StartResync(WorkerRec& r, std::vector<bool> in_sync, pb::
 // r's downlink batch budget now (BatchBudget): a few milliseconds of its
 // measured goodput.
 uint64_t EngineCore::Impl::DownBatchBytes(const WorkerRec& r) const {
-  return BatchBudget(r.down_goodput.has_estimate() ? r.down_goodput.rate() : 0, opt.batch_seconds,
-                     opt.batch_bytes);
+  return BatchBudget(r.downlink.goodput().has_estimate() ? r.downlink.goodput().rate() : 0,
+                     opt.batch_seconds, opt.batch_bytes);
 }
 
 // Rows of r's copy that lack updates of a detached worker whose link

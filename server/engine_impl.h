@@ -22,6 +22,7 @@
 #include "common/staleness.h"
 #include "proto/convert.h"
 #include "server/engine_core.h"
+#include "server/engine_downlink_state.h"
 
 namespace rog {
 namespace engine_internal {
@@ -57,18 +58,6 @@ enum class WState { kConnected, kDisconnected, kEvicted };
 
 const char* StateName(WState s);
 
-struct InFlight {
-  uint64_t seq;
-  uint64_t bytes;
-  double sent_at;
-  uint64_t ahead;  // unacknowledged bytes sent before it, when it was sent
-  // A resync's values (a resume cannot undo them: it resyncs again).
-  bool values = false;
-  // How to undo the update rows it took from the worker's copy, if it
-  // never reached the worker (ServerState::Untake).
-  std::vector<TakenRow> taken;
-};
-
 struct WorkerRec {
   std::string id;
   size_t index = 0;  // column in the version storage
@@ -94,28 +83,16 @@ struct WorkerRec {
   uint64_t durable = 0;       // uplink seq in the last checkpoint
 
   // Downlink.
-  uint64_t next_down_seq = 1;
-  std::deque<InFlight> inflight;
-  uint64_t inflight_bytes = 0;
-  // The unacknowledged batches of its last stream once it ended, that
-  // stream's id (its session) and its next downlink seq: a resume that
-  // says how far it applied them undoes the rest instead of resyncing.
-  std::deque<InFlight> unapplied;
-  uint64_t unapplied_stream = 0;
-  uint64_t unapplied_next_seq = 0;
-  GoodputEstimator down_goodput;
-  RoundTripFilter down_rtt;  // a batch's send to its ack (rogctl workers)
-  RowId resync_next = 0;     // rows below are resynced; == rows when done
+  Downlink downlink;
+  RowId resync_next = 0;  // rows below are resynced; == rows when done
   // Rows the resync leaves out: the worker's hello showed it holds them
   // (common/row_digest.h). Empty when none are.
   std::vector<bool> in_sync;
   Plan down;
   bool plan_stale = false;
-  bool transmitting = false;
   // The downlink plan's rows all fit what costs nothing (SendsWhole): they
   // go whole although the worker may not speculate.
   bool sends_whole = false;
-  double deadline = kInf;
 
   bool stalled = false;
   double stalled_since = 0;
@@ -146,8 +123,7 @@ struct WorkerRec {
   bool unpaused_logged = false;
   uint64_t detaches = 0, reattaches = 0, late_rows = 0;
   std::string detach_reason;
-  uint64_t probes = 0;        // probes sent during this detachment
-  double last_down_sent = 0;  // when a downlink batch last left
+  uint64_t probes = 0;  // probes sent during this detachment
   // Team patience and pace: compute seconds per iteration (a moving average
   // of what its progress reports: NoteComputeTime), and the totals of the
   // last progress it came from.
@@ -167,7 +143,7 @@ struct WorkerRec {
 
   // What the worker reported last.
   pb::Progress progress;
-  uint64_t rows_up = 0, rows_down = 0, bytes_up = 0, bytes_down = 0;
+  uint64_t rows_up = 0, bytes_up = 0;
   // Team patience: what its uplink brought lately (DetachHolder).
   ArrivalWindow up_arrivals;
 };
@@ -178,6 +154,7 @@ struct EngineCore::Impl {
   using WorkerRec = engine_internal::WorkerRec;
   using WState = engine_internal::WState;
   using InFlight = engine_internal::InFlight;
+  using SentBatch = engine_internal::SentBatch;
 
   EngineOptions opt;
   uint32_t bound = 0;
@@ -352,15 +329,13 @@ struct EngineCore::Impl {
   // --- downlink (engine_downlink.cc) ---------------------------------------------
   void BuildDownlinkPlan(WorkerRec& r);
   std::vector<RowId> FirstRows(const WorkerRec& r) const;
-  bool FormBatch(WorkerRec& r, const std::vector<RowId>& first, pb::ServerMessage* m,
-                 InFlight* sent);
+  bool FormBatch(WorkerRec& r, const std::vector<RowId>& first, pb::RowBatch* b, SentBatch* sent);
   void AddReattachRows(const WorkerRec& r, BatchFill* fill);
   uint64_t DownBatchBytes(const WorkerRec& r) const;
   // The bytes r's downlink may keep unacknowledged (InFlightLimit).
   uint64_t DownInFlightLimit(const WorkerRec& r) const;
   void Pump(WorkerRec& r);
   void PumpAll();
-  void KeepUnapplied(WorkerRec& r);
   bool ResumeDownlink(WorkerRec& r, const pb::Hello& hello);
   void SkipInSync(WorkerRec& r);
   void StartResync(WorkerRec& r, std::vector<bool> in_sync, pb::Welcome* welcome);
@@ -381,7 +356,6 @@ struct EngineCore::Impl {
   void NoteNotPaused(WorkerRec& q, bool fits, double now, double patience);
   std::string PatienceText(double patience) const;
   bool OthersHoldAll(const WorkerRec& q) const;
-  double DownlinkRate(const WorkerRec& q, double now) const;
   void MaybeProbe(WorkerRec& q, double now);
   double ShareSeconds(const WorkerRec& q) const;
   double TeamRate(const WorkerRec* with, const WorkerRec* without) const;

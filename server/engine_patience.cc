@@ -13,9 +13,9 @@
 namespace rog {
 
 using engine_internal::InFlight;
-using engine_internal::kInf;
 using engine_internal::kMaxProbeBytes;
 using engine_internal::kProbeIdle;
+using engine_internal::SentBatch;
 using engine_internal::WorkerRec;
 using engine_internal::WState;
 
@@ -26,8 +26,8 @@ namespace {
 // uplink that brought nothing reads as a dead link; a holder still waiting
 // for rows from rogd, or computing long iterations, is another story.
 std::string HolderActivity(const WorkerRec& holder, double now) {
-  const uint64_t down =
-      holder.inflight_bytes + (holder.outbox ? holder.outbox->queued_bytes() : uint64_t{0});
+  const uint64_t down = holder.downlink.inflight_bytes() +
+                        (holder.outbox ? holder.outbox->queued_bytes() : uint64_t{0});
   const std::string doing =
       holder.stalled ? absl::StrFormat("had been stalled at the staleness bound itself for %.1f s",
                                        now - holder.stalled_since)
@@ -122,7 +122,7 @@ void EngineCore::Impl::CheckPatience(double now) {
     if (!q->detached || q->state != WState::kConnected) continue;
     MaybeProbe(*q, now);
     if (!MayReattach(*q, now, patience)) continue;
-    const double rate = DownlinkRate(*q, now);
+    const double rate = q->downlink.CappedRate(now);
     Reattach(*q,
              absl::StrFormat(
                  "its link moves its MTA share (%d bytes) in %.2f s, within half the "
@@ -140,55 +140,35 @@ void EngineCore::Impl::CheckPatience(double now) {
 }
 
 void EngineCore::Impl::MaybeProbe(WorkerRec& q, double now) {
-  if (!q.outbox || q.resync_next < layout->num_rows() || !q.inflight.empty()) return;
-  if (q.outbox->queued_bytes() > 0 || now - q.last_down_sent < kProbeIdle) return;
+  if (!q.outbox || q.resync_next < layout->num_rows() || !q.downlink.inflight().empty()) return;
+  if (q.outbox->queued_bytes() > 0 || now - q.downlink.last_sent() < kProbeIdle) return;
   pb::ServerMessage m;
   pb::RowBatch* b = m.mutable_batch();
-  b->set_seq(q.next_down_seq++);
   b->set_iteration(q.clock);
   b->set_kind(pb::BATCH_KIND_UPDATE);
   b->set_codec(static_cast<pb::Codec>(opt.codec));
   b->mutable_padding()->assign(
       static_cast<size_t>(std::min<double>(MembershipShare(), kMaxProbeBytes)), '\0');
-  const uint64_t bytes = b->ByteSizeLong();
-  q.inflight.push_back(InFlight{b->seq(), bytes, now, q.inflight_bytes, false, {}});
-  q.inflight_bytes += bytes;
-  q.bytes_down += bytes;
-  q.down_goodput.OnSend(now, bytes);
-  q.last_down_sent = now;
+  const uint64_t bytes = q.downlink.Record(b, SentBatch{}, now);
   ++q.probes;
   spdlog::debug("worker {}: probe of {} bytes (detached, downlink idle)", q.id, bytes);
   q.outbox->Send(std::move(m));
 }
 
-// The downlink goodput estimate, capped by what the oldest unacknowledged
-// batch shows: on a link that just died the estimate keeps its last value
-// until an ack comes, which may take many seconds. Until that batch is
-// acknowledged the link cannot have carried more than it and what was in
-// flight ahead of it since it was sent (counting the batch alone would read
-// a busy link as slow by the in-flight allowance over the batch size).
-double EngineCore::Impl::DownlinkRate(const WorkerRec& q, double now) const {
-  double rate = q.down_goodput.has_estimate() ? q.down_goodput.rate() : 0;
-  if (!q.inflight.empty() && now > q.inflight.front().sent_at) {
-    const InFlight& oldest = q.inflight.front();
-    rate = std::min(rate, (oldest.ahead + oldest.bytes) / (now - oldest.sent_at));
-  }
-  return rate;
-}
-
 // Team pace: the seconds q's link takes for its share, from the estimates
 // the window uses (attached) or its downlink goodput estimate (detached);
 // 0 while unknown. Both are goodput estimates, neither capped by a batch
-// waiting in flight: a detached link capped (DownlinkRate) read slower than
+// waiting in flight: a detached link capped (CappedRate) read slower than
 // the same link attached whenever its downlink had a queue, and each dip
 // restarted the reattach hold (ReattachLinkFits still judges the capped
 // rate: a link that just died does not reattach on its last estimate).
 double EngineCore::Impl::ShareSeconds(const WorkerRec& q) const {
+  const GoodputEstimator& down = q.downlink.goodput();
   double rate = 0;
   if (q.detached) {
-    rate = q.down_goodput.has_estimate() ? q.down_goodput.rate() : 0;
-  } else if (q.progress.uplink_goodput() > 0 && q.down_goodput.has_estimate()) {
-    rate = std::min(q.progress.uplink_goodput(), q.down_goodput.rate());
+    rate = down.has_estimate() ? down.rate() : 0;
+  } else if (q.progress.uplink_goodput() > 0 && down.has_estimate()) {
+    rate = std::min(q.progress.uplink_goodput(), down.rate());
   }
   return rate > 0 ? ShareBytes() / rate : 0;
 }
@@ -259,8 +239,8 @@ std::string EngineCore::Impl::PatienceText(double patience) const {
 }
 
 bool EngineCore::Impl::MayReattach(WorkerRec& q, double now, double patience) {
-  if (q.resync_next < layout->num_rows() || !q.down_goodput.has_estimate()) return false;
-  const bool fits = ReattachLinkFits(MembershipShare(), patience, DownlinkRate(q, now)) &&
+  if (q.resync_next < layout->num_rows() || !q.downlink.goodput().has_estimate()) return false;
+  const bool fits = ReattachLinkFits(MembershipShare(), patience, q.downlink.CappedRate(now)) &&
                     !(opt.detach_speedup > 0 && TeamRate(&q, nullptr) < TeamRate(nullptr, nullptr));
   // Not while it may compute: the move to the team's clock would credit an
   // iteration whose updates are not in the global rows.
@@ -319,7 +299,7 @@ bool EngineCore::Impl::OthersHoldAll(const WorkerRec& q) const {
       if (copy.Get(row, q.index) < global.Get(row, q.index)) return false;
     }
     // A batch in flight that carries some of them: not held yet.
-    for (const InFlight& b : w->inflight) {
+    for (const InFlight& b : w->downlink.inflight()) {
       for (const TakenRow& t : b.taken) {
         if (q.index < t.versions.size() && t.versions[q.index] < global.Get(t.row, q.index)) {
           return false;
@@ -374,8 +354,7 @@ void EngineCore::Impl::Detach(WorkerRec& q, const std::string& reason) {
   q.detach_reason = reason;
   JudgeStall(q, -1);
   q.stalled = q.stall_announced = false;
-  q.transmitting = false;
-  q.deadline = kInf;
+  q.downlink.CloseWindow();
   spdlog::info("detached worker {} at iteration {}: {}; it {} until its link recovers", q.id,
                q.clock, reason,
                opt.detached_local_steps > 0
