@@ -151,12 +151,12 @@ absl::StatusOr<WorkerRec*> EngineCore::Impl::AdmitFirst(const pb::Hello& hello, 
   staging.assign(layout->total_numel(), 0.0f);
   staged.assign(layout->num_rows(), false);
   staged_rows = 0;
-  auto rec = std::make_unique<WorkerRec>();
+  auto rec = std::make_unique<WorkerRec>(layout->num_rows());
   rec->id = hello.worker_id();
   rec->index = 0;
   rec->token = rng() | 1;
   rec->clock = rec->join_clock = hello.iteration();
-  rec->resync_next = static_cast<RowId>(layout->num_rows());
+  rec->plan.SkipResync();  // it brings the model
   rec->requested.assign(layout->num_rows(), 0);
   rec->requested_ahead.assign(layout->num_rows(), 0);
   WorkerRec* r = rec.get();
@@ -280,7 +280,7 @@ absl::StatusOr<WorkerRec*> EngineCore::Impl::AddWorker(const pb::Hello& hello,
   if (absl::Status room = RoomForNewWorker(hello, reason); !room.ok()) return room;
   const uint64_t team_min = MinAttachedClock();
   const bool alone = team_min == std::numeric_limits<uint64_t>::max();
-  auto rec = std::make_unique<WorkerRec>();
+  auto rec = std::make_unique<WorkerRec>(layout->num_rows());
   rec->id = hello.worker_id();
   rec->clock = alone ? hello.iteration() : team_min;
   rec->join_clock = rec->clock;
@@ -312,11 +312,11 @@ void EngineCore::Impl::Connect(WorkerRec& r, uint64_t session, std::shared_ptr<O
   // hello's ResumeDownlink is done), no window.
   r.downlink.Reset();
   JudgeStall(r, -1);
-  r.stalled = r.stall_announced = r.flush = false;
+  r.stalled = r.stall_announced = false;
   r.requested.assign(layout->num_rows(), 0);
   r.requested_ahead.assign(layout->num_rows(), 0);
   r.ask_unanswered = false;
-  r.down = Plan();
+  r.plan.Reset();
   by_session[session] = r.index;
   welcome.set_resume_token(r.token);
   welcome.set_stream(session);

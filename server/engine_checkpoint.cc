@@ -58,7 +58,7 @@ std::string ReadParts(const pb::Checkpoint& c, size_t rows, ServerState::Parts* 
 std::string ReadWorkerRecords(const pb::Checkpoint& c, size_t rows, double now,
                               std::vector<std::unique_ptr<WorkerRec>>* recs) {
   for (const pb::CheckpointWorker& cw : c.worker()) {
-    auto rec = std::make_unique<WorkerRec>();
+    auto rec = std::make_unique<WorkerRec>(rows);
     rec->id = cw.worker_id();
     rec->index = cw.index();
     rec->token = cw.resume_token();

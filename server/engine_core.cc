@@ -221,7 +221,7 @@ void EngineCore::Impl::ApplyBatch(WorkerRec& r, const UplinkBatch& b) {
         })) {
       r.ask_unanswered = false;
     }
-    for (auto& q : workers) q->plan_stale = true;
+    for (auto& q : workers) q->plan.MarkStale();
   }
   r.rows_up += b.rows.size();
   r.bytes_up += b.wire_bytes;
@@ -291,7 +291,7 @@ void EngineCore::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
   const uint64_t before = r->clock;
   const uint64_t min_before = MinAttachedClock();
   r->clock = std::max(r->clock, p.iteration());
-  if (p.flush()) r->flush = true;
+  if (p.flush()) r->plan.RequestFlush();
   if (r->detached) {
     // Outside the bound and the window: no stall handling, no window; its
     // rows stream as fast as its link allows (FormBatch). A paused report

@@ -22,15 +22,16 @@ using engine_internal::WState;
 // BSP's rows go down at the barrier only (the deliverable tier in
 // FormBatch), so its plan is empty.
 void EngineCore::Impl::BuildDownlinkPlan(WorkerRec& r) {
-  r.down.Reset(SelectRows(DownlinkCandidates(opt.policy, bound, *state, r.index, r.clock,
-                                             AttachedWorkers(), opt.codec, *layout),
-                          mta, model_wire_bytes));
-  r.plan_stale = false;
+  r.plan.Replan(SelectRows(DownlinkCandidates(opt.policy, bound, *state, r.index, r.clock,
+                                              AttachedWorkers(), opt.codec, *layout),
+                           mta, model_wire_bytes));
   const double now = Now();
-  r.sends_whole = opt.send_whole_when_it_fits && opt.policy == SyncPolicy::kRog &&
-                  SendsWhole(r.down.bytes_left(), DownInFlightLimit(r),
-                             r.downlink.goodput().has_estimate() ? r.downlink.goodput().rate() : 0,
-                             r.downlink.deadline() < kInf ? r.downlink.deadline() - now : 0);
+  const double deadline = r.downlink.deadline();
+  r.plan.SetSendsWhole(
+      opt.send_whole_when_it_fits && opt.policy == SyncPolicy::kRog &&
+      SendsWhole(r.plan.bytes_left(), DownInFlightLimit(r),
+                 r.downlink.goodput().has_estimate() ? r.downlink.goodput().rate() : 0,
+                 deadline < kInf ? deadline - now : 0));
 }
 
 // The rows r's downlink sends ahead of anything else, those rogd holds of
@@ -39,7 +40,7 @@ void EngineCore::Impl::BuildDownlinkPlan(WorkerRec& r) {
 // iteration. Planned once per Pump: nothing else changes the versions
 // while it forms batches.
 std::vector<RowId> EngineCore::Impl::FirstRows(const WorkerRec& r) const {
-  if (!state || r.resync_next < layout->num_rows()) return {};
+  if (!state || r.plan.resyncing()) return {};
   const uint64_t ahead = opt.downlink_lookahead ? LookaheadVersion(r) : 0;
   if (!r.stalled && ahead == 0) return {};
   return PlanStall(state->versions(), state->copy_versions(r.index), r.index, AttachedWorkers(),
@@ -55,12 +56,9 @@ bool EngineCore::Impl::FormBatch(WorkerRec& r, const std::vector<RowId>& first, 
   const AttachedSet attached = AttachedWorkers();
   std::vector<RowId> rows;
   std::string* payload = b->mutable_payload();
-  if (r.resync_next < layout->num_rows()) {
+  if (r.plan.resyncing()) {
     BatchFill fill(*layout, Codec::kFp32, DownBatchBytes(r));
-    while (r.resync_next < layout->num_rows() && fill.Fits(r.resync_next)) {
-      fill.Add(r.resync_next++);
-      SkipInSync(r);
-    }
+    r.plan.FillResync(&fill);
     rows = fill.Take();
     b->set_kind(pb::BATCH_KIND_VALUES);
     b->set_codec(pb::CODEC_FP32);
@@ -75,7 +73,7 @@ bool EngineCore::Impl::FormBatch(WorkerRec& r, const std::vector<RowId>& first, 
       fill.Add(row);
     }
     if (!r.detached) AddReattachRows(r, &fill);
-    if (r.flush || r.detached) {
+    if (r.plan.flush() || r.detached) {
       // A flush, or a detached worker: every pending row, whatever the window.
       for (RowId row = 0; row < layout->num_rows(); ++row) {
         if (!state->HasPending(r.index, row) || fill.Has(row)) continue;
@@ -88,11 +86,11 @@ bool EngineCore::Impl::FormBatch(WorkerRec& r, const std::vector<RowId>& first, 
       const bool open = now < r.downlink.deadline();
       const bool speculate = SpeculativeAllowed(r);
       // Time left in the window: stream what other workers pushed since.
-      if (open && speculate && r.downlink.deadline() < kInf && r.down.done() && r.plan_stale) {
+      if (open && speculate && r.downlink.deadline() < kInf && r.plan.done() && r.plan.stale()) {
         BuildDownlinkPlan(r);
       }
-      FillFromPlan(&r.down, open, speculate, &fill,
-                   [&](RowId row) { return !state->HasPending(r.index, row); });
+      r.plan.Fill(open, speculate, &fill,
+                  [&](RowId row) { return !state->HasPending(r.index, row); });
     }
     rows = fill.Take();
     if (rows.empty()) return false;
@@ -130,7 +128,7 @@ uint64_t EngineCore::Impl::DownInFlightLimit(const WorkerRec& r) const {
 
 void EngineCore::Impl::Pump(WorkerRec& r) {
   if (r.state != WState::kConnected || !r.outbox || !state) return;
-  const bool resyncing = r.resync_next < layout->num_rows();
+  const bool resyncing = r.plan.resyncing();
   const uint64_t limit = DownInFlightLimit(r);
   bool exhausted = false;
   bool sent_any = false;
@@ -146,14 +144,13 @@ void EngineCore::Impl::Pump(WorkerRec& r) {
     r.outbox->Send(std::move(m));
     sent_any = true;
   }
-  if (resyncing && r.resync_next >= layout->num_rows()) {
+  if (resyncing && !r.plan.resyncing()) {
     spdlog::debug("worker {}: full resync sent", r.id);
     CheckStalled(r);
   } else if (r.stalled && sent_any) {
     CheckStalled(r);  // the rows just sent may be what it waits for
   }
-  if (exhausted && r.flush) {
-    r.flush = false;
+  if (exhausted && r.plan.EndFlush()) {
     SendDirective(r, [&](pb::Directive* d) {
       d->mutable_release()->set_iteration(r.clock);
       d->mutable_release()->set_flushed(true);
@@ -174,7 +171,7 @@ void EngineCore::Impl::PumpAll() {
 // sent.
 bool EngineCore::Impl::ResumeDownlink(WorkerRec& r, const pb::Hello& hello) {
   const uint64_t applied = hello.last_applied_downlink_seq();
-  if (!state || !state->active(r.index) || r.resync_next < layout->num_rows()) return false;
+  if (!state || !state->active(r.index) || r.plan.resyncing()) return false;
   const std::deque<InFlight>* unapplied = r.downlink.Resumable(hello.downlink_stream(), applied);
   if (unapplied == nullptr) return false;
   uint64_t rows = 0;
@@ -182,16 +179,10 @@ bool EngineCore::Impl::ResumeDownlink(WorkerRec& r, const pb::Hello& hello) {
     for (const TakenRow& t : it->taken) state->Untake(r.index, t);
     rows += it->taken.size();
   }
-  r.plan_stale = true;
+  r.plan.MarkStale();
   spdlog::info("worker {}: resumes its downlink after seq {}; {} rows it never received go again",
                r.id, applied, rows);
   return true;
-}
-
-// Moves r's resync past the rows it holds already.
-void EngineCore::Impl::SkipInSync(WorkerRec& r) {
-  while (r.resync_next < r.in_sync.size() && r.in_sync[r.resync_next]) ++r.resync_next;
-  if (r.resync_next >= layout->num_rows()) std::vector<bool>().swap(r.in_sync);
 }
 
 // Starts r's full resync, leaving out the rows its hello showed it holds
@@ -199,11 +190,9 @@ void EngineCore::Impl::SkipInSync(WorkerRec& r) {
 // welcome lists them with their versions.
 void EngineCore::Impl::StartResync(WorkerRec& r, std::vector<bool> in_sync, pb::Welcome* welcome) {
   welcome->set_full_resync(true);
-  r.resync_next = 0;
-  r.in_sync = std::move(in_sync);
   std::vector<RowId> rows;
-  for (RowId row = 0; row < r.in_sync.size(); ++row) {
-    if (r.in_sync[row]) rows.push_back(row);
+  for (RowId row = 0; row < in_sync.size(); ++row) {
+    if (in_sync[row]) rows.push_back(row);
   }
   const AttachedSet attached = AttachedWorkers();
   for (RowId row : rows) {
@@ -212,7 +201,7 @@ void EngineCore::Impl::StartResync(WorkerRec& r, std::vector<bool> in_sync, pb::
                                      static_cast<int64_t>(ReportedVersion(r, row, attached)));
   }
   for (uint32_t d : EncodeRowIds(rows)) welcome->add_in_sync_row_delta(d);
-  SkipInSync(r);
+  r.plan.StartResync(std::move(in_sync));
   if (!rows.empty()) {
     spdlog::info("worker {}: {} of {} rows already in sync (its row digests), resyncing {}", r.id,
                  rows.size(), layout->num_rows(), layout->num_rows() - rows.size());

@@ -22,6 +22,7 @@
 #include "common/staleness.h"
 #include "proto/convert.h"
 #include "server/engine_core.h"
+#include "server/engine_downlink_plan.h"
 #include "server/engine_downlink_state.h"
 
 namespace rog {
@@ -59,6 +60,9 @@ enum class WState { kConnected, kDisconnected, kEvicted };
 const char* StateName(WState s);
 
 struct WorkerRec {
+  // For a model of `rows` rows.
+  explicit WorkerRec(size_t rows) : plan(rows) {}
+
   std::string id;
   size_t index = 0;  // column in the version storage
   uint64_t token = 0;
@@ -82,17 +86,9 @@ struct WorkerRec {
   uint64_t last_applied = 0;  // uplink seq
   uint64_t durable = 0;       // uplink seq in the last checkpoint
 
-  // Downlink.
+  // Downlink: what was sent, and which rows go next.
   Downlink downlink;
-  RowId resync_next = 0;  // rows below are resynced; == rows when done
-  // Rows the resync leaves out: the worker's hello showed it holds them
-  // (common/row_digest.h). Empty when none are.
-  std::vector<bool> in_sync;
-  Plan down;
-  bool plan_stale = false;
-  // The downlink plan's rows all fit what costs nothing (SendsWhole): they
-  // go whole although the worker may not speculate.
-  bool sends_whole = false;
+  DownlinkPlan plan;
 
   bool stalled = false;
   double stalled_since = 0;
@@ -102,7 +98,6 @@ struct WorkerRec {
   double stall_cause_seconds[kStallCauses] = {0, 0, 0, 0};
   int stall_cause = -1;
   double stall_cause_since = 0;
-  bool flush = false;
   // Team patience: outside the bound and the window while detached.
   bool detached = false;
   double detached_at = 0;
@@ -284,7 +279,7 @@ struct EngineCore::Impl {
   pb::Window CurrentWindow(uint64_t iteration) const;
 
   bool SpeculativeAllowed(const WorkerRec& r) const {
-    return r.sends_whole || MaySpeculate(opt.policy, r.clock, MinAttachedClock());
+    return r.plan.sends_whole() || MaySpeculate(opt.policy, r.clock, MinAttachedClock());
   }
 
   // --- the worker registry (engine_admission.cc) -------------------------------
@@ -337,7 +332,6 @@ struct EngineCore::Impl {
   void Pump(WorkerRec& r);
   void PumpAll();
   bool ResumeDownlink(WorkerRec& r, const pb::Hello& hello);
-  void SkipInSync(WorkerRec& r);
   void StartResync(WorkerRec& r, std::vector<bool> in_sync, pb::Welcome* welcome);
 
   // --- events (engine_core.cc) ---------------------------------------------------

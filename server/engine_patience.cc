@@ -81,7 +81,7 @@ void EngineCore::Impl::CheckPatience(double now) {
   std::vector<uint64_t> clocks, needed;
   for (auto& r : workers) {
     if (!r->stalled || r->state != WState::kConnected || !Attached(*r)) continue;
-    if (r->resync_next < layout->num_rows() || now - r->stalled_since < patience) continue;
+    if (r->plan.resyncing() || now - r->stalled_since < patience) continue;
     // The blame passes along waiting holders to the robot on the slow link.
     if (waits_for.empty()) {
       waits_for.resize(workers.size());
@@ -140,7 +140,7 @@ void EngineCore::Impl::CheckPatience(double now) {
 }
 
 void EngineCore::Impl::MaybeProbe(WorkerRec& q, double now) {
-  if (!q.outbox || q.resync_next < layout->num_rows() || !q.downlink.inflight().empty()) return;
+  if (!q.outbox || q.plan.resyncing() || !q.downlink.inflight().empty()) return;
   if (q.outbox->queued_bytes() > 0 || now - q.downlink.last_sent() < kProbeIdle) return;
   pb::ServerMessage m;
   pb::RowBatch* b = m.mutable_batch();
@@ -200,7 +200,7 @@ std::string EngineCore::Impl::PaceDetachReason(double now) {
     if (!Attached(*r)) continue;
     // Someone disconnected, resyncing or not measured yet: the patience and
     // the lease judge for now.
-    if (r->state != WState::kConnected || r->resync_next < layout->num_rows()) return "";
+    if (r->state != WState::kConnected || r->plan.resyncing()) return "";
     const double t = ShareSeconds(*r);
     if (t <= 0 || r->compute_per_iteration <= 0) return "";
     ++attached;
@@ -239,7 +239,7 @@ std::string EngineCore::Impl::PatienceText(double patience) const {
 }
 
 bool EngineCore::Impl::MayReattach(WorkerRec& q, double now, double patience) {
-  if (q.resync_next < layout->num_rows() || !q.downlink.goodput().has_estimate()) return false;
+  if (q.plan.resyncing() || !q.downlink.goodput().has_estimate()) return false;
   const bool fits = ReattachLinkFits(MembershipShare(), patience, q.downlink.CappedRate(now)) &&
                     !(opt.detach_speedup > 0 && TeamRate(&q, nullptr) < TeamRate(nullptr, nullptr));
   // Not while it may compute: the move to the team's clock would credit an
@@ -318,7 +318,7 @@ void EngineCore::Impl::SendKnownVersions(const WorkerRec* except) {
   const AttachedSet attached = AttachedWorkers();
   for (auto& w : workers) {
     if (w.get() == except || w->state != WState::kConnected || !w->outbox) continue;
-    if (w->resync_next < layout->num_rows()) continue;  // the resync reports them
+    if (w->plan.resyncing()) continue;  // the resync reports them
     SendDirective(*w, [&](pb::Directive* d) {
       pb::KnownVersions* k = d->mutable_known_versions();
       for (RowId row = 0; row < layout->num_rows(); ++row) {

@@ -26,7 +26,7 @@ void EngineCore::Impl::JudgeStall(WorkerRec& r, int cause) {
 void EngineCore::Impl::CheckStalled(WorkerRec& r) {
   if (!r.stalled) AskBeforeReport(r);
   if (!r.stalled || r.state != WState::kConnected || r.detached || !team_ready ||
-      r.resync_next < layout->num_rows()) {
+      r.plan.resyncing()) {
     // Waits for the team to form or for a resync are not stalls at the bound.
     if (r.stall_cause >= 0) JudgeStall(r, -1);
   }
@@ -45,7 +45,7 @@ void EngineCore::Impl::CheckStalled(WorkerRec& r) {
     }
     return;
   }
-  if (r.resync_next < layout->num_rows()) return;  // re-checked when the resync ends
+  if (r.plan.resyncing()) return;  // re-checked when the resync ends
   const AttachedSet attached = AttachedWorkers();
   const VersionStore& copy = state->copy_versions(r.index);
   if (MayStart(copy, r.index, attached, r.clock, bound)) {
@@ -122,7 +122,7 @@ void EngineCore::Impl::AskHolders(const WorkerRec& r, const StallPlan& plan, uin
 // its stall would ask them (EngineOptions::ask_before_report).
 void EngineCore::Impl::AskBeforeReport(WorkerRec& r) {
   if (!opt.ask_before_report || !state || !team_ready || r.detached ||
-      r.state != WState::kConnected || r.resync_next < layout->num_rows()) {
+      r.state != WState::kConnected || r.plan.resyncing()) {
     return;
   }
   const AttachedSet attached = AttachedWorkers();
@@ -135,7 +135,7 @@ void EngineCore::Impl::AskBeforeReport(WorkerRec& r) {
 
 uint64_t EngineCore::Impl::LookaheadVersion(const WorkerRec& r) const {
   if (opt.policy != SyncPolicy::kRog || !state || !team_ready || r.stalled || r.detached ||
-      r.state != WState::kConnected || r.resync_next < layout->num_rows()) {
+      r.state != WState::kConnected || r.plan.resyncing()) {
     return 0;
   }
   return NeededVersion(r.clock + 1, bound);
