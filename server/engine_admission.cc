@@ -157,8 +157,6 @@ absl::StatusOr<WorkerRec*> EngineCore::Impl::AdmitFirst(const pb::Hello& hello, 
   rec->token = rng() | 1;
   rec->clock = rec->join_clock = hello.iteration();
   rec->plan.SkipResync();  // it brings the model
-  rec->requested.assign(layout->num_rows(), 0);
-  rec->requested_ahead.assign(layout->num_rows(), 0);
   WorkerRec* r = rec.get();
   workers.push_back(std::move(rec));
   by_id[r->id] = 0;
@@ -306,16 +304,12 @@ void EngineCore::Impl::Connect(WorkerRec& r, uint64_t session, std::shared_ptr<O
   r.outbox = std::move(outbox);
   r.peer = peer;
   r.sdk_version = hello.sdk_version();
-  r.honours_ahead = hello.honours_push_ahead();
   r.last_seen = Now();
   // A new stream: nothing in flight, nothing kept for a resume (the
   // hello's ResumeDownlink is done), no window.
   r.downlink.Reset();
-  JudgeStall(r, -1);
-  r.stalled = r.stall_announced = false;
-  r.requested.assign(layout->num_rows(), 0);
-  r.requested_ahead.assign(layout->num_rows(), 0);
-  r.ask_unanswered = false;
+  r.stall.Clear(Now());
+  r.asks.Reset(layout->num_rows(), hello.honours_push_ahead());
   r.plan.Reset();
   by_session[session] = r.index;
   welcome.set_resume_token(r.token);
@@ -360,7 +354,7 @@ void EngineCore::Impl::CheckTeamReady() {
   spdlog::info("team ready: {} workers joined, training starts", members);
   for (auto& r : workers) {
     if (r->state != WState::kConnected) continue;
-    r->stall_announced = false;
+    r->stall.AnnounceAgain();
     SendDirective(*r, [&](pb::Directive* d) { d->mutable_release()->set_iteration(r->clock); });
   }
 }
@@ -386,8 +380,7 @@ void EngineCore::Impl::Evict(WorkerRec& r, const std::string& reason, bool left)
   }
   by_session.erase(r.session);
   r.session = 0;
-  JudgeStall(r, -1);
-  r.stalled = false;
+  r.stall.Clear(Now());
   r.downlink.Reset();  // its copy is gone; a rejoin resyncs
   ReplanStalls();
   PumpAll();

@@ -68,8 +68,6 @@ std::string ReadWorkerRecords(const pb::Checkpoint& c, size_t rows, double now,
     if (rec->clock > kMaxClock) return absl::StrCat("worker '", rec->id, "' clock");
     rec->disconnected_at = now;
     rec->sdk_version = cw.sdk_version();
-    rec->requested.assign(rows, 0);
-    rec->requested_ahead.assign(rows, 0);
     (*recs)[cw.index()] = std::move(rec);
   }
   return "";

@@ -216,11 +216,7 @@ void EngineCore::Impl::ApplyBatch(WorkerRec& r, const UplinkBatch& b) {
     // Folded as usual; counted apart because nobody waited for them.
     if (r.detached) r.late_rows += b.rows.size();
     // The first row asked for since the last unanswered PushNow answers it.
-    if (r.ask_unanswered && std::any_of(b.rows.begin(), b.rows.end(), [&](RowId row) {
-          return r.requested[row] >= r.ask_needed;
-        })) {
-      r.ask_unanswered = false;
-    }
+    r.asks.OnPushed(b.rows);
     for (auto& q : workers) q->plan.MarkStale();
   }
   r.rows_up += b.rows.size();
@@ -305,14 +301,11 @@ void EngineCore::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
       r->paused_at = WorkerRec::kNotPaused;
     }
   } else if (state && p.stalled()) {
-    if (!r->stalled) r->stalled_since = Now();
-    r->stalled = true;
+    r->stall.Report(Now());
     CheckStalled(*r);
   } else if (state && !p.flush()) {
     // The worker finished computing an iteration: its transmission window.
-    JudgeStall(*r, -1);
-    r->stalled = false;
-    r->stall_announced = false;
+    r->stall.Clear(Now());
     const pb::Window window = CurrentWindow(r->clock + 1);
     r->downlink.OpenWindow(Now(), window.seconds());
     BuildDownlinkPlan(*r);

@@ -42,9 +42,9 @@ void EngineCore::Impl::BuildDownlinkPlan(WorkerRec& r) {
 std::vector<RowId> EngineCore::Impl::FirstRows(const WorkerRec& r) const {
   if (!state || r.plan.resyncing()) return {};
   const uint64_t ahead = opt.downlink_lookahead ? LookaheadVersion(r) : 0;
-  if (!r.stalled && ahead == 0) return {};
+  if (!r.stall.stalled() && ahead == 0) return {};
   return PlanStall(state->versions(), state->copy_versions(r.index), r.index, AttachedWorkers(),
-                   r.stalled ? NeededVersion(r.clock, bound) : ahead)
+                   r.stall.stalled() ? NeededVersion(r.clock, bound) : ahead)
       .deliverable;
 }
 
@@ -147,7 +147,7 @@ void EngineCore::Impl::Pump(WorkerRec& r) {
   if (resyncing && !r.plan.resyncing()) {
     spdlog::debug("worker {}: full resync sent", r.id);
     CheckStalled(r);
-  } else if (r.stalled && sent_any) {
+  } else if (r.stall.stalled() && sent_any) {
     CheckStalled(r);  // the rows just sent may be what it waits for
   }
   if (exhausted && r.plan.EndFlush()) {

@@ -24,6 +24,8 @@
 #include "server/engine_core.h"
 #include "server/engine_downlink_plan.h"
 #include "server/engine_downlink_state.h"
+#include "server/engine_push_asks.h"
+#include "server/engine_stall_state.h"
 
 namespace rog {
 namespace engine_internal {
@@ -90,14 +92,10 @@ struct WorkerRec {
   Downlink downlink;
   DownlinkPlan plan;
 
-  bool stalled = false;
-  double stalled_since = 0;
-  bool stall_announced = false;
-  // rogd's view of its stalls: seconds by what it waited for (StallCause),
-  // and the cause judged at the last stall plan (-1: not stalled) since when.
-  double stall_cause_seconds[kStallCauses] = {0, 0, 0, 0};
-  int stall_cause = -1;
-  double stall_cause_since = 0;
+  // Stalls: its own, and what rogd asked it to push for others'.
+  StallTracker stall;
+  PushAsks asks;
+
   // Team patience: outside the bound and the window while detached.
   bool detached = false;
   double detached_at = 0;
@@ -125,16 +123,6 @@ struct WorkerRec {
   double compute_per_iteration = 0;
   double compute_total_seen = 0;
   uint64_t compute_iteration_seen = 0;
-  std::vector<uint64_t> requested;  // per row: the needed version asked for
-  // The same for PushNow.ahead, which the worker may leave for its next
-  // window: a stall on the row asks again (requested).
-  std::vector<uint64_t> requested_ahead;
-  bool honours_ahead = false;  // Hello.honours_push_ahead
-  // rogd asked this worker to push rows now (PushNow, not ahead) and no
-  // batch has brought a row asked for version `ask_needed` or later since:
-  // a stall waiting for it is judged kStallPeerAsked. Reset on connect.
-  bool ask_unanswered = false;
-  uint64_t ask_needed = 0;
 
   // What the worker reported last.
   pb::Progress progress;
@@ -231,7 +219,7 @@ struct EngineCore::Impl {
   // Per worker index: whether rogd's last PushNow to it is unanswered.
   std::vector<bool> UnansweredAsks() const {
     std::vector<bool> unanswered(workers.size(), false);
-    for (const auto& q : workers) unanswered[q->index] = q->ask_unanswered;
+    for (const auto& q : workers) unanswered[q->index] = q->asks.unanswered();
     return unanswered;
   }
 
@@ -309,7 +297,6 @@ struct EngineCore::Impl {
   void OnClosed(uint64_t session);
 
   // --- stalls (engine_stalls.cc) -------------------------------------------------
-  void JudgeStall(WorkerRec& r, int cause);
   void CheckStalled(WorkerRec& r);
   void AskHolders(const WorkerRec& r, const StallPlan& plan, uint64_t needed, uint64_t min_clock,
                   bool ahead);

@@ -29,8 +29,9 @@ std::string HolderActivity(const WorkerRec& holder, double now) {
   const uint64_t down = holder.downlink.inflight_bytes() +
                         (holder.outbox ? holder.outbox->queued_bytes() : uint64_t{0});
   const std::string doing =
-      holder.stalled ? absl::StrFormat("had been stalled at the staleness bound itself for %.1f s",
-                                       now - holder.stalled_since)
+      holder.stall.stalled()
+          ? absl::StrFormat("had been stalled at the staleness bound itself for %.1f s",
+                            now - holder.stall.since())
       : holder.compute_per_iteration > 0
           ? absl::StrFormat("was not stalled (computing, %.3g s per iteration, or pushing)",
                             holder.compute_per_iteration)
@@ -80,8 +81,8 @@ void EngineCore::Impl::CheckPatience(double now) {
   std::vector<std::vector<size_t>> waits_for;
   std::vector<uint64_t> clocks, needed;
   for (auto& r : workers) {
-    if (!r->stalled || r->state != WState::kConnected || !Attached(*r)) continue;
-    if (r->plan.resyncing() || now - r->stalled_since < patience) continue;
+    if (!r->stall.stalled() || r->state != WState::kConnected || !Attached(*r)) continue;
+    if (r->plan.resyncing() || now - r->stall.since() < patience) continue;
     // The blame passes along waiting holders to the robot on the slow link.
     if (waits_for.empty()) {
       waits_for.resize(workers.size());
@@ -89,13 +90,13 @@ void EngineCore::Impl::CheckPatience(double now) {
       needed.assign(workers.size(), 0);
       for (auto& q : workers) {
         needed[q->index] = NeededVersion(q->clock, bound);
-        if (!q->stalled || q->state != WState::kConnected || !Attached(*q)) continue;
+        if (!q->stall.stalled() || q->state != WState::kConnected || !Attached(*q)) continue;
         waits_for[q->index] = PlanStall(state->versions(), state->copy_versions(q->index), q->index,
                                         attached, needed[q->index])
                                   .waiting_for;
       }
     }
-    const double waited = now - r->stalled_since;
+    const double waited = now - r->stall.since();
     for (size_t q :
          BlameForStall(r->index, waits_for[r->index], waits_for, clocks, needed, attached)) {
       WorkerRec* holder = workers[q].get();
@@ -352,8 +353,7 @@ void EngineCore::Impl::Detach(WorkerRec& q, const std::string& reason) {
   q.probes = 0;
   ++q.detaches;
   q.detach_reason = reason;
-  JudgeStall(q, -1);
-  q.stalled = q.stall_announced = false;
+  q.stall.Clear(now);
   q.downlink.CloseWindow();
   spdlog::info("detached worker {} at iteration {}: {}; it {} until its link recovers", q.id,
                q.clock, reason,
@@ -375,8 +375,7 @@ void EngineCore::Impl::Reattach(WorkerRec& q, const std::string& reason) {
   ++q.reattaches;
   q.detach_reason = reason;
   q.reattach_ok_since = -1;
-  JudgeStall(q, -1);
-  q.stalled = q.stall_announced = false;
+  q.stall.Clear(now);
   // Joins the bound at the slowest attached clock: nobody waits for the
   // iterations it skipped, and everything it computed is folded already
   // (MayReattach), so the raised versions claim nothing still unpushed.

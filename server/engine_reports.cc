@@ -100,13 +100,10 @@ pb::WorkersReply EngineCore::Impl::WorkersReport() const {
     w->set_detached_seconds(r->detached_total + (r->detached ? now - r->detached_at : 0));
     w->set_late_rows(r->late_rows);
     w->set_detach_reason(r->detach_reason);
-    double cause[kStallCauses];
-    for (int c = 0; c < kStallCauses; ++c) cause[c] = r->stall_cause_seconds[c];
-    if (r->stall_cause >= 0) cause[r->stall_cause] += now - r->stall_cause_since;
-    w->set_stall_peer_compute_seconds(cause[kStallPeerCompute]);
-    w->set_stall_peer_uplink_seconds(cause[kStallPeerUplink]);
-    w->set_stall_downlink_seconds(cause[kStallDownlink]);
-    w->set_stall_peer_asked_seconds(cause[kStallPeerAsked]);
+    w->set_stall_peer_compute_seconds(r->stall.CauseSeconds(kStallPeerCompute, now));
+    w->set_stall_peer_uplink_seconds(r->stall.CauseSeconds(kStallPeerUplink, now));
+    w->set_stall_downlink_seconds(r->stall.CauseSeconds(kStallDownlink, now));
+    w->set_stall_peer_asked_seconds(r->stall.CauseSeconds(kStallPeerAsked, now));
   }
   return reply;
 }

@@ -14,26 +14,16 @@ using engine_internal::kMaxStallRows;
 using engine_internal::WorkerRec;
 using engine_internal::WState;
 
-// Charges the time since the last judgement to the cause judged then, and
-// judges `cause` from now on (-1: the worker is no longer stalled).
-void EngineCore::Impl::JudgeStall(WorkerRec& r, int cause) {
-  const double now = Now();
-  if (r.stall_cause >= 0) r.stall_cause_seconds[r.stall_cause] += now - r.stall_cause_since;
-  r.stall_cause = cause;
-  r.stall_cause_since = now;
-}
-
 void EngineCore::Impl::CheckStalled(WorkerRec& r) {
-  if (!r.stalled) AskBeforeReport(r);
-  if (!r.stalled || r.state != WState::kConnected || r.detached || !team_ready ||
+  if (!r.stall.stalled()) AskBeforeReport(r);
+  if (!r.stall.stalled() || r.state != WState::kConnected || r.detached || !team_ready ||
       r.plan.resyncing()) {
     // Waits for the team to form or for a resync are not stalls at the bound.
-    if (r.stall_cause >= 0) JudgeStall(r, -1);
+    if (r.stall.cause() >= 0) r.stall.Judge(-1, Now());
   }
-  if (!r.stalled || r.state != WState::kConnected || r.detached) return;
+  if (!r.stall.stalled() || r.state != WState::kConnected || r.detached) return;
   if (!team_ready) {
-    if (!r.stall_announced) {
-      r.stall_announced = true;
+    if (r.stall.Announce()) {
       size_t members = 0;
       for (const auto& q : workers) members += Member(*q) ? 1 : 0;
       SendDirective(r, [&](pb::Directive* d) {
@@ -49,9 +39,7 @@ void EngineCore::Impl::CheckStalled(WorkerRec& r) {
   const AttachedSet attached = AttachedWorkers();
   const VersionStore& copy = state->copy_versions(r.index);
   if (MayStart(copy, r.index, attached, r.clock, bound)) {
-    JudgeStall(r, -1);
-    r.stalled = false;
-    r.stall_announced = false;
+    r.stall.Clear(Now());
     SendDirective(r, [&](pb::Directive* d) { d->mutable_release()->set_iteration(r.clock); });
     return;
   }
@@ -59,9 +47,8 @@ void EngineCore::Impl::CheckStalled(WorkerRec& r) {
   const StallPlan plan = PlanStall(state->versions(), copy, r.index, attached, needed);
   // Asked first, so that the stall is judged with the asks just sent.
   AskHolders(r, plan, needed, needed, /*ahead=*/false);
-  JudgeStall(r, ClassifyStall(plan, Clocks(), UnansweredAsks(), needed));
-  if (!r.stall_announced) {
-    r.stall_announced = true;
+  r.stall.Judge(ClassifyStall(plan, Clocks(), UnansweredAsks(), needed), Now());
+  if (r.stall.Announce()) {
     SendDirective(r, [&](pb::Directive* d) {
       pb::Stall* s = d->mutable_stall();
       s->set_iteration(r.clock);
@@ -95,21 +82,9 @@ void EngineCore::Impl::AskHolders(const WorkerRec& r, const StallPlan& plan, uin
     // A worker that has not computed the iterations yet cannot push them;
     // it is asked again after its next progress.
     if (holder->state != WState::kConnected || holder->clock < min_clock) continue;
-    if (ahead && !holder->honours_ahead) continue;
-    std::vector<uint64_t>& asked = ahead ? holder->requested_ahead : holder->requested;
-    pb::PushNow push;
-    push.set_needed_version(needed);
-    push.set_ahead(ahead);
-    for (RowId row : plan.pushes[q]) {
-      if (asked[row] >= needed || holder->requested[row] >= needed) continue;
-      asked[row] = needed;
-      push.add_rows(row);
-    }
+    if (ahead && !holder->asks.honours_ahead()) continue;
+    pb::PushNow push = holder->asks.Ask(plan.pushes[q], needed, ahead);
     if (push.rows_size() == 0) continue;
-    if (!ahead && !holder->ask_unanswered) {
-      holder->ask_unanswered = true;
-      holder->ask_needed = needed;
-    }
     spdlog::debug("asking {} to push {} rows {} for {} (needs version {})", holder->id,
                   push.rows_size(), ahead ? "within its window" : "now", r.id, needed);
     SendDirective(*holder, [&](pb::Directive* d) { *d->mutable_push_now() = std::move(push); });
@@ -134,7 +109,7 @@ void EngineCore::Impl::AskBeforeReport(WorkerRec& r) {
 }
 
 uint64_t EngineCore::Impl::LookaheadVersion(const WorkerRec& r) const {
-  if (opt.policy != SyncPolicy::kRog || !state || !team_ready || r.stalled || r.detached ||
+  if (opt.policy != SyncPolicy::kRog || !state || !team_ready || r.stall.stalled() || r.detached ||
       r.state != WState::kConnected || r.plan.resyncing()) {
     return 0;
   }
