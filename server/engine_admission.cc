@@ -126,7 +126,7 @@ absl::StatusOr<Admission> EngineCore::Impl::OnHello(std::shared_ptr<Outbox> outb
   if (!r.ok()) return r.status();
   Connect(**r, session, std::move(outbox), hello, peer, std::move(welcome));
   admission.layout = layout;
-  admission.next_uplink_seq = (*r)->last_applied + 1;
+  admission.next_uplink_seq = (*r)->uplink.last_applied() + 1;
   return admission;
 }
 
@@ -213,7 +213,7 @@ void EngineCore::Impl::Resume(WorkerRec& r, const pb::Hello& hello, const std::s
   }
   r.clock = std::max(r.clock, hello.iteration());
   spdlog::info("worker {} reconnected from {} at iteration {} (resumes after uplink seq {})", r.id,
-               peer, r.clock, r.last_applied);
+               peer, r.clock, r.uplink.last_applied());
 }
 
 // Rejoin: evicted, or a new incarnation (its process restarted).
@@ -315,14 +315,14 @@ void EngineCore::Impl::Connect(WorkerRec& r, uint64_t session, std::shared_ptr<O
   welcome.set_resume_token(r.token);
   welcome.set_stream(session);
   welcome.set_iteration(r.clock);
-  welcome.set_last_applied_uplink_seq(r.last_applied);
+  welcome.set_last_applied_uplink_seq(r.uplink.last_applied());
   welcome.set_team_ready(team_ready);
   if (state) *welcome.mutable_window() = CurrentWindow(r.clock + 1);
   pb::ServerMessage m;
   *m.mutable_welcome() = std::move(welcome);
   r.outbox->Send(std::move(m));
   // Detachment outlives a reconnect: the link that caused it is the same.
-  if (r.detached) SendDetached(r);
+  if (r.detach.detached()) SendDetached(r);
   // After the welcome: the team's Release must follow it on this stream.
   CheckTeamReady();
   ReplanStalls();
@@ -367,10 +367,7 @@ void EngineCore::Impl::Evict(WorkerRec& r, const std::string& reason, bool left)
     spdlog::info("evicted worker {} at iteration {}: {}", r.id, r.clock, reason);
   }
   r.state = WState::kEvicted;
-  if (r.detached) {
-    r.detached = false;
-    r.detached_total += Now() - r.detached_at;
-  }
+  r.detach.EndDetachment(Now());
   if (state) state->SetActive(r.index, false);
   if (r.outbox) {
     SendDirective(r, [&](pb::Directive* d) { d->mutable_evicted()->set_reason(reason); });

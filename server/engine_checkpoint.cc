@@ -63,7 +63,7 @@ std::string ReadWorkerRecords(const pb::Checkpoint& c, size_t rows, double now,
     rec->index = cw.index();
     rec->token = cw.resume_token();
     rec->clock = rec->join_clock = cw.clock();
-    rec->last_applied = rec->durable = cw.last_applied_uplink_seq();
+    rec->uplink.Restore(cw.last_applied_uplink_seq());
     rec->state = cw.evicted() ? WState::kEvicted : WState::kDisconnected;
     if (rec->clock > kMaxClock) return absl::StrCat("worker '", rec->id, "' clock");
     rec->disconnected_at = now;
@@ -100,7 +100,7 @@ absl::StatusOr<pb::CheckpointReply> EngineCore::Impl::WriteCheckpointNow() {
     w->set_resume_token(r->token);
     w->set_index(static_cast<uint32_t>(r->index));
     w->set_clock(r->clock);
-    w->set_last_applied_uplink_seq(r->last_applied);
+    w->set_last_applied_uplink_seq(r->uplink.last_applied());
     w->set_evicted(r->state == WState::kEvicted);
     w->set_pending(FloatsToBytes(parts.pending[r->index]));
     for (uint64_t v : parts.copies[r->index].raw()) w->add_copy_versions(v);
@@ -108,7 +108,7 @@ absl::StatusOr<pb::CheckpointReply> EngineCore::Impl::WriteCheckpointNow() {
   }
   absl::StatusOr<uint64_t> bytes = WriteCheckpoint(opt.checkpoint_path, c);
   if (!bytes.ok()) return bytes.status();
-  for (auto& r : workers) r->durable = r->last_applied;
+  for (auto& r : workers) r->uplink.MarkDurable();
   last_checkpoint_unix = c.unix_time();
   last_checkpoint_path = opt.checkpoint_path;
   pb::CheckpointReply reply;

@@ -37,7 +37,6 @@ const char* StateName(WState s) {
 
 }  // namespace engine_internal
 
-using engine_internal::kMaxComputeSeconds;
 using engine_internal::WorkerRec;
 using engine_internal::WState;
 
@@ -81,7 +80,7 @@ double EngineCore::Impl::ComputeWindow() const {
   std::vector<double> goodputs;
   for (const auto& r : workers) {
     if (r->state != WState::kConnected || !Attached(*r)) continue;
-    const double up = r->progress.uplink_goodput();
+    const double up = r->progress.last().uplink_goodput();
     const GoodputEstimator& down = r->downlink.goodput();
     goodputs.push_back(up > 0 && down.has_estimate() ? std::min(up, down.rate()) : 0.0);
   }
@@ -91,7 +90,9 @@ double EngineCore::Impl::ComputeWindow() const {
 double EngineCore::Impl::TeamCompute() const {
   std::vector<double> compute;
   for (const auto& r : workers) {
-    if (r->state == WState::kConnected && Attached(*r)) compute.push_back(r->compute_per_iteration);
+    if (r->state == WState::kConnected && Attached(*r)) {
+      compute.push_back(r->progress.compute_per_iteration());
+    }
   }
   return TeamComputeSeconds(std::move(compute));
 }
@@ -114,20 +115,20 @@ void EngineCore::Impl::OnBatch(uint64_t session, UplinkBatch& b) {
   WorkerRec* r = Live(session);
   if (r == nullptr) return;  // a stream already replaced, closed or refused
   r->last_seen = Now();
-  if (b.seq <= r->last_applied) {
+  if (b.seq <= r->uplink.last_applied()) {
     // Resent after a reconnect: applied already.
     pb::ServerMessage ack;
-    ack.mutable_ack()->set_seq(r->last_applied);
-    ack.mutable_ack()->set_durable_seq(r->durable);
+    ack.mutable_ack()->set_seq(r->uplink.last_applied());
+    ack.mutable_ack()->set_durable_seq(r->uplink.durable());
     r->outbox->Send(std::move(ack));
     return;
   }
-  if (b.seq != r->last_applied + 1) {
+  if (b.seq != r->uplink.last_applied() + 1) {
     // The stream handler checks seqs; this is the engine's own guard, never
     // a silent drop.
     Refuse(*r, Rejection::kBadSeq,
            absl::InvalidArgumentError(
-               absl::StrCat("row batch seq ", b.seq, " after ", r->last_applied,
+               absl::StrCat("row batch seq ", b.seq, " after ", r->uplink.last_applied(),
                             ": seqs rise by 1 per batch; after a reconnect continue from "
                             "Welcome.last_applied_uplink_seq + 1")));
     return;
@@ -214,19 +215,17 @@ void EngineCore::Impl::ApplyBatch(WorkerRec& r, const UplinkBatch& b) {
       at += numel;
     }
     // Folded as usual; counted apart because nobody waited for them.
-    if (r.detached) r.late_rows += b.rows.size();
+    r.detach.CountLateRows(b.rows.size());
     // The first row asked for since the last unanswered PushNow answers it.
     r.asks.OnPushed(b.rows);
     for (auto& q : workers) q->plan.MarkStale();
   }
-  r.rows_up += b.rows.size();
-  r.bytes_up += b.wire_bytes;
-  if (opt.patience > 0) r.up_arrivals.Add(Now(), b.wire_bytes, kLiveLinkPatience * Patience());
-  r.last_applied = b.seq;
+  r.uplink.Applied(b.seq, b.rows.size(), b.wire_bytes);
+  if (opt.patience > 0) r.uplink.NoteArrival(Now(), b.wire_bytes, kLiveLinkPatience * Patience());
   pb::ServerMessage ack;
   ack.mutable_ack()->set_seq(b.seq);
   ack.mutable_ack()->set_bytes(b.wire_bytes);
-  ack.mutable_ack()->set_durable_seq(r.durable);
+  ack.mutable_ack()->set_durable_seq(r.uplink.durable());
   r.outbox->Send(std::move(ack));
   if (!state && staged_rows == layout->num_rows()) ModelComplete();
   ReplanStalls();
@@ -250,30 +249,6 @@ void EngineCore::Impl::OnAck(uint64_t session, const pb::Ack& ack) {
   Pump(*r);
 }
 
-// One sample per iteration the worker finished: its own figure for the last
-// one (from its first iteration on), or, from an SDK that does not send it,
-// the cumulative compute since its previous report over the iterations in
-// between (from its second report on: the first is the baseline, as the
-// SDK's totals run across sessions). Figures past kMaxComputeSeconds, or a
-// total that runs backwards, are no sample.
-void EngineCore::Impl::NoteComputeTime(WorkerRec& r, const pb::Progress& p) {
-  if (p.iteration() <= r.compute_iteration_seen) return;
-  const bool total_ok =
-      p.compute_seconds() >= r.compute_total_seen && p.compute_seconds() <= kMaxComputeSeconds;
-  double sample = p.last_compute_seconds();
-  if (!(sample > 0) && total_ok && r.compute_iteration_seen > 0) {
-    sample = (p.compute_seconds() - r.compute_total_seen) /
-             static_cast<double>(p.iteration() - r.compute_iteration_seen);
-  }
-  const bool sampled = sample > 0 && sample <= kMaxComputeSeconds;
-  if (sampled) {
-    r.compute_per_iteration =
-        r.compute_per_iteration > 0 ? 0.9 * r.compute_per_iteration + 0.1 * sample : sample;
-  }
-  if (total_ok) r.compute_total_seen = p.compute_seconds();
-  if (total_ok || sampled) r.compute_iteration_seen = p.iteration();
-}
-
 void EngineCore::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
   WorkerRec* r = Live(session);
   if (r == nullptr) return;
@@ -282,24 +257,16 @@ void EngineCore::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
     return;
   }
   r->last_seen = Now();
-  r->progress = p;
-  NoteComputeTime(*r, p);
+  r->progress.Note(p);
   const uint64_t before = r->clock;
   const uint64_t min_before = MinAttachedClock();
   r->clock = std::max(r->clock, p.iteration());
   if (p.flush()) r->plan.RequestFlush();
-  if (r->detached) {
+  if (r->detach.detached()) {
     // Outside the bound and the window: no stall handling, no window; its
-    // rows stream as fast as its link allows (FormBatch). A paused report
-    // says it computes nothing now (at its clock; an older one says nothing
-    // now), an iteration's report that it computed; a stall report sent
-    // before it heard of the detachment says neither (rows that reach it
-    // before the directive may let it start an iteration).
-    if (p.paused()) {
-      if (p.iteration() == r->clock) r->paused_at = r->clock;
-    } else if (!p.stalled()) {
-      r->paused_at = WorkerRec::kNotPaused;
-    }
+    // rows stream as fast as its link allows (FormBatch). What it says of
+    // pausing counts (Detachment::OnProgress).
+    r->detach.OnProgress(p, r->clock);
   } else if (state && p.stalled()) {
     r->stall.Report(Now());
     CheckStalled(*r);

@@ -63,7 +63,7 @@ bool EngineCore::Impl::FormBatch(WorkerRec& r, const std::vector<RowId>& first, 
     b->set_kind(pb::BATCH_KIND_VALUES);
     b->set_codec(pb::CODEC_FP32);
     sent->values = true;
-    b->set_applied_uplink_seq(r.last_applied);
+    b->set_applied_uplink_seq(r.uplink.last_applied());
     for (RowId row : rows) state->TakeValues(r.index, row, payload);
   } else {
     BatchFill fill(*layout, opt.codec, DownBatchBytes(r));
@@ -72,8 +72,8 @@ bool EngineCore::Impl::FormBatch(WorkerRec& r, const std::vector<RowId>& first, 
       if (!fill.Fits(row)) break;
       fill.Add(row);
     }
-    if (!r.detached) AddReattachRows(r, &fill);
-    if (r.plan.flush() || r.detached) {
+    if (!r.detach.detached()) AddReattachRows(r, &fill);
+    if (r.plan.flush() || r.detach.detached()) {
       // A flush, or a detached worker: every pending row, whatever the window.
       for (RowId row = 0; row < layout->num_rows(); ++row) {
         if (!state->HasPending(r.index, row) || fill.Has(row)) continue;
@@ -221,7 +221,7 @@ uint64_t EngineCore::Impl::DownBatchBytes(const WorkerRec& r) const {
 void EngineCore::Impl::AddReattachRows(const WorkerRec& r, BatchFill* fill) {
   const VersionStore& copy = state->copy_versions(r.index);
   for (const auto& q : workers) {
-    if (!q->detached || q->reattach_ok_since < 0 || q.get() == &r) continue;
+    if (!q->detach.detached() || q->detach.reattach_ok_since() < 0 || q.get() == &r) continue;
     for (RowId row = 0; row < layout->num_rows(); ++row) {
       if (fill->Has(row) || !state->HasPending(r.index, row)) continue;
       if (copy.Get(row, q->index) >= state->versions().Get(row, q->index)) continue;

@@ -22,10 +22,13 @@
 #include "common/staleness.h"
 #include "proto/convert.h"
 #include "server/engine_core.h"
+#include "server/engine_detachment.h"
 #include "server/engine_downlink_plan.h"
 #include "server/engine_downlink_state.h"
+#include "server/engine_progress.h"
 #include "server/engine_push_asks.h"
 #include "server/engine_stall_state.h"
+#include "server/engine_uplink_state.h"
 
 namespace rog {
 namespace engine_internal {
@@ -47,11 +50,6 @@ constexpr size_t kMaxStallRows = 256;
 // (the team idle, the worker paused) would never change.
 constexpr double kProbeIdle = 0.25;
 constexpr uint64_t kMaxProbeBytes = 256 * 1024;
-// The largest total compute time a progress report may claim (about 30
-// years); beyond it, or not finite, the report does not count for the
-// compute time per iteration.
-constexpr double kMaxComputeSeconds = 1e9;
-
 // What the model state takes with `workers` worker records: the global
 // model and a pending copy per worker (fp32), the global versions (rows x
 // workers) and each worker's copy versions (rows x workers each).
@@ -85,8 +83,8 @@ struct WorkerRec {
   // rejoining, reattaching): every iteration up to it is credited, so a
   // batch the worker formed before it heard of the move counts none.
   uint64_t raised_to = 0;
-  uint64_t last_applied = 0;  // uplink seq
-  uint64_t durable = 0;       // uplink seq in the last checkpoint
+  // Uplink: what rogd applied of it.
+  Uplink uplink;
 
   // Downlink: what was sent, and which rows go next.
   Downlink downlink;
@@ -97,38 +95,9 @@ struct WorkerRec {
   PushAsks asks;
 
   // Team patience: outside the bound and the window while detached.
-  bool detached = false;
-  double detached_at = 0;
-  uint64_t detached_clock = 0;  // its clock when detached (local steps count from it)
-  // Detached: the worker said it pauses at this clock (Progress.paused), and
-  // has computed nothing since; kNotPaused otherwise. Reattaching moves
-  // its clock and credits the iterations in between, so rogd reattaches
-  // only a worker paused at the clock rogd holds: one detached while it
-  // computed may finish that iteration first (its report comes later).
-  static constexpr uint64_t kNotPaused = std::numeric_limits<uint64_t>::max();
-  uint64_t paused_at = kNotPaused;
-  double detached_total = 0;  // seconds, over earlier detachments
-  double reattached_at = -1e9;
-  double reattach_ok_since = -1;  // negative: its link does not qualify (yet)
-  // Since when its link qualifies while it has not said it pauses (negative:
-  // not so), and whether the operator was told (NoteNotPaused).
-  double unpaused_fit_since = -1;
-  bool unpaused_logged = false;
-  uint64_t detaches = 0, reattaches = 0, late_rows = 0;
-  std::string detach_reason;
-  uint64_t probes = 0;  // probes sent during this detachment
-  // Team patience and pace: compute seconds per iteration (a moving average
-  // of what its progress reports: NoteComputeTime), and the totals of the
-  // last progress it came from.
-  double compute_per_iteration = 0;
-  double compute_total_seen = 0;
-  uint64_t compute_iteration_seen = 0;
-
-  // What the worker reported last.
-  pb::Progress progress;
-  uint64_t rows_up = 0, bytes_up = 0;
-  // Team patience: what its uplink brought lately (DetachHolder).
-  ArrivalWindow up_arrivals;
+  Detachment detach;
+  // What the worker reported last, and its compute time per iteration.
+  WorkerProgress progress;
 };
 
 }  // namespace engine_internal
@@ -174,7 +143,7 @@ struct EngineCore::Impl {
   // A team member: not evicted (detached workers included).
   bool Member(const WorkerRec& r) const { return r.state != WState::kEvicted; }
   // Counts for the staleness bound and the window.
-  bool Attached(const WorkerRec& r) const { return Member(r) && !r.detached; }
+  bool Attached(const WorkerRec& r) const { return Member(r) && !r.detach.detached(); }
 
   AttachedSet AttachedWorkers() const {
     AttachedSet set(workers.size(), false);
@@ -327,7 +296,6 @@ struct EngineCore::Impl {
   void ApplyBatch(WorkerRec& r, const UplinkBatch& b);
   void OnAck(uint64_t session, const pb::Ack& ack);
   void OnProgress(uint64_t session, const pb::Progress& p);
-  static void NoteComputeTime(WorkerRec& r, const pb::Progress& p);
   void OnTick();
   void SendFreshWindows(uint64_t min_before, const WorkerRec* except);
 

@@ -32,9 +32,9 @@ std::string HolderActivity(const WorkerRec& holder, double now) {
       holder.stall.stalled()
           ? absl::StrFormat("had been stalled at the staleness bound itself for %.1f s",
                             now - holder.stall.since())
-      : holder.compute_per_iteration > 0
+      : holder.progress.compute_per_iteration() > 0
           ? absl::StrFormat("was not stalled (computing, %.3g s per iteration, or pushing)",
-                            holder.compute_per_iteration)
+                            holder.progress.compute_per_iteration())
           : std::string("was not stalled (computing or pushing; no compute time reported yet)");
   return absl::StrFormat("; it had completed %d iteration%s and %s, with %s", holder.clock,
                          holder.clock == 1 ? "" : "s", doing,
@@ -103,7 +103,7 @@ void EngineCore::Impl::CheckPatience(double now) {
       bool listed = false;
       for (const auto& d : detach) listed |= d.first == holder;
       if (listed) continue;
-      const double arrived = static_cast<double>(holder->up_arrivals.Since(now - patience));
+      const double arrived = static_cast<double>(holder->uplink.arrivals().Since(now - patience));
       if (!DetachHolder(waited, patience, arrived, MembershipShare())) continue;
       detach.emplace_back(holder, HolderDetachReason(*holder, *r, waited, PatienceText(patience),
                                                      arrived, MembershipShare(), now));
@@ -120,7 +120,7 @@ void EngineCore::Impl::CheckPatience(double now) {
   // patience again, for long enough. The downlink estimate decides: rogd
   // streams every pending row to a detached worker, so it stays fresh.
   for (auto& q : workers) {
-    if (!q->detached || q->state != WState::kConnected) continue;
+    if (!q->detach.detached() || q->state != WState::kConnected) continue;
     MaybeProbe(*q, now);
     if (!MayReattach(*q, now, patience)) continue;
     const double rate = q->downlink.CappedRate(now);
@@ -131,7 +131,7 @@ void EngineCore::Impl::CheckPatience(double now) {
                  "and held by every attached worker",
                  static_cast<uint64_t>(MembershipShare()), MembershipShare() / rate,
                  PatienceText(patience), opt.detach_speedup > 0 ? " and with the team's pace" : "",
-                 now - q->reattach_ok_since, q->probes));
+                 now - q->detach.reattach_ok_since(), q->detach.probes()));
   }
   if (!detach.empty()) {
     SendKnownVersions(nullptr);
@@ -151,7 +151,7 @@ void EngineCore::Impl::MaybeProbe(WorkerRec& q, double now) {
   b->mutable_padding()->assign(
       static_cast<size_t>(std::min<double>(MembershipShare(), kMaxProbeBytes)), '\0');
   const uint64_t bytes = q.downlink.Record(b, SentBatch{}, now);
-  ++q.probes;
+  q.detach.CountProbe();
   spdlog::debug("worker {}: probe of {} bytes (detached, downlink idle)", q.id, bytes);
   q.outbox->Send(std::move(m));
 }
@@ -166,10 +166,10 @@ void EngineCore::Impl::MaybeProbe(WorkerRec& q, double now) {
 double EngineCore::Impl::ShareSeconds(const WorkerRec& q) const {
   const GoodputEstimator& down = q.downlink.goodput();
   double rate = 0;
-  if (q.detached) {
+  if (q.detach.detached()) {
     rate = down.has_estimate() ? down.rate() : 0;
-  } else if (q.progress.uplink_goodput() > 0 && down.has_estimate()) {
-    rate = std::min(q.progress.uplink_goodput(), down.rate());
+  } else if (q.progress.last().uplink_goodput() > 0 && down.has_estimate()) {
+    rate = std::min(q.progress.last().uplink_goodput(), down.rate());
   }
   return rate > 0 ? ShareBytes() / rate : 0;
 }
@@ -184,7 +184,7 @@ double EngineCore::Impl::TeamRate(const WorkerRec* with, const WorkerRec* withou
     const bool member = r.get() == with || (r->state == WState::kConnected && Attached(*r));
     if (!member || r.get() == without) continue;
     ++members;
-    compute += r->compute_per_iteration;
+    compute += r->progress.compute_per_iteration();
     slowest = std::max(slowest, ShareSeconds(*r));
   }
   if (members == 0) return 0;
@@ -203,7 +203,7 @@ std::string EngineCore::Impl::PaceDetachReason(double now) {
     // the lease judge for now.
     if (r->state != WState::kConnected || r->plan.resyncing()) return "";
     const double t = ShareSeconds(*r);
-    if (t <= 0 || r->compute_per_iteration <= 0) return "";
+    if (t <= 0 || r->progress.compute_per_iteration() <= 0) return "";
     ++attached;
     if (t > worst) {
       worst = t;
@@ -212,7 +212,8 @@ std::string EngineCore::Impl::PaceDetachReason(double now) {
   }
   const double grace = PaceGrace(TeamCompute());
   if (attached < 2 || pace_candidate == nullptr || now - team_ready_at < grace ||
-      now - pace_candidate->joined_at < grace || now - pace_candidate->reattached_at < grace) {
+      now - pace_candidate->joined_at < grace ||
+      now - pace_candidate->detach.reattached_at() < grace) {
     pace_candidate = nullptr;
     return "";
   }
@@ -245,12 +246,11 @@ bool EngineCore::Impl::MayReattach(WorkerRec& q, double now, double patience) {
                     !(opt.detach_speedup > 0 && TeamRate(&q, nullptr) < TeamRate(nullptr, nullptr));
   // Not while it may compute: the move to the team's clock would credit an
   // iteration whose updates are not in the global rows.
-  if (q.paused_at != q.clock) {
+  if (q.detach.paused_at() != q.clock) {
     NoteNotPaused(q, fits, now, patience);
     return false;
   }
-  q.unpaused_fit_since = -1;
-  if (!HeldFor(fits, now, &q.reattach_ok_since)) return false;
+  if (!q.detach.ReattachHeld(fits, now)) return false;
   // Everything it computed is folded (the global rows hold its clock in
   // every row): raising its versions to the team's clock then claims
   // nothing that is still in its accumulator or in flight.
@@ -258,7 +258,8 @@ bool EngineCore::Impl::MayReattach(WorkerRec& q, double now, double patience) {
     if (state->versions().Get(row, q.index) < q.clock) return false;
   }
   // Local steps: only once it has taken them all (no step under way).
-  if (opt.detached_local_steps > 0 && q.clock < q.detached_clock + opt.detached_local_steps) {
+  if (opt.detached_local_steps > 0 &&
+      q.clock < q.detach.detached_clock() + opt.detached_local_steps) {
     return false;
   }
   return OthersHoldAll(q);
@@ -271,18 +272,15 @@ bool EngineCore::Impl::MayReattach(WorkerRec& q, double now, double patience) {
 // or an SDK that never says it (one built before Progress.paused), stays
 // detached until then, or for good.
 void EngineCore::Impl::NoteNotPaused(WorkerRec& q, bool fits, double now, double patience) {
-  const bool stepping = q.clock < q.detached_clock + opt.detached_local_steps;
-  if (!HeldFor(fits && !stepping, now, &q.unpaused_fit_since, std::max(patience, kReattachHold))) {
-    return;
-  }
-  if (q.unpaused_logged) return;
-  q.unpaused_logged = true;
+  const bool stepping = q.clock < q.detach.detached_clock() + opt.detached_local_steps;
+  if (!q.detach.UnpausedFitHeld(fits && !stepping, now, std::max(patience, kReattachHold))) return;
+  if (!q.detach.NoteUnpaused()) return;
   spdlog::warn(
       "worker {} stays detached at iteration {}: its link has qualified to reattach for {:.1f} s "
       "but it has not said it pauses (Progress.paused), which rogd needs before it moves the "
       "worker to the team's clock; either its iteration takes longer than that, or its SDK "
       "is older than rogd and never says so: build robots and rogd from one release",
-      q.id, q.clock, now - q.unpaused_fit_since);
+      q.id, q.clock, now - q.detach.unpaused_fit_since());
 }
 
 // Whether every other connected attached worker's replica holds all of q's
@@ -330,14 +328,14 @@ void EngineCore::Impl::SendKnownVersions(const WorkerRec* except) {
 }
 
 void EngineCore::Impl::SendDetached(WorkerRec& q) {
-  q.paused_at = WorkerRec::kNotPaused;  // the worker says it again once it pauses
+  q.detach.ForgetPause();  // the worker says it again once it pauses
   // What is left of this detachment's local steps: a worker that reconnects
   // while detached must not get a fresh budget.
-  const uint64_t taken = q.clock - std::min(q.clock, q.detached_clock);
+  const uint64_t taken = q.clock - std::min(q.clock, q.detach.detached_clock());
   const uint64_t left =
       opt.detached_local_steps - std::min<uint64_t>(taken, opt.detached_local_steps);
   SendDirective(q, [&](pb::Directive* d) {
-    d->mutable_detached()->set_reason(q.detach_reason);
+    d->mutable_detached()->set_reason(q.detach.reason());
     d->mutable_detached()->set_local_steps(static_cast<uint32_t>(left));
     d->mutable_detached()->set_iteration(q.clock);
   });
@@ -345,14 +343,7 @@ void EngineCore::Impl::SendDetached(WorkerRec& q) {
 
 void EngineCore::Impl::Detach(WorkerRec& q, const std::string& reason) {
   const double now = Now();
-  q.detached = true;
-  q.detached_at = now;
-  q.detached_clock = q.clock;
-  q.reattach_ok_since = q.unpaused_fit_since = -1;
-  q.unpaused_logged = false;
-  q.probes = 0;
-  ++q.detaches;
-  q.detach_reason = reason;
+  q.detach.Detach(now, q.clock, reason);
   q.stall.Clear(now);
   q.downlink.CloseWindow();
   spdlog::info("detached worker {} at iteration {}: {}; it {} until its link recovers", q.id,
@@ -368,13 +359,7 @@ void EngineCore::Impl::Reattach(WorkerRec& q, const std::string& reason) {
   const uint64_t team_min = MinAttachedClock(&q);
   const uint64_t clock =
       team_min == std::numeric_limits<uint64_t>::max() ? q.clock : std::max(q.clock, team_min);
-  q.detached = false;
-  q.paused_at = WorkerRec::kNotPaused;
-  q.reattached_at = now;
-  q.detached_total += now - q.detached_at;
-  ++q.reattaches;
-  q.detach_reason = reason;
-  q.reattach_ok_since = -1;
+  q.detach.Reattach(now, reason);
   q.stall.Clear(now);
   // Joins the bound at the slowest attached clock: nobody waits for the
   // iterations it skipped, and everything it computed is folded already
@@ -383,7 +368,7 @@ void EngineCore::Impl::Reattach(WorkerRec& q, const std::string& reason) {
   state->RaiseVersion(q.index, clock);
   q.raised_to = clock;
   spdlog::info("reattached worker {} at iteration {} after {:.1f} s detached: {}", q.id, clock,
-               now - q.detached_at, reason);
+               now - q.detach.detached_at(), reason);
   SendDirective(q, [&](pb::Directive* d) {
     d->mutable_reattached()->set_iteration(clock);
     d->mutable_reattached()->set_reason(reason);

@@ -53,7 +53,7 @@ pb::StatusReply EngineCore::Impl::StatusReport() const {
   s.set_detached_local_steps(m.opt.detached_local_steps);
   s.set_detach_speedup(m.opt.patience > 0 ? m.opt.detach_speedup : 0);
   for (const auto& r : m.workers) {
-    if (r->detached) s.set_workers_detached(s.workers_detached() + 1);
+    if (r->detach.detached()) s.set_workers_detached(s.workers_detached() + 1);
   }
   return s;
 }
@@ -69,37 +69,37 @@ pb::WorkersReply EngineCore::Impl::WorkersReport() const {
     w->set_state(StateName(r->state));
     w->set_iteration(r->clock);
     w->set_lag(max > r->clock ? max - r->clock : 0);
-    w->set_uplink_goodput(r->progress.uplink_goodput());
+    w->set_uplink_goodput(r->progress.last().uplink_goodput());
     w->set_downlink_goodput(r->downlink.goodput().rate());
     w->set_downlink_rtt(r->downlink.rtt().min());
     w->set_downlink_in_flight(r->downlink.inflight_bytes());
-    const double busy = r->progress.compute_seconds() + r->progress.transmit_seconds() +
-                        r->progress.stall_seconds();
-    w->set_stall_share(busy > 0 ? r->progress.stall_seconds() / busy : 0);
-    w->set_stalls(r->progress.stalls());
+    const double busy = r->progress.last().compute_seconds() +
+                        r->progress.last().transmit_seconds() + r->progress.last().stall_seconds();
+    w->set_stall_share(busy > 0 ? r->progress.last().stall_seconds() / busy : 0);
+    w->set_stalls(r->progress.last().stalls());
     const double its = static_cast<double>(std::max<uint64_t>(1, r->clock - r->join_clock));
-    w->set_rows_pushed_per_iteration(r->rows_up / its);
+    w->set_rows_pushed_per_iteration(r->uplink.rows() / its);
     w->set_rows_pulled_per_iteration(r->downlink.rows() / its);
-    w->set_bytes_pushed_per_iteration(r->bytes_up / its);
+    w->set_bytes_pushed_per_iteration(r->uplink.bytes() / its);
     w->set_bytes_pulled_per_iteration(r->downlink.bytes() / its);
-    w->set_window_overshoot(r->progress.window_overshoot());
+    w->set_window_overshoot(r->progress.last().window_overshoot());
     w->set_last_seen_seconds(now - r->last_seen);
     w->set_sdk_version(r->sdk_version);
     w->set_peer(r->peer);
-    w->set_rows_pushed(r->rows_up);
+    w->set_rows_pushed(r->uplink.rows());
     w->set_rows_pulled(r->downlink.rows());
-    w->set_bytes_pushed(r->bytes_up);
+    w->set_bytes_pushed(r->uplink.bytes());
     w->set_bytes_pulled(r->downlink.bytes());
-    w->set_compute_seconds(r->progress.compute_seconds());
-    w->set_transmit_seconds(r->progress.transmit_seconds());
-    w->set_stall_seconds(r->progress.stall_seconds());
-    w->set_detached(r->detached);
-    w->set_detached_for_seconds(r->detached ? now - r->detached_at : 0);
-    w->set_detaches(r->detaches);
-    w->set_reattaches(r->reattaches);
-    w->set_detached_seconds(r->detached_total + (r->detached ? now - r->detached_at : 0));
-    w->set_late_rows(r->late_rows);
-    w->set_detach_reason(r->detach_reason);
+    w->set_compute_seconds(r->progress.last().compute_seconds());
+    w->set_transmit_seconds(r->progress.last().transmit_seconds());
+    w->set_stall_seconds(r->progress.last().stall_seconds());
+    w->set_detached(r->detach.detached());
+    w->set_detached_for_seconds(r->detach.detached() ? now - r->detach.detached_at() : 0);
+    w->set_detaches(r->detach.detaches());
+    w->set_reattaches(r->detach.reattaches());
+    w->set_detached_seconds(r->detach.DetachedSeconds(now));
+    w->set_late_rows(r->detach.late_rows());
+    w->set_detach_reason(r->detach.reason());
     w->set_stall_peer_compute_seconds(r->stall.CauseSeconds(kStallPeerCompute, now));
     w->set_stall_peer_uplink_seconds(r->stall.CauseSeconds(kStallPeerUplink, now));
     w->set_stall_downlink_seconds(r->stall.CauseSeconds(kStallDownlink, now));

@@ -16,12 +16,12 @@ using engine_internal::WState;
 
 void EngineCore::Impl::CheckStalled(WorkerRec& r) {
   if (!r.stall.stalled()) AskBeforeReport(r);
-  if (!r.stall.stalled() || r.state != WState::kConnected || r.detached || !team_ready ||
+  if (!r.stall.stalled() || r.state != WState::kConnected || r.detach.detached() || !team_ready ||
       r.plan.resyncing()) {
     // Waits for the team to form or for a resync are not stalls at the bound.
     if (r.stall.cause() >= 0) r.stall.Judge(-1, Now());
   }
-  if (!r.stall.stalled() || r.state != WState::kConnected || r.detached) return;
+  if (!r.stall.stalled() || r.state != WState::kConnected || r.detach.detached()) return;
   if (!team_ready) {
     if (r.stall.Announce()) {
       size_t members = 0;
@@ -96,7 +96,7 @@ void EngineCore::Impl::AskHolders(const WorkerRec& r, const StallPlan& plan, uin
 // report is on its way behind its push), so the holders are asked now as
 // its stall would ask them (EngineOptions::ask_before_report).
 void EngineCore::Impl::AskBeforeReport(WorkerRec& r) {
-  if (!opt.ask_before_report || !state || !team_ready || r.detached ||
+  if (!opt.ask_before_report || !state || !team_ready || r.detach.detached() ||
       r.state != WState::kConnected || r.plan.resyncing()) {
     return;
   }
@@ -109,8 +109,8 @@ void EngineCore::Impl::AskBeforeReport(WorkerRec& r) {
 }
 
 uint64_t EngineCore::Impl::LookaheadVersion(const WorkerRec& r) const {
-  if (opt.policy != SyncPolicy::kRog || !state || !team_ready || r.stall.stalled() || r.detached ||
-      r.state != WState::kConnected || r.plan.resyncing()) {
+  if (opt.policy != SyncPolicy::kRog || !state || !team_ready || r.stall.stalled() ||
+      r.detach.detached() || r.state != WState::kConnected || r.plan.resyncing()) {
     return 0;
   }
   return NeededVersion(r.clock + 1, bound);
