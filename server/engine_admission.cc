@@ -17,7 +17,7 @@ namespace rog {
 
 using engine_internal::kReplaced;
 using engine_internal::StateBytes;
-using engine_internal::WorkerRec;
+using engine_internal::Worker;
 using engine_internal::WState;
 
 namespace {
@@ -57,8 +57,8 @@ absl::StatusOr<EngineCore::Impl::CheckedHello> EngineCore::Impl::CheckHello(
         "release, e.g. ",
         kRogVersion, ")"));
   }
-  const auto known = by_id.find(hello.worker_id());
-  const uint64_t known_clock = known == by_id.end() ? 0 : workers[known->second]->clock;
+  const Worker* known = workers.Find(hello.worker_id());
+  const uint64_t known_clock = known == nullptr ? 0 : known->clock();
   if (absl::Status clock = CheckHelloClock(hello.iteration(), known_clock); !clock.ok()) {
     *reason = Rejection::kBadClock;
     return absl::InvalidArgumentError(
@@ -74,7 +74,7 @@ absl::StatusOr<EngineCore::Impl::CheckedHello> EngineCore::Impl::CheckHello(
   if (state && checked.layout.fingerprint() == layout->fingerprint()) {
     // A new id that the team has no room for is refused before its row
     // digests cost a pass over the whole model.
-    if (known == by_id.end()) {
+    if (known == nullptr) {
       if (absl::Status room = RoomForNewWorker(hello, reason); !room.ok()) return room;
     }
     absl::StatusOr<std::vector<bool>> in_sync =
@@ -109,7 +109,7 @@ absl::StatusOr<Admission> EngineCore::Impl::OnHello(std::shared_ptr<Outbox> outb
                                                     Rejection* reason) {
   absl::StatusOr<CheckedHello> checked = CheckHello(hello, reason);
   if (!checked.ok()) return checked.status();
-  const uint64_t session = next_session++;
+  const uint64_t session = workers.NewSession();
   pb::Welcome welcome;
   welcome.set_sync(static_cast<pb::SyncPolicy>(opt.policy));
   welcome.set_staleness(opt.staleness);
@@ -118,52 +118,39 @@ absl::StatusOr<Admission> EngineCore::Impl::OnHello(std::shared_ptr<Outbox> outb
   welcome.set_max_message_bytes(opt.max_message_bytes);
   Admission admission;
   admission.session = session;
-  auto it = by_id.find(hello.worker_id());
-  WorkerRec* known = it == by_id.end() ? nullptr : workers[it->second].get();
-  absl::StatusOr<WorkerRec*> r =
+  Worker* known = workers.Find(hello.worker_id());
+  absl::StatusOr<Worker*> r =
       state ? AdmitMember(hello, *std::move(checked), known, peer, &welcome, reason)
             : AdmitFirst(hello, std::move(checked->layout), known, peer, &welcome, &admission);
   if (!r.ok()) return r.status();
   Connect(**r, session, std::move(outbox), hello, peer, std::move(welcome));
   admission.layout = layout;
-  admission.next_uplink_seq = (*r)->uplink.last_applied() + 1;
+  admission.next_uplink_seq = (*r)->uplink().last_applied() + 1;
   return admission;
 }
 
 // No model yet: the first worker brings it (a worker that said hello before
 // and comes again starts over).
-absl::StatusOr<WorkerRec*> EngineCore::Impl::AdmitFirst(const pb::Hello& hello, Layout parsed,
-                                                        WorkerRec* known, const std::string& peer,
-                                                        pb::Welcome* welcome,
-                                                        Admission* admission) {
+absl::StatusOr<Worker*> EngineCore::Impl::AdmitFirst(const pb::Hello& hello, Layout parsed,
+                                                     Worker* known, const std::string& peer,
+                                                     pb::Welcome* welcome, Admission* admission) {
   if (!workers.empty() && known == nullptr) {
     return absl::UnavailableError(absl::StrCat(
-        "the model is still arriving from worker '", workers[0]->id,
+        "the model is still arriving from worker '", workers.at(0).id(),
         "'; this worker will be admitted once it is complete (retrying is automatic)"));
   }
-  if (known != nullptr && known->outbox) {
-    known->outbox->End(absl::AbortedError(kReplaced));
-    by_session.erase(known->session);
-  }
-  workers.clear();
-  by_id.clear();
+  if (known != nullptr) workers.Replace(*known, absl::AbortedError(kReplaced));
+  workers.Clear();
   layout = std::make_shared<const Layout>(std::move(parsed));
   staging.assign(layout->total_numel(), 0.0f);
   staged.assign(layout->num_rows(), false);
   staged_rows = 0;
-  auto rec = std::make_unique<WorkerRec>(layout->num_rows());
-  rec->id = hello.worker_id();
-  rec->index = 0;
-  rec->token = rng() | 1;
-  rec->clock = rec->join_clock = hello.iteration();
-  rec->plan.SkipResync();  // it brings the model
-  WorkerRec* r = rec.get();
-  workers.push_back(std::move(rec));
-  by_id[r->id] = 0;
+  Worker* r = &workers.Add(hello.worker_id(), 0, hello.iteration(), layout->num_rows());
+  r->plan().SkipResync();  // it brings the model
   welcome->set_send_initial_values(true);
   admission->accepts_values = true;
   spdlog::info("worker {} connected from {}: it brings the model ({} tensors, {} rows, {} bytes)",
-               r->id, peer, layout->tensors().size(), layout->num_rows(),
+               r->id(), peer, layout->tensors().size(), layout->num_rows(),
                layout->total_numel() * 4);
   return r;
 }
@@ -171,10 +158,9 @@ absl::StatusOr<WorkerRec*> EngineCore::Impl::AdmitFirst(const pb::Hello& hello, 
 // A worker of a team whose model rogd holds: a resume within the lease (its
 // downlink goes on where it stopped, when it can), a rejoin, or a new
 // worker; all but a resume get the model again, less the rows they hold.
-absl::StatusOr<WorkerRec*> EngineCore::Impl::AdmitMember(const pb::Hello& hello,
-                                                         CheckedHello checked, WorkerRec* known,
-                                                         const std::string& peer,
-                                                         pb::Welcome* welcome, Rejection* reason) {
+absl::StatusOr<Worker*> EngineCore::Impl::AdmitMember(const pb::Hello& hello, CheckedHello checked,
+                                                      Worker* known, const std::string& peer,
+                                                      pb::Welcome* welcome, Rejection* reason) {
   if (checked.layout.fingerprint() != layout->fingerprint()) {
     *reason = Rejection::kLayoutMismatch;
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -187,16 +173,16 @@ absl::StatusOr<WorkerRec*> EngineCore::Impl::AdmitMember(const pb::Hello& hello,
         layout->num_rows(),
         DescribeLayoutDifference(checked.layout, *layout, "the worker's model", "rogd's")));
   }
-  WorkerRec* r = known;
+  Worker* r = known;
   bool resumed = false;
-  if (r != nullptr && r->state != WState::kEvicted && hello.resume_token() != 0 &&
-      hello.resume_token() == r->token) {
+  if (r != nullptr && r->state() != WState::kEvicted && hello.resume_token() != 0 &&
+      hello.resume_token() == r->token()) {
     Resume(*r, hello, peer);
     resumed = true;
   } else if (r != nullptr) {
     Rejoin(*r, hello, peer);
   } else {
-    absl::StatusOr<WorkerRec*> added = AddWorker(hello, peer, reason);
+    absl::StatusOr<Worker*> added = AddWorker(hello, peer, reason);
     if (!added.ok()) return added.status();
     r = *added;
   }
@@ -205,42 +191,33 @@ absl::StatusOr<WorkerRec*> EngineCore::Impl::AdmitMember(const pb::Hello& hello,
 }
 
 // Resume: same incarnation, its state kept within the lease.
-void EngineCore::Impl::Resume(WorkerRec& r, const pb::Hello& hello, const std::string& peer) {
-  if (r.outbox) {
-    r.downlink.EndStream(r.session);
-    r.outbox->End(absl::AbortedError(kReplaced));
-    by_session.erase(r.session);
-  }
-  r.clock = std::max(r.clock, hello.iteration());
-  spdlog::info("worker {} reconnected from {} at iteration {} (resumes after uplink seq {})", r.id,
-               peer, r.clock, r.uplink.last_applied());
+void EngineCore::Impl::Resume(Worker& r, const pb::Hello& hello, const std::string& peer) {
+  if (r.outbox()) r.downlink().EndStream(r.session());
+  workers.Replace(r, absl::AbortedError(kReplaced));
+  r.AdvanceClock(hello.iteration());
+  spdlog::info("worker {} reconnected from {} at iteration {} (resumes after uplink seq {})",
+               r.id(), peer, r.clock(), r.uplink().last_applied());
 }
 
 // Rejoin: evicted, or a new incarnation (its process restarted).
-void EngineCore::Impl::Rejoin(WorkerRec& r, const pb::Hello& hello, const std::string& peer) {
-  const uint64_t team_min = MinAttachedClock(&r);
+void EngineCore::Impl::Rejoin(Worker& r, const pb::Hello& hello, const std::string& peer) {
+  const uint64_t team_min = workers.MinAttachedClock(&r);
   const bool alone = team_min == std::numeric_limits<uint64_t>::max();
-  if (r.outbox) {
-    r.outbox->End(absl::AbortedError(
-        "replaced by a new incarnation of the same worker (its process restarted, or a second "
-        "process runs under this worker id)"));
-    by_session.erase(r.session);
-  }
-  const bool was_evicted = r.state == WState::kEvicted;
-  if (was_evicted) state->SetActive(r.index, true);
-  r.token = rng() | 1;
+  workers.Replace(r, absl::AbortedError(
+                         "replaced by a new incarnation of the same worker (its process restarted, "
+                         "or a second process runs under this worker id)"));
+  const bool was_evicted = r.state() == WState::kEvicted;
+  if (was_evicted) state->SetActive(r.index(), true);
   // The uplink seqs go on: a worker that comes back after eviction drops
   // what was applied before it and resends the rest, exactly once.
   // Never below its own clock: its folded updates count iterations up
   // to there, and its new ones must count after them (a new
   // incarnation starting at the team's clock below that would push
   // iterations rogd already holds).
-  r.clock = alone ? std::max(r.clock, hello.iteration()) : std::max(team_min, r.clock);
-  r.join_clock = r.clock;
-  state->RaiseVersion(r.index, r.clock);
-  r.raised_to = r.clock;
-  spdlog::info("worker {} rejoined from {} ({}) at iteration {}", r.id, peer,
-               was_evicted ? "was evicted" : "new incarnation", r.clock);
+  workers.Rejoin(r, alone ? std::max(r.clock(), hello.iteration()) : std::max(team_min, r.clock()),
+                 state.get());
+  spdlog::info("worker {} rejoined from {} ({}) at iteration {}", r.id(), peer,
+               was_evicted ? "was evicted" : "new incarnation", r.clock());
 }
 
 // Whether a worker id rogd has no record of may have one: within
@@ -273,56 +250,44 @@ absl::Status EngineCore::Impl::RoomForNewWorker(const pb::Hello& hello, Rejectio
 
 // A new worker record (RoomForNewWorker permitting); it starts at the
 // slowest attached clock (its own, alone).
-absl::StatusOr<WorkerRec*> EngineCore::Impl::AddWorker(const pb::Hello& hello,
-                                                       const std::string& peer, Rejection* reason) {
+absl::StatusOr<Worker*> EngineCore::Impl::AddWorker(const pb::Hello& hello, const std::string& peer,
+                                                    Rejection* reason) {
   if (absl::Status room = RoomForNewWorker(hello, reason); !room.ok()) return room;
-  const uint64_t team_min = MinAttachedClock();
+  const uint64_t team_min = workers.MinAttachedClock();
   const bool alone = team_min == std::numeric_limits<uint64_t>::max();
-  auto rec = std::make_unique<WorkerRec>(layout->num_rows());
-  rec->id = hello.worker_id();
-  rec->clock = alone ? hello.iteration() : team_min;
-  rec->join_clock = rec->clock;
-  rec->index = state->AddWorker(rec->clock);
-  rec->raised_to = rec->clock;
-  rec->token = rng() | 1;
-  rec->joined_at = Now();
-  WorkerRec* r = rec.get();
-  by_id[r->id] = r->index;
-  workers.push_back(std::move(rec));
-  spdlog::info("worker {} joined from {} at iteration {} (team of {})", r->id, peer, r->clock,
+  const uint64_t clock = alone ? hello.iteration() : team_min;
+  Worker* r = &workers.Add(hello.worker_id(), state->AddWorker(clock), clock, layout->num_rows());
+  // Its versions start at its clock (ServerState::AddWorker): credited.
+  r->RaiseClock(clock, state.get());
+  r->Joined(Now());
+  spdlog::info("worker {} joined from {} at iteration {} (team of {})", r->id(), peer, r->clock(),
                workers.size());
   return r;
 }
 
 // The admitted worker's stream from now on: its welcome, then whatever is
 // due (detachment, the team's release, a stall plan, rows).
-void EngineCore::Impl::Connect(WorkerRec& r, uint64_t session, std::shared_ptr<Outbox> outbox,
+void EngineCore::Impl::Connect(Worker& r, uint64_t session, std::shared_ptr<Outbox> outbox,
                                const pb::Hello& hello, const std::string& peer,
                                pb::Welcome welcome) {
-  r.state = WState::kConnected;
-  r.session = session;
-  r.outbox = std::move(outbox);
-  r.peer = peer;
-  r.sdk_version = hello.sdk_version();
-  r.last_seen = Now();
+  workers.Connect(r, session, std::move(outbox), peer, hello.sdk_version(), Now());
   // A new stream: nothing in flight, nothing kept for a resume (the
   // hello's ResumeDownlink is done), no window.
-  r.downlink.Reset();
-  r.stall.Clear(Now());
-  r.asks.Reset(layout->num_rows(), hello.honours_push_ahead());
-  r.plan.Reset();
-  by_session[session] = r.index;
-  welcome.set_resume_token(r.token);
+  r.downlink().Reset();
+  r.stall().Clear(Now());
+  r.asks().Reset(layout->num_rows(), hello.honours_push_ahead());
+  r.plan().Reset();
+  welcome.set_resume_token(r.token());
   welcome.set_stream(session);
-  welcome.set_iteration(r.clock);
-  welcome.set_last_applied_uplink_seq(r.uplink.last_applied());
+  welcome.set_iteration(r.clock());
+  welcome.set_last_applied_uplink_seq(r.uplink().last_applied());
   welcome.set_team_ready(team_ready);
-  if (state) *welcome.mutable_window() = CurrentWindow(r.clock + 1);
+  if (state) *welcome.mutable_window() = CurrentWindow(r.clock() + 1);
   pb::ServerMessage m;
   *m.mutable_welcome() = std::move(welcome);
-  r.outbox->Send(std::move(m));
+  r.outbox()->Send(std::move(m));
   // Detachment outlives a reconnect: the link that caused it is the same.
-  if (r.detach.detached()) SendDetached(r);
+  if (r.detach().detached()) SendDetached(r);
   // After the welcome: the team's Release must follow it on this stream.
   CheckTeamReady();
   ReplanStalls();
@@ -335,74 +300,62 @@ void EngineCore::Impl::ModelComplete() {
   staged.clear();
   model_wire_bytes = 0;
   for (RowId row = 0; row < layout->num_rows(); ++row) model_wire_bytes += RowWireBytes(row);
-  WorkerRec& r = *workers[0];
-  r.joined_at = Now();
-  state->RaiseVersion(0, r.clock);
-  r.raised_to = r.clock;
-  spdlog::info("model received from worker {}: {} rows, {} bytes", r.id, layout->num_rows(),
+  Worker& r = workers.at(0);
+  r.Joined(Now());
+  r.RaiseClock(r.clock(), state.get());
+  spdlog::info("model received from worker {}: {} rows, {} bytes", r.id(), layout->num_rows(),
                layout->total_numel() * 4);
   CheckTeamReady();
 }
 
 void EngineCore::Impl::CheckTeamReady() {
   if (team_ready || !state) return;
-  size_t members = 0;
-  for (const auto& r : workers) members += Member(*r) ? 1 : 0;
+  const size_t members = workers.Members();
   if (members < opt.team_size) return;
   team_ready = true;
   team_ready_at = Now();
   spdlog::info("team ready: {} workers joined, training starts", members);
   for (auto& r : workers) {
-    if (r->state != WState::kConnected) continue;
-    r->stall.AnnounceAgain();
-    SendDirective(*r, [&](pb::Directive* d) { d->mutable_release()->set_iteration(r->clock); });
+    if (r->state() != WState::kConnected) continue;
+    r->stall().AnnounceAgain();
+    SendDirective(*r, [&](pb::Directive* d) { d->mutable_release()->set_iteration(r->clock()); });
   }
 }
 
-void EngineCore::Impl::Evict(WorkerRec& r, const std::string& reason, bool left) {
-  if (r.state == WState::kEvicted) return;
+void EngineCore::Impl::Evict(Worker& r, const std::string& reason, bool left) {
+  if (r.state() == WState::kEvicted) return;
   if (left) {
-    spdlog::info("worker {} left at iteration {}: {}", r.id, r.clock, reason);
+    spdlog::info("worker {} left at iteration {}: {}", r.id(), r.clock(), reason);
   } else {
-    spdlog::info("evicted worker {} at iteration {}: {}", r.id, r.clock, reason);
+    spdlog::info("evicted worker {} at iteration {}: {}", r.id(), r.clock(), reason);
   }
-  r.state = WState::kEvicted;
-  r.detach.EndDetachment(Now());
-  if (state) state->SetActive(r.index, false);
-  if (r.outbox) {
-    SendDirective(r, [&](pb::Directive* d) { d->mutable_evicted()->set_reason(reason); });
-    r.outbox->End(left ? absl::OkStatus()
-                       : absl::AbortedError(absl::StrCat("rogd evicted this worker: ", reason)));
-    r.outbox.reset();
-  }
-  by_session.erase(r.session);
-  r.session = 0;
-  r.stall.Clear(Now());
-  r.downlink.Reset();  // its copy is gone; a rejoin resyncs
+  r.detach().EndDetachment(Now());
+  if (state) state->SetActive(r.index(), false);
+  SendDirective(r, [&](pb::Directive* d) { d->mutable_evicted()->set_reason(reason); });
+  workers.Evict(r, left ? absl::OkStatus()
+                        : absl::AbortedError(absl::StrCat("rogd evicted this worker: ", reason)));
+  r.stall().Clear(Now());
+  r.downlink().Reset();  // its copy is gone; a rejoin resyncs
   ReplanStalls();
   PumpAll();
 }
 
 void EngineCore::Impl::OnClosed(uint64_t session) {
-  WorkerRec* r = BySession(session);
-  by_session.erase(session);
-  if (r == nullptr || r->session != session) return;
-  r->downlink.EndStream(session);
-  r->session = 0;
-  r->outbox.reset();
+  Worker* r = workers.Closed(session);
+  if (r == nullptr) return;  // not its worker's current stream
+  r->downlink().EndStream(session);
   if (!state) {
     spdlog::info(
-        "worker {} disconnected before its model arrived; waiting for a worker to bring it", r->id);
-    workers.clear();
-    by_id.clear();
+        "worker {} disconnected before its model arrived; waiting for a worker to bring it",
+        r->id());
+    workers.Clear();
     layout.reset();
     staging.clear();
     return;
   }
-  if (r->state == WState::kConnected) {
-    r->state = WState::kDisconnected;
-    r->disconnected_at = Now();
-    spdlog::info("worker {} disconnected at iteration {}; state kept for {} s", r->id, r->clock,
+  if (r->state() == WState::kConnected) {
+    r->Disconnect(Now());
+    spdlog::info("worker {} disconnected at iteration {}; state kept for {} s", r->id(), r->clock(),
                  opt.lease_seconds);
   }
 }

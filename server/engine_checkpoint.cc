@@ -8,8 +8,7 @@
 
 namespace rog {
 
-using engine_internal::WorkerRec;
-using engine_internal::WState;
+using engine_internal::Worker;
 
 namespace {
 
@@ -56,19 +55,10 @@ std::string ReadParts(const pb::Checkpoint& c, size_t rows, ServerState::Parts* 
 // A checkpoint's worker records, each disconnected (or evicted) as of
 // `now`, with its lease running; "" or why they do not fit together.
 std::string ReadWorkerRecords(const pb::Checkpoint& c, size_t rows, double now,
-                              std::vector<std::unique_ptr<WorkerRec>>* recs) {
+                              std::vector<std::unique_ptr<Worker>>* recs) {
   for (const pb::CheckpointWorker& cw : c.worker()) {
-    auto rec = std::make_unique<WorkerRec>(rows);
-    rec->id = cw.worker_id();
-    rec->index = cw.index();
-    rec->token = cw.resume_token();
-    rec->clock = rec->join_clock = cw.clock();
-    rec->uplink.Restore(cw.last_applied_uplink_seq());
-    rec->state = cw.evicted() ? WState::kEvicted : WState::kDisconnected;
-    if (rec->clock > kMaxClock) return absl::StrCat("worker '", rec->id, "' clock");
-    rec->disconnected_at = now;
-    rec->sdk_version = cw.sdk_version();
-    (*recs)[cw.index()] = std::move(rec);
+    if (cw.clock() > kMaxClock) return absl::StrCat("worker '", cw.worker_id(), "' clock");
+    (*recs)[cw.index()] = Worker::FromCheckpoint(cw, rows, now);
   }
   return "";
 }
@@ -96,19 +86,13 @@ absl::StatusOr<pb::CheckpointReply> EngineCore::Impl::WriteCheckpointNow() {
   for (uint64_t v : parts.versions.raw()) c.add_versions(v);
   for (const auto& r : workers) {
     pb::CheckpointWorker* w = c.add_worker();
-    w->set_worker_id(r->id);
-    w->set_resume_token(r->token);
-    w->set_index(static_cast<uint32_t>(r->index));
-    w->set_clock(r->clock);
-    w->set_last_applied_uplink_seq(r->uplink.last_applied());
-    w->set_evicted(r->state == WState::kEvicted);
-    w->set_pending(FloatsToBytes(parts.pending[r->index]));
-    for (uint64_t v : parts.copies[r->index].raw()) w->add_copy_versions(v);
-    w->set_sdk_version(r->sdk_version);
+    r->ToCheckpoint(w);
+    w->set_pending(FloatsToBytes(parts.pending[r->index()]));
+    for (uint64_t v : parts.copies[r->index()].raw()) w->add_copy_versions(v);
   }
   absl::StatusOr<uint64_t> bytes = WriteCheckpoint(opt.checkpoint_path, c);
   if (!bytes.ok()) return bytes.status();
-  for (auto& r : workers) r->uplink.MarkDurable();
+  for (auto& r : workers) r->uplink().MarkDurable();
   last_checkpoint_unix = c.unix_time();
   last_checkpoint_path = opt.checkpoint_path;
   pb::CheckpointReply reply;
@@ -137,7 +121,7 @@ absl::Status EngineCore::Impl::Restore(const std::string& path) {
   // ReadParts checks the team size against the worker records the file
   // holds: only then is it a size to allocate from.
   if (std::string why = ReadParts(c, rows, &parts); !why.empty()) return bad(why);
-  std::vector<std::unique_ptr<WorkerRec>> recs(n);
+  std::vector<std::unique_ptr<Worker>> recs(n);
   if (std::string why = ReadWorkerRecords(c, rows, Now(), &recs); !why.empty()) return bad(why);
   absl::StatusOr<std::unique_ptr<ServerState>> s =
       ServerState::Restore(*restored_layout, std::move(parts));
@@ -146,8 +130,7 @@ absl::Status EngineCore::Impl::Restore(const std::string& path) {
   state = *std::move(s);
   model_wire_bytes = 0;
   for (RowId row = 0; row < rows; ++row) model_wire_bytes += RowWireBytes(row);
-  workers = std::move(recs);
-  for (const auto& r : workers) by_id[r->id] = r->index;
+  workers.Restore(std::move(recs));
   team_ready = c.team_ready();
   last_checkpoint_unix = c.unix_time();
   last_checkpoint_path = path;

@@ -23,21 +23,9 @@ uint64_t StateBytes(const Layout& layout, uint64_t workers) {
          static_cast<uint64_t>(layout.num_rows()) * workers * (workers + 1) * 8;
 }
 
-const char* StateName(WState s) {
-  switch (s) {
-    case WState::kConnected:
-      return "connected";
-    case WState::kDisconnected:
-      return "disconnected";
-    case WState::kEvicted:
-      return "evicted";
-  }
-  return "?";
-}
-
 }  // namespace engine_internal
 
-using engine_internal::WorkerRec;
+using engine_internal::Worker;
 using engine_internal::WState;
 
 // One line per refusal, at most a few per reason and client every 10 s
@@ -65,12 +53,11 @@ void EngineCore::Impl::LogRefusal(const std::string& reason, const std::string& 
 // Refuses what worker r sent on its current stream: nothing of it is
 // applied, it is counted under `reason` and logged, and the stream ends
 // with `status`; events the stream queued after it are dropped.
-void EngineCore::Impl::Refuse(WorkerRec& r, Rejection reason, const absl::Status& status) {
+void EngineCore::Impl::Refuse(Worker& r, Rejection reason, const absl::Status& status) {
   const std::string label = RejectionLabel(reason);
   ++rejected[label];
-  LogRefusal(label, absl::StrCat("worker ", r.id, " at ", r.peer), status.message());
-  r.refused_session = r.session;
-  if (r.outbox) r.outbox->End(status, label);
+  LogRefusal(label, absl::StrCat("worker ", r.id(), " at ", r.peer()), status.message());
+  r.Refuse(status, label);
 }
 
 // The team's window (TeamWindow) over the connected attached workers'
@@ -79,9 +66,9 @@ double EngineCore::Impl::ComputeWindow() const {
   if (opt.policy != SyncPolicy::kRog) return 0;
   std::vector<double> goodputs;
   for (const auto& r : workers) {
-    if (r->state != WState::kConnected || !Attached(*r)) continue;
-    const double up = r->progress.last().uplink_goodput();
-    const GoodputEstimator& down = r->downlink.goodput();
+    if (r->state() != WState::kConnected || !r->attached()) continue;
+    const double up = r->progress().last().uplink_goodput();
+    const GoodputEstimator& down = r->downlink().goodput();
     goodputs.push_back(up > 0 && down.has_estimate() ? std::min(up, down.rate()) : 0.0);
   }
   return TeamWindow(opt.policy, goodputs, ShareBytes(), Patience());
@@ -90,8 +77,8 @@ double EngineCore::Impl::ComputeWindow() const {
 double EngineCore::Impl::TeamCompute() const {
   std::vector<double> compute;
   for (const auto& r : workers) {
-    if (r->state == WState::kConnected && Attached(*r)) {
-      compute.push_back(r->progress.compute_per_iteration());
+    if (r->state() == WState::kConnected && r->attached()) {
+      compute.push_back(r->progress().compute_per_iteration());
     }
   }
   return TeamComputeSeconds(std::move(compute));
@@ -106,29 +93,29 @@ pb::Window EngineCore::Impl::CurrentWindow(uint64_t iteration) const {
   pb::Window w;
   w.set_iteration(iteration);
   w.set_seconds(ComputeWindow());
-  const uint64_t min = MinAttachedClock();
+  const uint64_t min = workers.MinAttachedClock();
   w.set_min_iteration(min == std::numeric_limits<uint64_t>::max() ? 0 : min);
   return w;
 }
 
 void EngineCore::Impl::OnBatch(uint64_t session, UplinkBatch& b) {
-  WorkerRec* r = Live(session);
+  Worker* r = workers.Live(session);
   if (r == nullptr) return;  // a stream already replaced, closed or refused
-  r->last_seen = Now();
-  if (b.seq <= r->uplink.last_applied()) {
+  r->Touch(Now());
+  if (b.seq <= r->uplink().last_applied()) {
     // Resent after a reconnect: applied already.
     pb::ServerMessage ack;
-    ack.mutable_ack()->set_seq(r->uplink.last_applied());
-    ack.mutable_ack()->set_durable_seq(r->uplink.durable());
-    r->outbox->Send(std::move(ack));
+    ack.mutable_ack()->set_seq(r->uplink().last_applied());
+    ack.mutable_ack()->set_durable_seq(r->uplink().durable());
+    r->outbox()->Send(std::move(ack));
     return;
   }
-  if (b.seq != r->uplink.last_applied() + 1) {
+  if (b.seq != r->uplink().last_applied() + 1) {
     // The stream handler checks seqs; this is the engine's own guard, never
     // a silent drop.
     Refuse(*r, Rejection::kBadSeq,
            absl::InvalidArgumentError(
-               absl::StrCat("row batch seq ", b.seq, " after ", r->uplink.last_applied(),
+               absl::StrCat("row batch seq ", b.seq, " after ", r->uplink().last_applied(),
                             ": seqs rise by 1 per batch; after a reconnect continue from "
                             "Welcome.last_applied_uplink_seq + 1")));
     return;
@@ -139,7 +126,7 @@ void EngineCore::Impl::OnBatch(uint64_t session, UplinkBatch& b) {
 
 // Everything is checked before anything is applied: a batch is folded whole
 // or not at all. False when it was refused.
-bool EngineCore::Impl::CheckBatch(WorkerRec& r, UplinkBatch& b) {
+bool EngineCore::Impl::CheckBatch(Worker& r, UplinkBatch& b) {
   if (b.kind == pb::BATCH_KIND_VALUES && state) {
     Refuse(r, Rejection::kUnexpectedValues,
            absl::InvalidArgumentError(absl::StrCat(
@@ -158,15 +145,15 @@ bool EngineCore::Impl::CheckBatch(WorkerRec& r, UplinkBatch& b) {
     return false;
   }
   if (b.kind != pb::BATCH_KIND_VALUES) {
-    if (b.iteration > r.clock) {
+    if (b.iteration > r.clock()) {
       Refuse(r, Rejection::kBadClock,
              absl::InvalidArgumentError(absl::StrCat(
                  "row batch formed at iteration ", b.iteration,
-                 " but rogd holds this worker at iteration ", r.clock,
+                 " but rogd holds this worker at iteration ", r.clock(),
                  ": send the Progress of an iteration before the batches that carry it")));
       return false;
     }
-    if (b.iteration <= r.raised_to) {
+    if (b.iteration <= r.raised_to()) {
       // Formed before the worker heard that rogd moved its clock (a
       // reattach or rejoin while the batch was on its way): rogd credits
       // every iteration up to the move already, so the batch counts none.
@@ -174,7 +161,7 @@ bool EngineCore::Impl::CheckBatch(WorkerRec& r, UplinkBatch& b) {
       std::fill(b.counts.begin(), b.counts.end(), 0);
     }
     absl::Status s =
-        CheckUpdateCounts(state->versions(), r.index, *layout, b.rows, b.counts, b.iteration);
+        CheckUpdateCounts(state->versions(), r.index(), *layout, b.rows, b.counts, b.iteration);
     if (!s.ok()) {
       Refuse(r, Rejection::kBadCount, s);
       return false;
@@ -182,7 +169,7 @@ bool EngineCore::Impl::CheckBatch(WorkerRec& r, UplinkBatch& b) {
     size_t at = 0;
     for (size_t k = 0; k < b.rows.size(); ++k) {
       const uint32_t numel = layout->row(b.rows[k]).numel;
-      s = state->CheckFold(r.index, b.rows[k], absl::MakeConstSpan(b.values.data() + at, numel));
+      s = state->CheckFold(r.index(), b.rows[k], absl::MakeConstSpan(b.values.data() + at, numel));
       if (!s.ok()) {
         Refuse(r, Rejection::kNonFiniteFold, s);
         return false;
@@ -195,7 +182,7 @@ bool EngineCore::Impl::CheckBatch(WorkerRec& r, UplinkBatch& b) {
 
 // Folds a checked batch (or stages the first worker's initial values) and
 // acknowledges it.
-void EngineCore::Impl::ApplyBatch(WorkerRec& r, const UplinkBatch& b) {
+void EngineCore::Impl::ApplyBatch(Worker& r, const UplinkBatch& b) {
   size_t at = 0;
   if (b.kind == pb::BATCH_KIND_VALUES) {
     for (RowId row : b.rows) {
@@ -210,76 +197,76 @@ void EngineCore::Impl::ApplyBatch(WorkerRec& r, const UplinkBatch& b) {
   } else {
     for (size_t k = 0; k < b.rows.size(); ++k) {
       const uint32_t numel = layout->row(b.rows[k]).numel;
-      state->Fold(r.index, b.rows[k], absl::MakeConstSpan(b.values.data() + at, numel),
+      state->Fold(r.index(), b.rows[k], absl::MakeConstSpan(b.values.data() + at, numel),
                   b.counts[k]);
       at += numel;
     }
     // Folded as usual; counted apart because nobody waited for them.
-    r.detach.CountLateRows(b.rows.size());
+    r.detach().CountLateRows(b.rows.size());
     // The first row asked for since the last unanswered PushNow answers it.
-    r.asks.OnPushed(b.rows);
-    for (auto& q : workers) q->plan.MarkStale();
+    r.asks().OnPushed(b.rows);
+    for (auto& q : workers) q->plan().MarkStale();
   }
-  r.uplink.Applied(b.seq, b.rows.size(), b.wire_bytes);
-  if (opt.patience > 0) r.uplink.NoteArrival(Now(), b.wire_bytes, kLiveLinkPatience * Patience());
+  r.uplink().Applied(b.seq, b.rows.size(), b.wire_bytes);
+  if (opt.patience > 0) r.uplink().NoteArrival(Now(), b.wire_bytes, kLiveLinkPatience * Patience());
   pb::ServerMessage ack;
   ack.mutable_ack()->set_seq(b.seq);
   ack.mutable_ack()->set_bytes(b.wire_bytes);
-  ack.mutable_ack()->set_durable_seq(r.uplink.durable());
-  r.outbox->Send(std::move(ack));
+  ack.mutable_ack()->set_durable_seq(r.uplink().durable());
+  r.outbox()->Send(std::move(ack));
   if (!state && staged_rows == layout->num_rows()) ModelComplete();
   ReplanStalls();
   PumpAll();
 }
 
 void EngineCore::Impl::OnAck(uint64_t session, const pb::Ack& ack) {
-  WorkerRec* r = Live(session);
+  Worker* r = workers.Live(session);
   if (r == nullptr) return;
-  if (ack.seq() >= r->downlink.next_seq()) {
+  if (ack.seq() >= r->downlink().next_seq()) {
     Refuse(*r, Rejection::kBadAck,
            absl::InvalidArgumentError(absl::StrCat(
                "ack of downlink seq ", ack.seq(), " but rogd has sent up to seq ",
-               r->downlink.next_seq() - 1,
+               r->downlink().next_seq() - 1,
                " on this stream: acknowledge only batches received (seqs restart at 1 on every "
                "stream)")));
     return;
   }
-  r->last_seen = Now();
-  r->downlink.OnAck(ack.seq(), ack.bytes(), Now());
+  r->Touch(Now());
+  r->downlink().OnAck(ack.seq(), ack.bytes(), Now());
   Pump(*r);
 }
 
 void EngineCore::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
-  WorkerRec* r = Live(session);
+  Worker* r = workers.Live(session);
   if (r == nullptr) return;
-  if (absl::Status s = CheckReportedClock(r->clock, p.iteration()); !s.ok()) {
+  if (absl::Status s = CheckReportedClock(r->clock(), p.iteration()); !s.ok()) {
     Refuse(*r, Rejection::kBadClock, s);
     return;
   }
-  r->last_seen = Now();
-  r->progress.Note(p);
-  const uint64_t before = r->clock;
-  const uint64_t min_before = MinAttachedClock();
-  r->clock = std::max(r->clock, p.iteration());
-  if (p.flush()) r->plan.RequestFlush();
-  if (r->detach.detached()) {
+  r->Touch(Now());
+  r->progress().Note(p);
+  const uint64_t before = r->clock();
+  const uint64_t min_before = workers.MinAttachedClock();
+  r->AdvanceClock(p.iteration());
+  if (p.flush()) r->plan().RequestFlush();
+  if (r->detach().detached()) {
     // Outside the bound and the window: no stall handling, no window; its
     // rows stream as fast as its link allows (FormBatch). What it says of
     // pausing counts (Detachment::OnProgress).
-    r->detach.OnProgress(p, r->clock);
+    r->detach().OnProgress(p, r->clock());
   } else if (state && p.stalled()) {
-    r->stall.Report(Now());
+    r->stall().Report(Now());
     CheckStalled(*r);
   } else if (state && !p.flush()) {
     // The worker finished computing an iteration: its transmission window.
-    r->stall.Clear(Now());
-    const pb::Window window = CurrentWindow(r->clock + 1);
-    r->downlink.OpenWindow(Now(), window.seconds());
+    r->stall().Clear(Now());
+    const pb::Window window = CurrentWindow(r->clock() + 1);
+    r->downlink().OpenWindow(Now(), window.seconds());
     BuildDownlinkPlan(*r);
     SendDirective(*r, [&](pb::Directive* d) { *d->mutable_window() = window; });
-    spdlog::debug("worker {} iteration {}: window {:.3f} s", r->id, r->clock, window.seconds());
+    spdlog::debug("worker {} iteration {}: window {:.3f} s", r->id(), r->clock(), window.seconds());
   }
-  if (r->clock != before) {
+  if (r->clock() != before) {
     SendFreshWindows(min_before, r);
     ReplanStalls();
   }
@@ -291,13 +278,13 @@ void EngineCore::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
 // next push decides whether to speculate (MaySpeculate) on the slowest
 // clock as it is, as the simulator's workers do, not as it was when the
 // worker's last iteration ended.
-void EngineCore::Impl::SendFreshWindows(uint64_t min_before, const WorkerRec* except) {
+void EngineCore::Impl::SendFreshWindows(uint64_t min_before, const Worker* except) {
   if (opt.policy != SyncPolicy::kRog || !state) return;
-  const uint64_t min = MinAttachedClock();
+  const uint64_t min = workers.MinAttachedClock();
   if (min == std::numeric_limits<uint64_t>::max() || min <= min_before) return;
   for (auto& w : workers) {
-    if (w.get() == except || w->state != WState::kConnected || !Attached(*w)) continue;
-    const pb::Window window = CurrentWindow(w->clock + 1);
+    if (w.get() == except || w->state() != WState::kConnected || !w->attached()) continue;
+    const pb::Window window = CurrentWindow(w->clock() + 1);
     SendDirective(*w, [&](pb::Directive* d) { *d->mutable_window() = window; });
   }
 }
@@ -306,7 +293,7 @@ void EngineCore::Impl::OnTick() {
   if (!state) return;
   const double now = Now();
   for (auto& r : workers) {
-    if (r->state == WState::kDisconnected && now - r->disconnected_at >= opt.lease_seconds) {
+    if (r->state() == WState::kDisconnected && now - r->disconnected_at() >= opt.lease_seconds) {
       Evict(*r, absl::StrCat("no connection for ", opt.lease_seconds, " s (--lease)"));
     }
   }
@@ -359,7 +346,7 @@ void EngineCore::Progress(uint64_t session, const pb::Progress& progress) {
 }
 
 void EngineCore::Goodbye(uint64_t session, const std::string& reason) {
-  WorkerRec* r = impl_->Live(session);
+  Worker* r = impl_->workers.Live(session);
   if (r == nullptr || !impl_->state) return;
   impl_->Evict(*r, absl::StrCat("said goodbye (", reason, ")"), /*left=*/true);
 }
@@ -377,17 +364,13 @@ void EngineCore::Tick() { impl_->OnTick(); }
 
 void EngineCore::EndStreams(const std::string& why) {
   for (auto& r : impl_->workers) {
-    if (r->outbox) r->outbox->End(absl::AbortedError(why));
+    if (r->outbox()) r->outbox()->End(absl::AbortedError(why));
   }
 }
 
 absl::Status EngineCore::Shutdown() {
   Impl& m = *impl_;
-  for (auto& r : m.workers) {
-    if (r->outbox) r->outbox->End(absl::AbortedError("rogd is shutting down"));
-    r->outbox.reset();
-    if (r->state == WState::kConnected) r->state = WState::kDisconnected;
-  }
+  m.workers.Shutdown(absl::AbortedError("rogd is shutting down"));
   if (m.opt.checkpoint_path.empty() || !m.state) return absl::OkStatus();
   return m.WriteCheckpointNow().status();
 }

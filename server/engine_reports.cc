@@ -12,7 +12,7 @@
 namespace rog {
 
 using engine_internal::StateName;
-using engine_internal::WorkerRec;
+using engine_internal::Worker;
 using engine_internal::WState;
 
 pb::StatusReply EngineCore::Impl::StatusReport() const {
@@ -31,12 +31,12 @@ pb::StatusReply EngineCore::Impl::StatusReport() const {
     s.set_worker_copy_bytes(m.state->copy_bytes());
   }
   s.set_uptime_seconds(Now() - m.start_time);
-  const uint64_t max = m.MaxAttachedClock();
-  uint64_t min = m.MinAttachedClock();
+  const uint64_t max = m.workers.MaxAttachedClock();
+  uint64_t min = m.workers.MinAttachedClock();
   for (const auto& r : m.workers) {
-    if (r->state == WState::kConnected) s.set_workers_connected(s.workers_connected() + 1);
-    if (r->state == WState::kEvicted) s.set_workers_evicted(s.workers_evicted() + 1);
-    if (m.Attached(*r) && m.opt.staleness > 0 && r->clock + m.opt.staleness <= max) {
+    if (r->state() == WState::kConnected) s.set_workers_connected(s.workers_connected() + 1);
+    if (r->state() == WState::kEvicted) s.set_workers_evicted(s.workers_evicted() + 1);
+    if (r->attached() && m.opt.staleness > 0 && r->clock() + m.opt.staleness <= max) {
       s.set_workers_lagging(s.workers_lagging() + 1);
     }
   }
@@ -53,7 +53,7 @@ pb::StatusReply EngineCore::Impl::StatusReport() const {
   s.set_detached_local_steps(m.opt.detached_local_steps);
   s.set_detach_speedup(m.opt.patience > 0 ? m.opt.detach_speedup : 0);
   for (const auto& r : m.workers) {
-    if (r->detach.detached()) s.set_workers_detached(s.workers_detached() + 1);
+    if (r->detach().detached()) s.set_workers_detached(s.workers_detached() + 1);
   }
   return s;
 }
@@ -61,49 +61,50 @@ pb::StatusReply EngineCore::Impl::StatusReport() const {
 pb::WorkersReply EngineCore::Impl::WorkersReport() const {
   const Impl& m = *this;
   pb::WorkersReply reply;
-  const uint64_t max = m.MaxAttachedClock();
+  const uint64_t max = m.workers.MaxAttachedClock();
   const double now = Now();
   for (const auto& r : m.workers) {
     pb::WorkerInfo* w = reply.add_workers();
-    w->set_worker_id(r->id);
-    w->set_state(StateName(r->state));
-    w->set_iteration(r->clock);
-    w->set_lag(max > r->clock ? max - r->clock : 0);
-    w->set_uplink_goodput(r->progress.last().uplink_goodput());
-    w->set_downlink_goodput(r->downlink.goodput().rate());
-    w->set_downlink_rtt(r->downlink.rtt().min());
-    w->set_downlink_in_flight(r->downlink.inflight_bytes());
-    const double busy = r->progress.last().compute_seconds() +
-                        r->progress.last().transmit_seconds() + r->progress.last().stall_seconds();
-    w->set_stall_share(busy > 0 ? r->progress.last().stall_seconds() / busy : 0);
-    w->set_stalls(r->progress.last().stalls());
-    const double its = static_cast<double>(std::max<uint64_t>(1, r->clock - r->join_clock));
-    w->set_rows_pushed_per_iteration(r->uplink.rows() / its);
-    w->set_rows_pulled_per_iteration(r->downlink.rows() / its);
-    w->set_bytes_pushed_per_iteration(r->uplink.bytes() / its);
-    w->set_bytes_pulled_per_iteration(r->downlink.bytes() / its);
-    w->set_window_overshoot(r->progress.last().window_overshoot());
-    w->set_last_seen_seconds(now - r->last_seen);
-    w->set_sdk_version(r->sdk_version);
-    w->set_peer(r->peer);
-    w->set_rows_pushed(r->uplink.rows());
-    w->set_rows_pulled(r->downlink.rows());
-    w->set_bytes_pushed(r->uplink.bytes());
-    w->set_bytes_pulled(r->downlink.bytes());
-    w->set_compute_seconds(r->progress.last().compute_seconds());
-    w->set_transmit_seconds(r->progress.last().transmit_seconds());
-    w->set_stall_seconds(r->progress.last().stall_seconds());
-    w->set_detached(r->detach.detached());
-    w->set_detached_for_seconds(r->detach.detached() ? now - r->detach.detached_at() : 0);
-    w->set_detaches(r->detach.detaches());
-    w->set_reattaches(r->detach.reattaches());
-    w->set_detached_seconds(r->detach.DetachedSeconds(now));
-    w->set_late_rows(r->detach.late_rows());
-    w->set_detach_reason(r->detach.reason());
-    w->set_stall_peer_compute_seconds(r->stall.CauseSeconds(kStallPeerCompute, now));
-    w->set_stall_peer_uplink_seconds(r->stall.CauseSeconds(kStallPeerUplink, now));
-    w->set_stall_downlink_seconds(r->stall.CauseSeconds(kStallDownlink, now));
-    w->set_stall_peer_asked_seconds(r->stall.CauseSeconds(kStallPeerAsked, now));
+    w->set_worker_id(r->id());
+    w->set_state(StateName(r->state()));
+    w->set_iteration(r->clock());
+    w->set_lag(max > r->clock() ? max - r->clock() : 0);
+    w->set_uplink_goodput(r->progress().last().uplink_goodput());
+    w->set_downlink_goodput(r->downlink().goodput().rate());
+    w->set_downlink_rtt(r->downlink().rtt().min());
+    w->set_downlink_in_flight(r->downlink().inflight_bytes());
+    const double busy = r->progress().last().compute_seconds() +
+                        r->progress().last().transmit_seconds() +
+                        r->progress().last().stall_seconds();
+    w->set_stall_share(busy > 0 ? r->progress().last().stall_seconds() / busy : 0);
+    w->set_stalls(r->progress().last().stalls());
+    const double its = static_cast<double>(std::max<uint64_t>(1, r->clock() - r->join_clock()));
+    w->set_rows_pushed_per_iteration(r->uplink().rows() / its);
+    w->set_rows_pulled_per_iteration(r->downlink().rows() / its);
+    w->set_bytes_pushed_per_iteration(r->uplink().bytes() / its);
+    w->set_bytes_pulled_per_iteration(r->downlink().bytes() / its);
+    w->set_window_overshoot(r->progress().last().window_overshoot());
+    w->set_last_seen_seconds(now - r->last_seen());
+    w->set_sdk_version(r->sdk_version());
+    w->set_peer(r->peer());
+    w->set_rows_pushed(r->uplink().rows());
+    w->set_rows_pulled(r->downlink().rows());
+    w->set_bytes_pushed(r->uplink().bytes());
+    w->set_bytes_pulled(r->downlink().bytes());
+    w->set_compute_seconds(r->progress().last().compute_seconds());
+    w->set_transmit_seconds(r->progress().last().transmit_seconds());
+    w->set_stall_seconds(r->progress().last().stall_seconds());
+    w->set_detached(r->detach().detached());
+    w->set_detached_for_seconds(r->detach().detached() ? now - r->detach().detached_at() : 0);
+    w->set_detaches(r->detach().detaches());
+    w->set_reattaches(r->detach().reattaches());
+    w->set_detached_seconds(r->detach().DetachedSeconds(now));
+    w->set_late_rows(r->detach().late_rows());
+    w->set_detach_reason(r->detach().reason());
+    w->set_stall_peer_compute_seconds(r->stall().CauseSeconds(kStallPeerCompute, now));
+    w->set_stall_peer_uplink_seconds(r->stall().CauseSeconds(kStallPeerUplink, now));
+    w->set_stall_downlink_seconds(r->stall().CauseSeconds(kStallDownlink, now));
+    w->set_stall_peer_asked_seconds(r->stall().CauseSeconds(kStallPeerAsked, now));
   }
   return reply;
 }
@@ -111,12 +112,12 @@ pb::WorkersReply EngineCore::Impl::WorkersReport() const {
 std::map<uint64_t, uint64_t> EngineCore::Impl::StalenessCounts() const {
   std::map<uint64_t, uint64_t> counts;
   if (!state) return counts;
-  const AttachedSet attached = AttachedWorkers();
+  const AttachedSet attached = workers.AttachedWorkers();
   for (const auto& r : workers) {
-    if (!Attached(*r)) continue;
-    const VersionStore& copy = state->copy_versions(r->index);
+    if (!r->attached()) continue;
+    const VersionStore& copy = state->copy_versions(r->index());
     for (RowId row = 0; row < layout->num_rows(); ++row) {
-      ++counts[CopyStaleness(state->versions(), copy, row, r->index, attached)];
+      ++counts[CopyStaleness(state->versions(), copy, row, r->index(), attached)];
     }
   }
   return counts;
@@ -137,10 +138,10 @@ absl::StatusOr<pb::StalenessReply> EngineCore::Impl::StalenessReport(
     end = first + layout.tensor_rows(*t);
   }
   // Detached workers too: how far behind a detached copy is matters.
-  std::vector<const WorkerRec*> cols;
+  std::vector<const Worker*> cols;
   for (const auto& r : m.workers) {
-    if (!m.Member(*r)) continue;
-    if (!request.worker_id().empty() && r->id != request.worker_id()) continue;
+    if (!r->member()) continue;
+    if (!request.worker_id().empty() && r->id() != request.worker_id()) continue;
     cols.push_back(r.get());
   }
   if (!request.worker_id().empty() && cols.empty()) {
@@ -148,12 +149,12 @@ absl::StatusOr<pb::StalenessReply> EngineCore::Impl::StalenessReport(
         absl::StrCat("no worker '", request.worker_id(),
                      "' in the team (evicted or unknown); see `rogctl workers`"));
   }
-  const AttachedSet attached = m.AttachedWorkers();
+  const AttachedSet attached = m.workers.AttachedWorkers();
   pb::StalenessReply reply;
   reply.set_staleness_bound(m.bound);
-  for (const WorkerRec* c : cols) reply.add_workers(c->id);
-  const auto staleness = [&](RowId row, const WorkerRec* c) {
-    return CopyStaleness(m.state->versions(), m.state->copy_versions(c->index), row, c->index,
+  for (const Worker* c : cols) reply.add_workers(c->id());
+  const auto staleness = [&](RowId row, const Worker* c) {
+    return CopyStaleness(m.state->versions(), m.state->copy_versions(c->index()), row, c->index(),
                          attached);
   };
   // With --top, only the stalest rows are built (ties in row order): a
@@ -164,7 +165,7 @@ absl::StatusOr<pb::StalenessReply> EngineCore::Impl::StalenessReport(
     worst.reserve(end - first);
     for (RowId row = first; row < end; ++row) {
       uint64_t w = 0;
-      for (const WorkerRec* c : cols) w = std::max(w, staleness(row, c));
+      for (const Worker* c : cols) w = std::max(w, staleness(row, c));
       worst.emplace_back(w, row);
     }
     const size_t keep = std::min<size_t>(worst.size(), request.top());
@@ -182,15 +183,15 @@ absl::StatusOr<pb::StalenessReply> EngineCore::Impl::StalenessReport(
     const RowInfo& info = layout.row(row);
     rs.set_tensor(layout.tensors()[info.tensor].name);
     rs.set_index_in_tensor(info.index_in_tensor);
-    for (const WorkerRec* c : cols) rs.add_staleness(staleness(row, c));
+    for (const Worker* c : cols) rs.add_staleness(staleness(row, c));
     uint64_t oldest = 0;
     for (const auto& r : m.workers) {
-      if (!m.Attached(*r)) continue;
-      const uint64_t v = m.state->versions().Get(row, r->index);
-      const uint64_t age = r->clock > v ? r->clock - v : 0;
+      if (!r->attached()) continue;
+      const uint64_t v = m.state->versions().Get(row, r->index());
+      const uint64_t age = r->clock() > v ? r->clock() - v : 0;
       if (age > oldest) {
         oldest = age;
-        rs.set_oldest_unpushed_worker(r->id);
+        rs.set_oldest_unpushed_worker(r->id());
       }
     }
     rs.set_oldest_unpushed_age(oldest);
@@ -201,23 +202,23 @@ absl::StatusOr<pb::StalenessReply> EngineCore::Impl::StalenessReport(
 absl::Status EngineCore::Impl::Invariants() const {
   const Impl& m = *this;
   for (const auto& r : m.workers) {
-    if (r->clock > kMaxClock) {
-      return absl::InternalError(absl::StrCat("worker ", r->id, " clock ", r->clock));
+    if (r->clock() > kMaxClock) {
+      return absl::InternalError(absl::StrCat("worker ", r->id(), " clock ", r->clock()));
     }
   }
   if (!m.state) return absl::OkStatus();
   const VersionStore& v = m.state->versions();
   for (const auto& r : m.workers) {
     for (RowId row = 0; row < m.layout->num_rows(); ++row) {
-      if (v.Get(row, r->index) > r->clock) {
-        return absl::InternalError(absl::StrCat("row ", row, " holds ", v.Get(row, r->index),
-                                                " iterations of worker ", r->id, " whose clock is ",
-                                                r->clock));
+      if (v.Get(row, r->index()) > r->clock()) {
+        return absl::InternalError(absl::StrCat("row ", row, " holds ", v.Get(row, r->index()),
+                                                " iterations of worker ", r->id(),
+                                                " whose clock is ", r->clock()));
       }
       for (const auto& q : m.workers) {
-        if (m.state->copy_versions(q->index).Get(row, r->index) > v.Get(row, r->index)) {
-          return absl::InternalError(absl::StrCat("worker ", q->id, "'s copy of row ", row,
-                                                  " holds more of ", r->id,
+        if (m.state->copy_versions(q->index()).Get(row, r->index()) > v.Get(row, r->index())) {
+          return absl::InternalError(absl::StrCat("worker ", q->id(), "'s copy of row ", row,
+                                                  " holds more of ", r->id(),
                                                   " than the global row"));
         }
       }
