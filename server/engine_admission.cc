@@ -281,7 +281,7 @@ void EngineCore::Impl::Connect(Worker& r, uint64_t session, std::shared_ptr<Outb
   welcome.set_stream(session);
   welcome.set_iteration(r.clock());
   welcome.set_last_applied_uplink_seq(r.uplink().last_applied());
-  welcome.set_team_ready(team_ready);
+  welcome.set_team_ready(workers.team_ready());
   if (state) *welcome.mutable_window() = CurrentWindow(r.clock() + 1);
   pb::ServerMessage m;
   *m.mutable_welcome() = std::move(welcome);
@@ -309,12 +309,8 @@ void EngineCore::Impl::ModelComplete() {
 }
 
 void EngineCore::Impl::CheckTeamReady() {
-  if (team_ready || !state) return;
-  const size_t members = workers.Members();
-  if (members < opt.team_size) return;
-  team_ready = true;
-  team_ready_at = Now();
-  spdlog::info("team ready: {} workers joined, training starts", members);
+  if (!state || !workers.FormTeam(opt.team_size, Now())) return;
+  spdlog::info("team ready: {} workers joined, training starts", workers.Members());
   for (auto& r : workers) {
     if (r->state() != WState::kConnected) continue;
     r->stall().AnnounceAgain();

@@ -79,7 +79,7 @@ absl::StatusOr<pb::CheckpointReply> EngineCore::Impl::WriteCheckpointNow() {
   c.set_sync(static_cast<pb::SyncPolicy>(opt.policy));
   c.set_staleness(opt.staleness);
   c.set_codec(static_cast<pb::Codec>(opt.codec));
-  c.set_team_ready(team_ready);
+  c.set_team_ready(workers.team_ready());
   const ServerState::Parts parts = state->Export();
   c.set_global(FloatsToBytes(parts.global));
   c.set_workers(static_cast<uint32_t>(parts.versions.num_workers()));
@@ -130,8 +130,7 @@ absl::Status EngineCore::Impl::Restore(const std::string& path) {
   state = *std::move(s);
   model_wire_bytes = 0;
   for (RowId row = 0; row < rows; ++row) model_wire_bytes += RowWireBytes(row);
-  workers.Restore(std::move(recs));
-  team_ready = c.team_ready();
+  workers.Restore(std::move(recs), c.team_ready());
   last_checkpoint_unix = c.unix_time();
   last_checkpoint_path = path;
   spdlog::info("restored checkpoint {}: {} rows, {} workers (they have {} s to reconnect)", path,

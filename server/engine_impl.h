@@ -70,8 +70,6 @@ struct EngineCore::Impl {
   std::vector<bool> staged;
   size_t staged_rows = 0;
   WorkerRegistry workers;
-  bool team_ready = false;
-  double team_ready_at = 0;
   std::map<std::string, uint64_t> rejected;
   double start_time = 0;  // set by Create, from opt.clock
   double last_checkpoint_unix = 0;

@@ -68,7 +68,7 @@ std::string HolderDetachReason(const Worker& holder, const Worker& waiting, doub
 }  // namespace
 
 void EngineCore::Impl::CheckPatience(double now) {
-  if (opt.patience <= 0 || !team_ready) return;
+  if (opt.patience <= 0 || !workers.team_ready()) return;
   // OnTick follows every event; a stall plan per tick is enough.
   if (now - last_patience_check < EngineCore::kTickSeconds) return;
   last_patience_check = now;
@@ -211,7 +211,7 @@ std::string EngineCore::Impl::PaceDetachReason(double now) {
     }
   }
   const double grace = PaceGrace(TeamCompute());
-  if (attached < 2 || pace_candidate == nullptr || now - team_ready_at < grace ||
+  if (attached < 2 || pace_candidate == nullptr || now - workers.team_ready_at() < grace ||
       now - pace_candidate->joined_at() < grace ||
       now - pace_candidate->detach().reattached_at() < grace) {
     pace_candidate = nullptr;

@@ -46,7 +46,7 @@ pb::StatusReply EngineCore::Impl::StatusReport() const {
   s.set_last_checkpoint_path(m.last_checkpoint_path);
   s.set_version(kRogVersion);
   for (const auto& [reason, count] : m.rejected) (*s.mutable_rejected())[reason] = count;
-  s.set_team_ready(m.team_ready);
+  s.set_team_ready(m.workers.team_ready());
   s.set_patience(m.opt.patience);
   s.set_patience_iterations(m.opt.patience > 0 ? m.opt.patience_iterations : 0);
   s.set_patience_now(m.Patience());

@@ -17,12 +17,12 @@ using engine_internal::WState;
 void EngineCore::Impl::CheckStalled(Worker& r) {
   if (!r.stall().stalled()) AskBeforeReport(r);
   if (!r.stall().stalled() || r.state() != WState::kConnected || r.detach().detached() ||
-      !team_ready || r.plan().resyncing()) {
+      !workers.team_ready() || r.plan().resyncing()) {
     // Waits for the team to form or for a resync are not stalls at the bound.
     if (r.stall().cause() >= 0) r.stall().Judge(-1, Now());
   }
   if (!r.stall().stalled() || r.state() != WState::kConnected || r.detach().detached()) return;
-  if (!team_ready) {
+  if (!workers.team_ready()) {
     if (r.stall().Announce()) {
       const size_t members = workers.Members();
       SendDirective(r, [&](pb::Directive* d) {
@@ -95,7 +95,7 @@ void EngineCore::Impl::AskHolders(const Worker& r, const StallPlan& plan, uint64
 // report is on its way behind its push), so the holders are asked now as
 // its stall would ask them (EngineOptions::ask_before_report).
 void EngineCore::Impl::AskBeforeReport(Worker& r) {
-  if (!opt.ask_before_report || !state || !team_ready || r.detach().detached() ||
+  if (!opt.ask_before_report || !state || !workers.team_ready() || r.detach().detached() ||
       r.state() != WState::kConnected || r.plan().resyncing()) {
     return;
   }
@@ -108,7 +108,7 @@ void EngineCore::Impl::AskBeforeReport(Worker& r) {
 }
 
 uint64_t EngineCore::Impl::LookaheadVersion(const Worker& r) const {
-  if (opt.policy != SyncPolicy::kRog || !state || !team_ready || r.stall().stalled() ||
+  if (opt.policy != SyncPolicy::kRog || !state || !workers.team_ready() || r.stall().stalled() ||
       r.detach().detached() || r.state() != WState::kConnected || r.plan().resyncing()) {
     return 0;
   }

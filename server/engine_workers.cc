@@ -129,6 +129,13 @@ std::vector<bool> WorkerRegistry::UnansweredAsks() const {
   return unanswered;
 }
 
+bool WorkerRegistry::FormTeam(size_t team_size, double now) {
+  if (team_ready_ || Members() < team_size) return false;
+  team_ready_ = true;
+  team_ready_at_ = now;
+  return true;
+}
+
 Worker& WorkerRegistry::Add(std::string id, size_t index, uint64_t clock, size_t rows) {
   records_.push_back(std::make_unique<Worker>(std::move(id), index, rng_() | 1, clock, rows));
   Worker& r = *records_.back();
@@ -141,9 +148,10 @@ void WorkerRegistry::Clear() {
   by_id_.clear();
 }
 
-void WorkerRegistry::Restore(Records records) {
+void WorkerRegistry::Restore(Records records, bool team_ready) {
   records_ = std::move(records);
   for (const auto& r : records_) by_id_[r->id_] = r->index_;
+  team_ready_ = team_ready;
 }
 
 void WorkerRegistry::Rejoin(Worker& r, uint64_t clock, ServerState* state) {

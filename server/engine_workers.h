@@ -1,15 +1,17 @@
 // The engine's worker records and the registry that finds them: each
 // worker's identity, stream and clock, and the per-worker objects that own
 // the rest of its state (its uplink, downlink, downlink plan, stalls, asks,
-// detachment and progress). Part of the engine core
-// (server/engine_core.h); not for use outside it.
+// detachment and progress); and whether the team has formed. Part of the
+// engine core (server/engine_core.h); not for use outside it.
 //
 // Invariants of the registry: record i is worker column i of the version
 // storage (index() == i); the ids map to the records one to one; a
 // session maps to the worker whose stream it is, from Connect until that
 // stream is replaced, closed or the worker evicted (a refused stream
 // keeps its session until it closes; Live drops its events). A worker
-// with a session has the stream's outbox; session 0 is no stream.
+// with a session has the stream's outbox; session 0 is no stream. The
+// team, once ready (FormTeam, or a checkpoint that says so), stays ready
+// for the life of the model.
 // Invariants of a record: raised_to() <= clock(), and the worker's
 // versions hold every iteration up to raised_to() (RaiseClock is the one
 // place that moves both).
@@ -172,14 +174,22 @@ class WorkerRegistry {
   std::vector<uint64_t> Clocks() const;
   // Per worker index: whether rogd's last PushNow to it is unanswered.
   std::vector<bool> UnansweredAsks() const;
+  // Whether the team formed: training has started.
+  bool team_ready() const { return team_ready_; }
+  // When it formed (0: before this process, or not yet).
+  double team_ready_at() const { return team_ready_at_; }
+  // The team forms at `now` once `team_size` members have joined: true
+  // when it formed with this call.
+  bool FormTeam(size_t team_size, double now);
 
   // --- records -----------------------------------------------------------------------
   // A new record (Worker's constructor) with a new resume token.
   Worker& Add(std::string id, size_t index, uint64_t clock, size_t rows);
   // Forgets every record (the model starts over).
   void Clear();
-  // The records of a checkpoint (record i in column i).
-  void Restore(Records records);
+  // The records of a checkpoint (record i in column i), and whether the
+  // team had formed.
+  void Restore(Records records, bool team_ready);
   // A new incarnation of r (evicted, or its process restarted) rejoins at
   // `clock` (its join clock), with a new resume token.
   void Rejoin(Worker& r, uint64_t clock, ServerState* state);
@@ -205,6 +215,8 @@ class WorkerRegistry {
   std::map<uint64_t, size_t> by_session_;
   uint64_t next_session_ = 1;
   std::mt19937_64 rng_{std::random_device{}()};  // resume tokens
+  bool team_ready_ = false;
+  double team_ready_at_ = 0;
 };
 
 }  // namespace engine_internal
