@@ -307,6 +307,23 @@ void EngineCore::Impl::OnTick() {
   PumpAll();
 }
 
+namespace {
+
+EngineOptions WithClock(EngineOptions options) {
+  if (options.clock == nullptr) options.clock = DefaultClock();
+  return options;
+}
+
+}  // namespace
+
+EngineCore::Impl::Impl(EngineOptions options)
+    : opt(WithClock(std::move(options))),
+      bound(EffectiveBound(opt.policy, opt.staleness)),
+      mta(opt.policy == SyncPolicy::kRog ? MinimumTransmissionAmount(opt.staleness) : 1.0),
+      start_time(Now()) {
+  last_checkpoint_time = start_time;
+}
+
 // --- EngineCore ------------------------------------------------------------------
 
 EngineCore::EngineCore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -314,13 +331,7 @@ EngineCore::EngineCore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 EngineCore::~EngineCore() = default;
 
 absl::StatusOr<std::unique_ptr<EngineCore>> EngineCore::Create(EngineOptions options) {
-  auto impl = std::make_unique<Impl>();
-  impl->opt = std::move(options);
-  if (impl->opt.clock == nullptr) impl->opt.clock = DefaultClock();
-  impl->start_time = impl->last_checkpoint_time = impl->Now();
-  impl->bound = EffectiveBound(impl->opt.policy, impl->opt.staleness);
-  impl->mta =
-      impl->opt.policy == SyncPolicy::kRog ? MinimumTransmissionAmount(impl->opt.staleness) : 1.0;
+  auto impl = std::make_unique<Impl>(std::move(options));
   if (!impl->opt.init_path.empty()) {
     absl::Status s = impl->Restore(impl->opt.init_path);
     if (!s.ok()) return s;

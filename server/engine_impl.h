@@ -58,9 +58,15 @@ struct EngineCore::Impl {
   using InFlight = engine_internal::InFlight;
   using SentBatch = engine_internal::SentBatch;
 
-  EngineOptions opt;
-  uint32_t bound = 0;
-  double mta = 1;
+  // Under `options` (a null clock: the steady clock). Restores no
+  // checkpoint (EngineCore::Create does).
+  explicit Impl(EngineOptions options);
+
+  // The run's settings, set once by the constructor (engine_core.cc).
+  const EngineOptions opt;
+  const uint32_t bound;  // EffectiveBound
+  const double mta;      // the MTA share of the model, 1 under BSP and SSP
+  const double start_time;
 
   std::shared_ptr<const Layout> layout;
   std::unique_ptr<ServerState> state;
@@ -71,7 +77,6 @@ struct EngineCore::Impl {
   size_t staged_rows = 0;
   WorkerRegistry workers;
   std::map<std::string, uint64_t> rejected;
-  double start_time = 0;  // set by Create, from opt.clock
   double last_checkpoint_unix = 0;
   double last_checkpoint_time = 0;
   std::string last_checkpoint_path;
