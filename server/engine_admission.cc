@@ -71,14 +71,14 @@ absl::StatusOr<EngineCore::Impl::CheckedHello> EngineCore::Impl::CheckHello(
         hello.worker_id(), hello.layout_fingerprint(), parsed->fingerprint()));
   }
   CheckedHello checked{*std::move(parsed), {}};
-  if (state && checked.layout.fingerprint() == layout->fingerprint()) {
+  if (model.complete() && checked.layout.fingerprint() == model.layout().fingerprint()) {
     // A new id that the team has no room for is refused before its row
     // digests cost a pass over the whole model.
     if (known == nullptr) {
       if (absl::Status room = RoomForNewWorker(hello, reason); !room.ok()) return room;
     }
     absl::StatusOr<std::vector<bool>> in_sync =
-        RowsInSync(*layout, state->global(), hello.row_digests());
+        RowsInSync(model.layout(), model.state().global(), hello.row_digests());
     if (!in_sync.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("hello from '", hello.worker_id(), "': ", in_sync.status().message()));
@@ -87,7 +87,7 @@ absl::StatusOr<EngineCore::Impl::CheckedHello> EngineCore::Impl::CheckHello(
   }
   // Every hello while rogd has no model, the first worker's again among
   // them: a second hello with another layout starts the model over.
-  if (!state) {
+  if (!model.complete()) {
     const uint64_t team = std::max<uint64_t>(opt.team_size, 1);
     const uint64_t need = StateBytes(checked.layout, team);
     if (need > opt.max_state_bytes) {
@@ -120,11 +120,12 @@ absl::StatusOr<Admission> EngineCore::Impl::OnHello(std::shared_ptr<Outbox> outb
   admission.session = session;
   Worker* known = workers.Find(hello.worker_id());
   absl::StatusOr<Worker*> r =
-      state ? AdmitMember(hello, *std::move(checked), known, peer, &welcome, reason)
-            : AdmitFirst(hello, std::move(checked->layout), known, peer, &welcome, &admission);
+      model.complete()
+          ? AdmitMember(hello, *std::move(checked), known, peer, &welcome, reason)
+          : AdmitFirst(hello, std::move(checked->layout), known, peer, &welcome, &admission);
   if (!r.ok()) return r.status();
   Connect(**r, session, std::move(outbox), hello, peer, std::move(welcome));
-  admission.layout = layout;
+  admission.layout = model.shared_layout();
   admission.next_uplink_seq = (*r)->uplink().last_applied() + 1;
   return admission;
 }
@@ -141,17 +142,14 @@ absl::StatusOr<Worker*> EngineCore::Impl::AdmitFirst(const pb::Hello& hello, Lay
   }
   if (known != nullptr) workers.Replace(*known, absl::AbortedError(kReplaced));
   workers.Clear();
-  layout = std::make_shared<const Layout>(std::move(parsed));
-  staging.assign(layout->total_numel(), 0.0f);
-  staged.assign(layout->num_rows(), false);
-  staged_rows = 0;
-  Worker* r = &workers.Add(hello.worker_id(), 0, hello.iteration(), layout->num_rows());
+  model.BeginUpload(std::move(parsed));
+  Worker* r = &workers.Add(hello.worker_id(), 0, hello.iteration(), model.layout().num_rows());
   r->plan().SkipResync();  // it brings the model
   welcome->set_send_initial_values(true);
   admission->accepts_values = true;
   spdlog::info("worker {} connected from {}: it brings the model ({} tensors, {} rows, {} bytes)",
-               r->id(), peer, layout->tensors().size(), layout->num_rows(),
-               layout->total_numel() * 4);
+               r->id(), peer, model.layout().tensors().size(), model.layout().num_rows(),
+               model.layout().total_numel() * 4);
   return r;
 }
 
@@ -161,7 +159,7 @@ absl::StatusOr<Worker*> EngineCore::Impl::AdmitFirst(const pb::Hello& hello, Lay
 absl::StatusOr<Worker*> EngineCore::Impl::AdmitMember(const pb::Hello& hello, CheckedHello checked,
                                                       Worker* known, const std::string& peer,
                                                       pb::Welcome* welcome, Rejection* reason) {
-  if (checked.layout.fingerprint() != layout->fingerprint()) {
+  if (checked.layout.fingerprint() != model.layout().fingerprint()) {
     *reason = Rejection::kLayoutMismatch;
     return absl::FailedPreconditionError(absl::StrFormat(
         "worker '%s' registers a model layout (fingerprint %016x, %d tensors, %d rows) that "
@@ -169,9 +167,9 @@ absl::StatusOr<Worker*> EngineCore::Impl::AdmitMember(const pb::Hello& hello, Ch
         "worker must register the same tensors with the same shapes in the same order "
         "(see `rogctl status` for the server's layout)",
         hello.worker_id(), checked.layout.fingerprint(), checked.layout.tensors().size(),
-        checked.layout.num_rows(), layout->fingerprint(), layout->tensors().size(),
-        layout->num_rows(),
-        DescribeLayoutDifference(checked.layout, *layout, "the worker's model", "rogd's")));
+        checked.layout.num_rows(), model.layout().fingerprint(), model.layout().tensors().size(),
+        model.layout().num_rows(),
+        DescribeLayoutDifference(checked.layout, model.layout(), "the worker's model", "rogd's")));
   }
   Worker* r = known;
   bool resumed = false;
@@ -207,7 +205,7 @@ void EngineCore::Impl::Rejoin(Worker& r, const pb::Hello& hello, const std::stri
                          "replaced by a new incarnation of the same worker (its process restarted, "
                          "or a second process runs under this worker id)"));
   const bool was_evicted = r.state() == WState::kEvicted;
-  if (was_evicted) state->SetActive(r.index(), true);
+  if (was_evicted) model.state().SetActive(r.index(), true);
   // The uplink seqs go on: a worker that comes back after eviction drops
   // what was applied before it and resends the rest, exactly once.
   // Never below its own clock: its folded updates count iterations up
@@ -215,7 +213,7 @@ void EngineCore::Impl::Rejoin(Worker& r, const pb::Hello& hello, const std::stri
   // incarnation starting at the team's clock below that would push
   // iterations rogd already holds).
   workers.Rejoin(r, alone ? std::max(r.clock(), hello.iteration()) : std::max(team_min, r.clock()),
-                 state.get());
+                 &model.state());
   spdlog::info("worker {} rejoined from {} ({}) at iteration {}", r.id(), peer,
                was_evicted ? "was evicted" : "new incarnation", r.clock());
 }
@@ -224,11 +222,11 @@ void EngineCore::Impl::Rejoin(Worker& r, const pb::Hello& hello, const std::stri
 // --max_workers and --max_state_bytes.
 absl::Status EngineCore::Impl::RoomForNewWorker(const pb::Hello& hello, Rejection* reason) const {
   if (workers.size() < opt.max_workers &&
-      StateBytes(*layout, workers.size() + 1) > opt.max_state_bytes) {
+      StateBytes(model.layout(), workers.size() + 1) > opt.max_state_bytes) {
     *reason = Rejection::kTooManyWorkers;
     return absl::ResourceExhaustedError(absl::StrCat(
         "'", hello.worker_id(), "' would be worker record ", workers.size() + 1,
-        ", and the model state would then need ", StateBytes(*layout, workers.size() + 1),
+        ", and the model state would then need ", StateBytes(model.layout(), workers.size() + 1),
         " bytes (a copy of the model per worker, versions per row and worker); rogd may use ",
         opt.max_state_bytes,
         " (--max_state_bytes): restart robots under their old worker ids, or raise the "
@@ -256,9 +254,10 @@ absl::StatusOr<Worker*> EngineCore::Impl::AddWorker(const pb::Hello& hello, cons
   const uint64_t team_min = workers.MinAttachedClock();
   const bool alone = team_min == std::numeric_limits<uint64_t>::max();
   const uint64_t clock = alone ? hello.iteration() : team_min;
-  Worker* r = &workers.Add(hello.worker_id(), state->AddWorker(clock), clock, layout->num_rows());
+  Worker* r = &workers.Add(hello.worker_id(), model.state().AddWorker(clock), clock,
+                           model.layout().num_rows());
   // Its versions start at its clock (ServerState::AddWorker): credited.
-  r->RaiseClock(clock, state.get());
+  r->RaiseClock(clock, &model.state());
   r->Joined(Now());
   spdlog::info("worker {} joined from {} at iteration {} (team of {})", r->id(), peer, r->clock(),
                workers.size());
@@ -275,14 +274,14 @@ void EngineCore::Impl::Connect(Worker& r, uint64_t session, std::shared_ptr<Outb
   // hello's ResumeDownlink is done), no window.
   r.downlink().Reset();
   r.stall().Clear(Now());
-  r.asks().Reset(layout->num_rows(), hello.honours_push_ahead());
+  r.asks().Reset(model.layout().num_rows(), hello.honours_push_ahead());
   r.plan().Reset();
   welcome.set_resume_token(r.token());
   welcome.set_stream(session);
   welcome.set_iteration(r.clock());
   welcome.set_last_applied_uplink_seq(r.uplink().last_applied());
   welcome.set_team_ready(workers.team_ready());
-  if (state) *welcome.mutable_window() = CurrentWindow(r.clock() + 1);
+  if (model.complete()) *welcome.mutable_window() = CurrentWindow(r.clock() + 1);
   pb::ServerMessage m;
   *m.mutable_welcome() = std::move(welcome);
   r.outbox()->Send(std::move(m));
@@ -295,21 +294,17 @@ void EngineCore::Impl::Connect(Worker& r, uint64_t session, std::shared_ptr<Outb
 }
 
 void EngineCore::Impl::ModelComplete() {
-  state = std::make_unique<ServerState>(*layout, std::move(staging), 1);
-  staging.clear();
-  staged.clear();
-  model_wire_bytes = 0;
-  for (RowId row = 0; row < layout->num_rows(); ++row) model_wire_bytes += RowWireBytes(row);
+  model.CompleteUpload();
   Worker& r = workers.at(0);
   r.Joined(Now());
-  r.RaiseClock(r.clock(), state.get());
-  spdlog::info("model received from worker {}: {} rows, {} bytes", r.id(), layout->num_rows(),
-               layout->total_numel() * 4);
+  r.RaiseClock(r.clock(), &model.state());
+  spdlog::info("model received from worker {}: {} rows, {} bytes", r.id(),
+               model.layout().num_rows(), model.layout().total_numel() * 4);
   CheckTeamReady();
 }
 
 void EngineCore::Impl::CheckTeamReady() {
-  if (!state || !workers.FormTeam(opt.team_size, Now())) return;
+  if (!model.complete() || !workers.FormTeam(opt.team_size, Now())) return;
   spdlog::info("team ready: {} workers joined, training starts", workers.Members());
   for (auto& r : workers) {
     if (r->state() != WState::kConnected) continue;
@@ -326,7 +321,7 @@ void EngineCore::Impl::Evict(Worker& r, const std::string& reason, bool left) {
     spdlog::info("evicted worker {} at iteration {}: {}", r.id(), r.clock(), reason);
   }
   r.detach().EndDetachment(Now());
-  if (state) state->SetActive(r.index(), false);
+  if (model.complete()) model.state().SetActive(r.index(), false);
   SendDirective(r, [&](pb::Directive* d) { d->mutable_evicted()->set_reason(reason); });
   workers.Evict(r, left ? absl::OkStatus()
                         : absl::AbortedError(absl::StrCat("rogd evicted this worker: ", reason)));
@@ -340,13 +335,12 @@ void EngineCore::Impl::OnClosed(uint64_t session) {
   Worker* r = workers.Closed(session);
   if (r == nullptr) return;  // not its worker's current stream
   r->downlink().EndStream(session);
-  if (!state) {
+  if (!model.complete()) {
     spdlog::info(
         "worker {} disconnected before its model arrived; waiting for a worker to bring it",
         r->id());
     workers.Clear();
-    layout.reset();
-    staging.clear();
+    model.DropUpload();
     return;
   }
   if (r->state() == WState::kConnected) {

@@ -71,16 +71,18 @@ absl::StatusOr<pb::CheckpointReply> EngineCore::Impl::WriteCheckpointNow() {
     return absl::FailedPreconditionError(
         "rogd runs without --checkpoint_dir; restart it with one to write checkpoints");
   }
-  if (!state) return absl::FailedPreconditionError("no model yet: nothing to checkpoint");
+  if (!model.complete()) {
+    return absl::FailedPreconditionError("no model yet: nothing to checkpoint");
+  }
   const double t0 = Now();
   pb::Checkpoint c;
   c.set_unix_time(opt.clock->UnixNow());
-  *c.mutable_layout() = LayoutToProto(*layout);
+  *c.mutable_layout() = LayoutToProto(model.layout());
   c.set_sync(static_cast<pb::SyncPolicy>(opt.policy));
   c.set_staleness(opt.staleness);
   c.set_codec(static_cast<pb::Codec>(opt.codec));
   c.set_team_ready(workers.team_ready());
-  const ServerState::Parts parts = state->Export();
+  const ServerState::Parts parts = model.state().Export();
   c.set_global(FloatsToBytes(parts.global));
   c.set_workers(static_cast<uint32_t>(parts.versions.num_workers()));
   for (uint64_t v : parts.versions.raw()) c.add_versions(v);
@@ -126,10 +128,7 @@ absl::Status EngineCore::Impl::Restore(const std::string& path) {
   absl::StatusOr<std::unique_ptr<ServerState>> s =
       ServerState::Restore(*restored_layout, std::move(parts));
   if (!s.ok()) return bad(std::string(s.status().message()));
-  layout = restored_layout;
-  state = *std::move(s);
-  model_wire_bytes = 0;
-  for (RowId row = 0; row < rows; ++row) model_wire_bytes += RowWireBytes(row);
+  model.Restore(std::move(restored_layout), *std::move(s));
   workers.Restore(std::move(recs), c.team_ready());
   last_checkpoint_unix = c.unix_time();
   last_checkpoint_path = path;

@@ -16,15 +16,6 @@
 
 namespace rog {
 
-namespace engine_internal {
-
-uint64_t StateBytes(const Layout& layout, uint64_t workers) {
-  return layout.total_numel() * 4 * (workers + 1) +
-         static_cast<uint64_t>(layout.num_rows()) * workers * (workers + 1) * 8;
-}
-
-}  // namespace engine_internal
-
 using engine_internal::Worker;
 using engine_internal::WState;
 
@@ -127,7 +118,7 @@ void EngineCore::Impl::OnBatch(uint64_t session, UplinkBatch& b) {
 // Everything is checked before anything is applied: a batch is folded whole
 // or not at all. False when it was refused.
 bool EngineCore::Impl::CheckBatch(Worker& r, UplinkBatch& b) {
-  if (b.kind == pb::BATCH_KIND_VALUES && state) {
+  if (b.kind == pb::BATCH_KIND_VALUES && model.complete()) {
     Refuse(r, Rejection::kUnexpectedValues,
            absl::InvalidArgumentError(absl::StrCat(
                "initial values (BATCH_KIND_VALUES, seq ", b.seq,
@@ -135,11 +126,11 @@ bool EngineCore::Impl::CheckBatch(Worker& r, UplinkBatch& b) {
                "as BATCH_KIND_UPDATE")));
     return false;
   }
-  if (b.kind != pb::BATCH_KIND_VALUES && !state) {
+  if (b.kind != pb::BATCH_KIND_VALUES && !model.complete()) {
     Refuse(r, Rejection::kUpdateBeforeModel,
            absl::InvalidArgumentError(absl::StrCat(
-               "an update (seq ", b.seq, ") before the initial model was complete: ", staged_rows,
-               " of ", layout->num_rows(),
+               "an update (seq ", b.seq, ") before the initial model was complete: ",
+               model.staged_rows(), " of ", model.layout().num_rows(),
                " rows have arrived. Send every row's values as BATCH_KIND_VALUES first "
                "(Welcome.send_initial_values), then updates")));
     return false;
@@ -160,16 +151,17 @@ bool EngineCore::Impl::CheckBatch(Worker& r, UplinkBatch& b) {
       // Its values are folded like any other.
       std::fill(b.counts.begin(), b.counts.end(), 0);
     }
-    absl::Status s =
-        CheckUpdateCounts(state->versions(), r.index(), *layout, b.rows, b.counts, b.iteration);
+    absl::Status s = CheckUpdateCounts(model.state().versions(), r.index(), model.layout(), b.rows,
+                                       b.counts, b.iteration);
     if (!s.ok()) {
       Refuse(r, Rejection::kBadCount, s);
       return false;
     }
     size_t at = 0;
     for (size_t k = 0; k < b.rows.size(); ++k) {
-      const uint32_t numel = layout->row(b.rows[k]).numel;
-      s = state->CheckFold(r.index(), b.rows[k], absl::MakeConstSpan(b.values.data() + at, numel));
+      const uint32_t numel = model.layout().row(b.rows[k]).numel;
+      s = model.state().CheckFold(r.index(), b.rows[k],
+                                  absl::MakeConstSpan(b.values.data() + at, numel));
       if (!s.ok()) {
         Refuse(r, Rejection::kNonFiniteFold, s);
         return false;
@@ -183,22 +175,14 @@ bool EngineCore::Impl::CheckBatch(Worker& r, UplinkBatch& b) {
 // Folds a checked batch (or stages the first worker's initial values) and
 // acknowledges it.
 void EngineCore::Impl::ApplyBatch(Worker& r, const UplinkBatch& b) {
-  size_t at = 0;
   if (b.kind == pb::BATCH_KIND_VALUES) {
-    for (RowId row : b.rows) {
-      const RowInfo& info = layout->row(row);
-      std::copy_n(b.values.data() + at, info.numel, staging.data() + info.offset);
-      at += info.numel;
-      if (!staged[row]) {
-        staged[row] = true;
-        ++staged_rows;
-      }
-    }
+    model.Stage(b.rows, b.values);
   } else {
+    size_t at = 0;
     for (size_t k = 0; k < b.rows.size(); ++k) {
-      const uint32_t numel = layout->row(b.rows[k]).numel;
-      state->Fold(r.index(), b.rows[k], absl::MakeConstSpan(b.values.data() + at, numel),
-                  b.counts[k]);
+      const uint32_t numel = model.layout().row(b.rows[k]).numel;
+      model.state().Fold(r.index(), b.rows[k], absl::MakeConstSpan(b.values.data() + at, numel),
+                         b.counts[k]);
       at += numel;
     }
     // Folded as usual; counted apart because nobody waited for them.
@@ -214,7 +198,7 @@ void EngineCore::Impl::ApplyBatch(Worker& r, const UplinkBatch& b) {
   ack.mutable_ack()->set_bytes(b.wire_bytes);
   ack.mutable_ack()->set_durable_seq(r.uplink().durable());
   r.outbox()->Send(std::move(ack));
-  if (!state && staged_rows == layout->num_rows()) ModelComplete();
+  if (!model.complete() && model.uploaded()) ModelComplete();
   ReplanStalls();
   PumpAll();
 }
@@ -254,10 +238,10 @@ void EngineCore::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
     // rows stream as fast as its link allows (FormBatch). What it says of
     // pausing counts (Detachment::OnProgress).
     r->detach().OnProgress(p, r->clock());
-  } else if (state && p.stalled()) {
+  } else if (model.complete() && p.stalled()) {
     r->stall().Report(Now());
     CheckStalled(*r);
-  } else if (state && !p.flush()) {
+  } else if (model.complete() && !p.flush()) {
     // The worker finished computing an iteration: its transmission window.
     r->stall().Clear(Now());
     const pb::Window window = CurrentWindow(r->clock() + 1);
@@ -279,7 +263,7 @@ void EngineCore::Impl::OnProgress(uint64_t session, const pb::Progress& p) {
 // clock as it is, as the simulator's workers do, not as it was when the
 // worker's last iteration ended.
 void EngineCore::Impl::SendFreshWindows(uint64_t min_before, const Worker* except) {
-  if (opt.policy != SyncPolicy::kRog || !state) return;
+  if (opt.policy != SyncPolicy::kRog || !model.complete()) return;
   const uint64_t min = workers.MinAttachedClock();
   if (min == std::numeric_limits<uint64_t>::max() || min <= min_before) return;
   for (auto& w : workers) {
@@ -290,7 +274,7 @@ void EngineCore::Impl::SendFreshWindows(uint64_t min_before, const Worker* excep
 }
 
 void EngineCore::Impl::OnTick() {
-  if (!state) return;
+  if (!model.complete()) return;
   const double now = Now();
   for (auto& r : workers) {
     if (r->state() == WState::kDisconnected && now - r->disconnected_at() >= opt.lease_seconds) {
@@ -320,7 +304,8 @@ EngineCore::Impl::Impl(EngineOptions options)
     : opt(WithClock(std::move(options))),
       bound(EffectiveBound(opt.policy, opt.staleness)),
       mta(opt.policy == SyncPolicy::kRog ? MinimumTransmissionAmount(opt.staleness) : 1.0),
-      start_time(Now()) {
+      start_time(Now()),
+      model(opt.codec) {
   last_checkpoint_time = start_time;
 }
 
@@ -358,7 +343,7 @@ void EngineCore::Progress(uint64_t session, const pb::Progress& progress) {
 
 void EngineCore::Goodbye(uint64_t session, const std::string& reason) {
   Worker* r = impl_->workers.Live(session);
-  if (r == nullptr || !impl_->state) return;
+  if (r == nullptr || !impl_->model.complete()) return;
   impl_->Evict(*r, absl::StrCat("said goodbye (", reason, ")"), /*left=*/true);
 }
 
@@ -382,7 +367,7 @@ void EngineCore::EndStreams(const std::string& why) {
 absl::Status EngineCore::Shutdown() {
   Impl& m = *impl_;
   m.workers.Shutdown(absl::AbortedError("rogd is shutting down"));
-  if (m.opt.checkpoint_path.empty() || !m.state) return absl::OkStatus();
+  if (m.opt.checkpoint_path.empty() || !m.model.complete()) return absl::OkStatus();
   return m.WriteCheckpointNow().status();
 }
 
@@ -400,10 +385,10 @@ absl::StatusOr<pb::CheckpointReply> EngineCore::CheckpointNow() {
 }
 
 absl::StatusOr<ModelSnapshot> EngineCore::Export() const {
-  if (!impl_->state) {
+  if (!impl_->model.complete()) {
     return absl::FailedPreconditionError("no model yet: it arrives with the first worker's hello");
   }
-  return ModelSnapshot{impl_->layout, impl_->state->global()};
+  return ModelSnapshot{impl_->model.shared_layout(), impl_->model.state().global()};
 }
 
 MetricsSnapshot EngineCore::Metrics() const {

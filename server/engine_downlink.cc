@@ -22,9 +22,10 @@ using engine_internal::WState;
 // BSP's rows go down at the barrier only (the deliverable tier in
 // FormBatch), so its plan is empty.
 void EngineCore::Impl::BuildDownlinkPlan(Worker& r) {
-  r.plan().Replan(SelectRows(DownlinkCandidates(opt.policy, bound, *state, r.index(), r.clock(),
-                                                workers.AttachedWorkers(), opt.codec, *layout),
-                             mta, model_wire_bytes));
+  r.plan().Replan(
+      SelectRows(DownlinkCandidates(opt.policy, bound, model.state(), r.index(), r.clock(),
+                                    workers.AttachedWorkers(), opt.codec, model.layout()),
+                 mta, model.wire_bytes()));
   const double now = Now();
   const double deadline = r.downlink().deadline();
   r.plan().SetSendsWhole(
@@ -40,10 +41,10 @@ void EngineCore::Impl::BuildDownlinkPlan(Worker& r) {
 // iteration. Planned once per Pump: nothing else changes the versions
 // while it forms batches.
 std::vector<RowId> EngineCore::Impl::FirstRows(const Worker& r) const {
-  if (!state || r.plan().resyncing()) return {};
+  if (!model.complete() || r.plan().resyncing()) return {};
   const uint64_t ahead = opt.downlink_lookahead ? LookaheadVersion(r) : 0;
   if (!r.stall().stalled() && ahead == 0) return {};
-  return PlanStall(state->versions(), state->copy_versions(r.index()), r.index(),
+  return PlanStall(model.state().versions(), model.state().copy_versions(r.index()), r.index(),
                    workers.AttachedWorkers(),
                    r.stall().stalled() ? NeededVersion(r.clock(), bound) : ahead)
       .deliverable;
@@ -58,26 +59,26 @@ bool EngineCore::Impl::FormBatch(Worker& r, const std::vector<RowId>& first, pb:
   std::vector<RowId> rows;
   std::string* payload = b->mutable_payload();
   if (r.plan().resyncing()) {
-    BatchFill fill(*layout, Codec::kFp32, DownBatchBytes(r));
+    BatchFill fill(model.layout(), Codec::kFp32, DownBatchBytes(r));
     r.plan().FillResync(&fill);
     rows = fill.Take();
     b->set_kind(pb::BATCH_KIND_VALUES);
     b->set_codec(pb::CODEC_FP32);
     sent->values = true;
     b->set_applied_uplink_seq(r.uplink().last_applied());
-    for (RowId row : rows) state->TakeValues(r.index(), row, payload);
+    for (RowId row : rows) model.state().TakeValues(r.index(), row, payload);
   } else {
-    BatchFill fill(*layout, opt.codec, DownBatchBytes(r));
+    BatchFill fill(model.layout(), opt.codec, DownBatchBytes(r));
     for (RowId row : first) {
-      if (!state->HasPending(r.index(), row)) continue;  // gone in an earlier batch
+      if (!model.state().HasPending(r.index(), row)) continue;  // gone in an earlier batch
       if (!fill.Fits(row)) break;
       fill.Add(row);
     }
     if (!r.detach().detached()) AddReattachRows(r, &fill);
     if (r.plan().flush() || r.detach().detached()) {
       // A flush, or a detached worker: every pending row, whatever the window.
-      for (RowId row = 0; row < layout->num_rows(); ++row) {
-        if (!state->HasPending(r.index(), row) || fill.Has(row)) continue;
+      for (RowId row = 0; row < model.layout().num_rows(); ++row) {
+        if (!model.state().HasPending(r.index(), row) || fill.Has(row)) continue;
         if (!fill.Fits(row)) break;
         fill.Add(row);
       }
@@ -92,17 +93,17 @@ bool EngineCore::Impl::FormBatch(Worker& r, const std::vector<RowId>& first, pb:
         BuildDownlinkPlan(r);
       }
       r.plan().Fill(open, speculate, &fill,
-                    [&](RowId row) { return !state->HasPending(r.index(), row); });
+                    [&](RowId row) { return !model.state().HasPending(r.index(), row); });
     }
     rows = fill.Take();
     if (rows.empty()) return false;
     b->set_kind(pb::BATCH_KIND_UPDATE);
     b->set_codec(static_cast<pb::Codec>(opt.codec));
     for (RowId row : rows) {
-      const uint32_t numel = layout->row(row).numel;
+      const uint32_t numel = model.layout().row(row).numel;
       decoded.resize(numel);
-      state->TakeDownlink(r.index(), row, opt.codec, payload, absl::MakeSpan(decoded),
-                          &sent->taken.emplace_back());
+      model.state().TakeDownlink(r.index(), row, opt.codec, payload, absl::MakeSpan(decoded),
+                                 &sent->taken.emplace_back());
     }
   }
   if (rows.empty()) return false;
@@ -129,7 +130,7 @@ uint64_t EngineCore::Impl::DownInFlightLimit(const Worker& r) const {
 }
 
 void EngineCore::Impl::Pump(Worker& r) {
-  if (r.state() != WState::kConnected || !r.outbox() || !state) return;
+  if (r.state() != WState::kConnected || !r.outbox() || !model.complete()) return;
   const bool resyncing = r.plan().resyncing();
   const uint64_t limit = DownInFlightLimit(r);
   bool exhausted = false;
@@ -173,12 +174,12 @@ void EngineCore::Impl::PumpAll() {
 // sent.
 bool EngineCore::Impl::ResumeDownlink(Worker& r, const pb::Hello& hello) {
   const uint64_t applied = hello.last_applied_downlink_seq();
-  if (!state || !state->active(r.index()) || r.plan().resyncing()) return false;
+  if (!model.complete() || !model.state().active(r.index()) || r.plan().resyncing()) return false;
   const std::deque<InFlight>* unapplied = r.downlink().Resumable(hello.downlink_stream(), applied);
   if (unapplied == nullptr) return false;
   uint64_t rows = 0;
   for (auto it = unapplied->rbegin(); it != unapplied->rend() && it->seq > applied; ++it) {
-    for (const TakenRow& t : it->taken) state->Untake(r.index(), t);
+    for (const TakenRow& t : it->taken) model.state().Untake(r.index(), t);
     rows += it->taken.size();
   }
   r.plan().MarkStale();
@@ -198,7 +199,7 @@ void EngineCore::Impl::StartResync(Worker& r, std::vector<bool> in_sync, pb::Wel
   }
   const AttachedSet attached = workers.AttachedWorkers();
   for (RowId row : rows) {
-    state->MarkInSync(r.index(), row);
+    model.state().MarkInSync(r.index(), row);
     welcome->add_in_sync_version_lag(static_cast<int64_t>(r.clock()) -
                                      static_cast<int64_t>(ReportedVersion(r, row, attached)));
   }
@@ -206,7 +207,7 @@ void EngineCore::Impl::StartResync(Worker& r, std::vector<bool> in_sync, pb::Wel
   r.plan().StartResync(std::move(in_sync));
   if (!rows.empty()) {
     spdlog::info("worker {}: {} of {} rows already in sync (its row digests), resyncing {}", r.id(),
-                 rows.size(), layout->num_rows(), layout->num_rows() - rows.size());
+                 rows.size(), model.layout().num_rows(), model.layout().num_rows() - rows.size());
   }
 }
 
@@ -221,12 +222,12 @@ uint64_t EngineCore::Impl::DownBatchBytes(const Worker& r) const {
 // qualifies to reattach: it reattaches once every attached worker holds
 // all of them (OthersHoldAll).
 void EngineCore::Impl::AddReattachRows(const Worker& r, BatchFill* fill) {
-  const VersionStore& copy = state->copy_versions(r.index());
+  const VersionStore& copy = model.state().copy_versions(r.index());
   for (const auto& q : workers) {
     if (!q->detach().detached() || q->detach().reattach_ok_since() < 0 || q.get() == &r) continue;
-    for (RowId row = 0; row < layout->num_rows(); ++row) {
-      if (fill->Has(row) || !state->HasPending(r.index(), row)) continue;
-      if (copy.Get(row, q->index()) >= state->versions().Get(row, q->index())) continue;
+    for (RowId row = 0; row < model.layout().num_rows(); ++row) {
+      if (fill->Has(row) || !model.state().HasPending(r.index(), row)) continue;
+      if (copy.Get(row, q->index()) >= model.state().versions().Get(row, q->index())) continue;
       if (!fill->Fits(row)) return;
       fill->Add(row);
     }

@@ -22,6 +22,7 @@
 #include "proto/convert.h"
 #include "server/engine_core.h"
 #include "server/engine_downlink_state.h"
+#include "server/engine_model.h"
 #include "server/engine_workers.h"
 
 namespace rog {
@@ -44,11 +45,6 @@ constexpr size_t kMaxStallRows = 256;
 // (the team idle, the worker paused) would never change.
 constexpr double kProbeIdle = 0.25;
 constexpr uint64_t kMaxProbeBytes = 256 * 1024;
-// What the model state takes with `workers` worker records: the global
-// model and a pending copy per worker (fp32), the global versions (rows x
-// workers) and each worker's copy versions (rows x workers each).
-uint64_t StateBytes(const Layout& layout, uint64_t workers);
-
 }  // namespace engine_internal
 
 struct EngineCore::Impl {
@@ -56,6 +52,7 @@ struct EngineCore::Impl {
   using WorkerRegistry = engine_internal::WorkerRegistry;
   using WState = engine_internal::WState;
   using InFlight = engine_internal::InFlight;
+  using ModelStore = engine_internal::ModelStore;
   using SentBatch = engine_internal::SentBatch;
 
   // Under `options` (a null clock: the steady clock). Restores no
@@ -68,13 +65,7 @@ struct EngineCore::Impl {
   const double mta;      // the MTA share of the model, 1 under BSP and SSP
   const double start_time;
 
-  std::shared_ptr<const Layout> layout;
-  std::unique_ptr<ServerState> state;
-  uint64_t model_wire_bytes = 0;
-  // The initial model while it arrives from the first worker.
-  std::vector<float> staging;
-  std::vector<bool> staged;
-  size_t staged_rows = 0;
+  ModelStore model;  // the layout, the model state, the first upload
   WorkerRegistry workers;
   std::map<std::string, uint64_t> rejected;
   double last_checkpoint_unix = 0;
@@ -97,14 +88,11 @@ struct EngineCore::Impl {
   // with `status`; events the stream queued after it are dropped.
   void Refuse(Worker& r, Rejection reason, const absl::Status& status);
 
-  uint64_t RowWireBytes(RowId row) const {
-    return rog::RowWireBytes(opt.codec, layout->row(row).numel);
-  }
-
   // The version a downlink batch reports for `row`: the lowest over the other
   // attached workers; with nobody else, the worker's own clock.
   uint64_t ReportedVersion(const Worker& r, RowId row, const AttachedSet& attached) const {
-    const uint64_t v = MinOtherVersion(state->copy_versions(r.index()), row, r.index(), attached);
+    const uint64_t v =
+        MinOtherVersion(model.state().copy_versions(r.index()), row, r.index(), attached);
     return v == std::numeric_limits<uint64_t>::max() ? r.clock() : v;
   }
 
@@ -117,11 +105,11 @@ struct EngineCore::Impl {
 
   // Bytes a worker moves per iteration at least: its MTA share under ROG,
   // the whole model under BSP and SSP (mta is 1 there).
-  double ShareBytes() const { return mta * static_cast<double>(model_wire_bytes); }
+  double ShareBytes() const { return mta * static_cast<double>(model.wire_bytes()); }
   // Team patience: what it judges every policy's links by (the MTA share of
   // --staleness, MembershipShareBytes), and its length in seconds now, from
   // the attached workers' compute times (TeamPatience; 0 = off).
-  double MembershipShare() const { return MembershipShareBytes(opt.staleness, model_wire_bytes); }
+  double MembershipShare() const { return MembershipShareBytes(opt.staleness, model.wire_bytes()); }
   double Patience() const;
   // The team's compute time per iteration (TeamComputeSeconds over the
   // connected attached workers; 0 while unmeasured).

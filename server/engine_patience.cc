@@ -91,9 +91,10 @@ void EngineCore::Impl::CheckPatience(double now) {
       for (auto& q : workers) {
         needed[q->index()] = NeededVersion(q->clock(), bound);
         if (!q->stall().stalled() || q->state() != WState::kConnected || !q->attached()) continue;
-        waits_for[q->index()] = PlanStall(state->versions(), state->copy_versions(q->index()),
-                                          q->index(), attached, needed[q->index()])
-                                    .waiting_for;
+        waits_for[q->index()] =
+            PlanStall(model.state().versions(), model.state().copy_versions(q->index()), q->index(),
+                      attached, needed[q->index()])
+                .waiting_for;
       }
     }
     const double waited = now - r->stall().since();
@@ -254,8 +255,8 @@ bool EngineCore::Impl::MayReattach(Worker& q, double now, double patience) {
   // Everything it computed is folded (the global rows hold its clock in
   // every row): raising its versions to the team's clock then claims
   // nothing that is still in its accumulator or in flight.
-  for (RowId row = 0; row < layout->num_rows(); ++row) {
-    if (state->versions().Get(row, q.index()) < q.clock()) return false;
+  for (RowId row = 0; row < model.layout().num_rows(); ++row) {
+    if (model.state().versions().Get(row, q.index()) < q.clock()) return false;
   }
   // Local steps: only once it has taken them all (no step under way).
   if (opt.detached_local_steps > 0 &&
@@ -291,11 +292,11 @@ void EngineCore::Impl::NoteNotPaused(Worker& q, bool fits, double now, double pa
 // before; from the reattach on the bound counts q's iterations, so none of
 // them may be missing then.
 bool EngineCore::Impl::OthersHoldAll(const Worker& q) const {
-  const VersionStore& global = state->versions();
+  const VersionStore& global = model.state().versions();
   for (const auto& w : workers) {
     if (w.get() == &q || w->state() != WState::kConnected || !w->attached()) continue;
-    const VersionStore& copy = state->copy_versions(w->index());
-    for (RowId row = 0; row < layout->num_rows(); ++row) {
+    const VersionStore& copy = model.state().copy_versions(w->index());
+    for (RowId row = 0; row < model.layout().num_rows(); ++row) {
       if (copy.Get(row, q.index()) < global.Get(row, q.index())) return false;
     }
     // A batch in flight that carries some of them: not held yet.
@@ -321,7 +322,7 @@ void EngineCore::Impl::SendKnownVersions(const Worker* except) {
     if (w->plan().resyncing()) continue;  // the resync reports them
     SendDirective(*w, [&](pb::Directive* d) {
       pb::KnownVersions* k = d->mutable_known_versions();
-      for (RowId row = 0; row < layout->num_rows(); ++row) {
+      for (RowId row = 0; row < model.layout().num_rows(); ++row) {
         k->add_version(ReportedVersion(*w, row, attached));
       }
     });
@@ -365,7 +366,7 @@ void EngineCore::Impl::Reattach(Worker& q, const std::string& reason) {
   // Joins the bound at the slowest attached clock: nobody waits for the
   // iterations it skipped, and everything it computed is folded already
   // (MayReattach), so the raised versions claim nothing still unpushed.
-  q.RaiseClock(clock, state.get());
+  q.RaiseClock(clock, &model.state());
   spdlog::info("reattached worker {} at iteration {} after {:.1f} s detached: {}", q.id(), clock,
                now - q.detach().detached_at(), reason);
   SendDirective(q, [&](pb::Directive* d) {

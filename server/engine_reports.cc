@@ -22,13 +22,13 @@ pb::StatusReply EngineCore::Impl::StatusReport() const {
   s.set_staleness(m.opt.staleness);
   s.set_mta(m.mta);
   s.set_codec(static_cast<pb::Codec>(m.opt.codec));
-  s.set_has_model(m.state != nullptr);
-  if (m.state) {
-    *s.mutable_layout() = LayoutToProto(*m.layout);
-    s.set_tensors(m.layout->tensors().size());
-    s.set_rows(m.layout->num_rows());
-    s.set_model_bytes(m.layout->total_numel() * 4);
-    s.set_worker_copy_bytes(m.state->copy_bytes());
+  s.set_has_model(m.model.complete());
+  if (m.model.complete()) {
+    *s.mutable_layout() = LayoutToProto(m.model.layout());
+    s.set_tensors(m.model.layout().tensors().size());
+    s.set_rows(m.model.layout().num_rows());
+    s.set_model_bytes(m.model.layout().total_numel() * 4);
+    s.set_worker_copy_bytes(m.model.state().copy_bytes());
   }
   s.set_uptime_seconds(Now() - m.start_time);
   const uint64_t max = m.workers.MaxAttachedClock();
@@ -111,13 +111,13 @@ pb::WorkersReply EngineCore::Impl::WorkersReport() const {
 
 std::map<uint64_t, uint64_t> EngineCore::Impl::StalenessCounts() const {
   std::map<uint64_t, uint64_t> counts;
-  if (!state) return counts;
+  if (!model.complete()) return counts;
   const AttachedSet attached = workers.AttachedWorkers();
   for (const auto& r : workers) {
     if (!r->attached()) continue;
-    const VersionStore& copy = state->copy_versions(r->index());
-    for (RowId row = 0; row < layout->num_rows(); ++row) {
-      ++counts[CopyStaleness(state->versions(), copy, row, r->index(), attached)];
+    const VersionStore& copy = model.state().copy_versions(r->index());
+    for (RowId row = 0; row < model.layout().num_rows(); ++row) {
+      ++counts[CopyStaleness(model.state().versions(), copy, row, r->index(), attached)];
     }
   }
   return counts;
@@ -126,10 +126,10 @@ std::map<uint64_t, uint64_t> EngineCore::Impl::StalenessCounts() const {
 absl::StatusOr<pb::StalenessReply> EngineCore::Impl::StalenessReport(
     const pb::StalenessRequest& request) const {
   const Impl& m = *this;
-  if (!m.state) {
+  if (!m.model.complete()) {
     return absl::FailedPreconditionError("no model yet: it arrives with the first worker's hello");
   }
-  const Layout& layout = *m.layout;
+  const Layout& layout = m.model.layout();
   RowId first = 0, end = static_cast<RowId>(layout.num_rows());
   if (!request.tensor().empty()) {
     absl::StatusOr<size_t> t = layout.FindTensor(request.tensor());
@@ -154,8 +154,8 @@ absl::StatusOr<pb::StalenessReply> EngineCore::Impl::StalenessReport(
   reply.set_staleness_bound(m.bound);
   for (const Worker* c : cols) reply.add_workers(c->id());
   const auto staleness = [&](RowId row, const Worker* c) {
-    return CopyStaleness(m.state->versions(), m.state->copy_versions(c->index()), row, c->index(),
-                         attached);
+    return CopyStaleness(m.model.state().versions(), m.model.state().copy_versions(c->index()), row,
+                         c->index(), attached);
   };
   // With --top, only the stalest rows are built (ties in row order): a
   // model may have a million rows, and the reply is made under the lock.
@@ -187,7 +187,7 @@ absl::StatusOr<pb::StalenessReply> EngineCore::Impl::StalenessReport(
     uint64_t oldest = 0;
     for (const auto& r : m.workers) {
       if (!r->attached()) continue;
-      const uint64_t v = m.state->versions().Get(row, r->index());
+      const uint64_t v = m.model.state().versions().Get(row, r->index());
       const uint64_t age = r->clock() > v ? r->clock() - v : 0;
       if (age > oldest) {
         oldest = age;
@@ -206,17 +206,18 @@ absl::Status EngineCore::Impl::Invariants() const {
       return absl::InternalError(absl::StrCat("worker ", r->id(), " clock ", r->clock()));
     }
   }
-  if (!m.state) return absl::OkStatus();
-  const VersionStore& v = m.state->versions();
+  if (!m.model.complete()) return absl::OkStatus();
+  const VersionStore& v = m.model.state().versions();
   for (const auto& r : m.workers) {
-    for (RowId row = 0; row < m.layout->num_rows(); ++row) {
+    for (RowId row = 0; row < m.model.layout().num_rows(); ++row) {
       if (v.Get(row, r->index()) > r->clock()) {
         return absl::InternalError(absl::StrCat("row ", row, " holds ", v.Get(row, r->index()),
                                                 " iterations of worker ", r->id(),
                                                 " whose clock is ", r->clock()));
       }
       for (const auto& q : m.workers) {
-        if (m.state->copy_versions(q->index()).Get(row, r->index()) > v.Get(row, r->index())) {
+        if (m.model.state().copy_versions(q->index()).Get(row, r->index()) >
+            v.Get(row, r->index())) {
           return absl::InternalError(absl::StrCat("worker ", q->id(), "'s copy of row ", row,
                                                   " holds more of ", r->id(),
                                                   " than the global row"));
@@ -224,7 +225,7 @@ absl::Status EngineCore::Impl::Invariants() const {
       }
     }
   }
-  for (float x : m.state->global()) {
+  for (float x : m.model.state().global()) {
     if (!std::isfinite(x)) return absl::InternalError("a global value is not finite");
   }
   return absl::OkStatus();

@@ -36,14 +36,14 @@ void EngineCore::Impl::CheckStalled(Worker& r) {
   }
   if (r.plan().resyncing()) return;  // re-checked when the resync ends
   const AttachedSet attached = workers.AttachedWorkers();
-  const VersionStore& copy = state->copy_versions(r.index());
+  const VersionStore& copy = model.state().copy_versions(r.index());
   if (MayStart(copy, r.index(), attached, r.clock(), bound)) {
     r.stall().Clear(Now());
     SendDirective(r, [&](pb::Directive* d) { d->mutable_release()->set_iteration(r.clock()); });
     return;
   }
   const uint64_t needed = NeededVersion(r.clock(), bound);
-  const StallPlan plan = PlanStall(state->versions(), copy, r.index(), attached, needed);
+  const StallPlan plan = PlanStall(model.state().versions(), copy, r.index(), attached, needed);
   // Asked first, so that the stall is judged with the asks just sent.
   AskHolders(r, plan, needed, needed, /*ahead=*/false);
   r.stall().Judge(ClassifyStall(plan, workers.Clocks(), workers.UnansweredAsks(), needed), Now());
@@ -95,21 +95,22 @@ void EngineCore::Impl::AskHolders(const Worker& r, const StallPlan& plan, uint64
 // report is on its way behind its push), so the holders are asked now as
 // its stall would ask them (EngineOptions::ask_before_report).
 void EngineCore::Impl::AskBeforeReport(Worker& r) {
-  if (!opt.ask_before_report || !state || !workers.team_ready() || r.detach().detached() ||
-      r.state() != WState::kConnected || r.plan().resyncing()) {
+  if (!opt.ask_before_report || !model.complete() || !workers.team_ready() ||
+      r.detach().detached() || r.state() != WState::kConnected || r.plan().resyncing()) {
     return;
   }
   const AttachedSet attached = workers.AttachedWorkers();
-  const VersionStore& copy = state->copy_versions(r.index());
+  const VersionStore& copy = model.state().copy_versions(r.index());
   if (MayStart(copy, r.index(), attached, r.clock(), bound)) return;
   const uint64_t needed = NeededVersion(r.clock(), bound);
-  const StallPlan plan = PlanStall(state->versions(), copy, r.index(), attached, needed);
+  const StallPlan plan = PlanStall(model.state().versions(), copy, r.index(), attached, needed);
   AskHolders(r, plan, needed, needed, /*ahead=*/false);
 }
 
 uint64_t EngineCore::Impl::LookaheadVersion(const Worker& r) const {
-  if (opt.policy != SyncPolicy::kRog || !state || !workers.team_ready() || r.stall().stalled() ||
-      r.detach().detached() || r.state() != WState::kConnected || r.plan().resyncing()) {
+  if (opt.policy != SyncPolicy::kRog || !model.complete() || !workers.team_ready() ||
+      r.stall().stalled() || r.detach().detached() || r.state() != WState::kConnected ||
+      r.plan().resyncing()) {
     return 0;
   }
   return NeededVersion(r.clock() + 1, bound);
@@ -121,8 +122,8 @@ void EngineCore::Impl::AskAhead(Worker& r) {
   if (!opt.push_ahead) return;
   const uint64_t needed = LookaheadVersion(r);
   if (needed == 0) return;
-  const StallPlan plan = PlanStall(state->versions(), state->copy_versions(r.index()), r.index(),
-                                   workers.AttachedWorkers(), needed);
+  const StallPlan plan = PlanStall(model.state().versions(), model.state().copy_versions(r.index()),
+                                   r.index(), workers.AttachedWorkers(), needed);
   // Only holders at most one iteration behind r: one further behind would
   // be asked for nearly every row it holds, every iteration, on what is
   // then the team's slowest link; r's stall asks it when it must.
@@ -130,7 +131,7 @@ void EngineCore::Impl::AskAhead(Worker& r) {
 }
 
 void EngineCore::Impl::ReplanStalls() {
-  if (!state) return;
+  if (!model.complete()) return;
   for (auto& r : workers) {
     CheckStalled(*r);
     AskAhead(*r);
