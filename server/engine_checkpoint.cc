@@ -1,15 +1,17 @@
-// The engine core's state to and from a checkpoint file (the file format
-// and its atomic write are server/checkpoint.h's).
+// The engine's checkpoints (server/engine_checkpoint.h).
+#include "server/engine_checkpoint.h"
+
+#include <memory>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "common/uplink_rules.h"
 #include "server/checkpoint.h"
-#include "server/engine_impl.h"
 #include "spdlog/spdlog.h"
 
 namespace rog {
-
-using engine_internal::Worker;
-
+namespace engine_internal {
 namespace {
 
 // A checkpoint's model state (global rows, versions, each worker's pending
@@ -55,7 +57,7 @@ std::string ReadParts(const pb::Checkpoint& c, size_t rows, ServerState::Parts* 
 // A checkpoint's worker records, each disconnected (or evicted) as of
 // `now`, with its lease running; "" or why they do not fit together.
 std::string ReadWorkerRecords(const pb::Checkpoint& c, size_t rows, double now,
-                              std::vector<std::unique_ptr<Worker>>* recs) {
+                              WorkerRegistry::Records* recs) {
   for (const pb::CheckpointWorker& cw : c.worker()) {
     if (cw.clock() > kMaxClock) return absl::StrCat("worker '", cw.worker_id(), "' clock");
     (*recs)[cw.index()] = Worker::FromCheckpoint(cw, rows, now);
@@ -65,9 +67,15 @@ std::string ReadWorkerRecords(const pb::Checkpoint& c, size_t rows, double now,
 
 }  // namespace
 
-absl::StatusOr<pb::CheckpointReply> EngineCore::Impl::WriteCheckpointNow() {
-  last_checkpoint_time = Now();
-  if (opt.checkpoint_path.empty()) {
+bool Checkpointer::Due(double now) const {
+  return opt_.checkpoint_interval > 0 && !opt_.checkpoint_path.empty() &&
+         now - last_attempt_ >= opt_.checkpoint_interval;
+}
+
+absl::StatusOr<pb::CheckpointReply> Checkpointer::Write(const ModelStore& model,
+                                                        WorkerRegistry& workers) {
+  last_attempt_ = Now();
+  if (opt_.checkpoint_path.empty()) {
     return absl::FailedPreconditionError(
         "rogd runs without --checkpoint_dir; restart it with one to write checkpoints");
   }
@@ -76,11 +84,11 @@ absl::StatusOr<pb::CheckpointReply> EngineCore::Impl::WriteCheckpointNow() {
   }
   const double t0 = Now();
   pb::Checkpoint c;
-  c.set_unix_time(opt.clock->UnixNow());
+  c.set_unix_time(opt_.clock->UnixNow());
   *c.mutable_layout() = LayoutToProto(model.layout());
-  c.set_sync(static_cast<pb::SyncPolicy>(opt.policy));
-  c.set_staleness(opt.staleness);
-  c.set_codec(static_cast<pb::Codec>(opt.codec));
+  c.set_sync(static_cast<pb::SyncPolicy>(opt_.policy));
+  c.set_staleness(opt_.staleness);
+  c.set_codec(static_cast<pb::Codec>(opt_.codec));
   c.set_team_ready(workers.team_ready());
   const ServerState::Parts parts = model.state().Export();
   c.set_global(FloatsToBytes(parts.global));
@@ -92,13 +100,13 @@ absl::StatusOr<pb::CheckpointReply> EngineCore::Impl::WriteCheckpointNow() {
     w->set_pending(FloatsToBytes(parts.pending[r->index()]));
     for (uint64_t v : parts.copies[r->index()].raw()) w->add_copy_versions(v);
   }
-  absl::StatusOr<uint64_t> bytes = WriteCheckpoint(opt.checkpoint_path, c);
+  absl::StatusOr<uint64_t> bytes = WriteCheckpoint(opt_.checkpoint_path, c);
   if (!bytes.ok()) return bytes.status();
   for (auto& r : workers) r->uplink().MarkDurable();
-  last_checkpoint_unix = c.unix_time();
-  last_checkpoint_path = opt.checkpoint_path;
+  last_unix_ = c.unix_time();
+  last_path_ = opt_.checkpoint_path;
   pb::CheckpointReply reply;
-  reply.set_path(opt.checkpoint_path);
+  reply.set_path(opt_.checkpoint_path);
   reply.set_bytes(*bytes);
   reply.set_seconds(Now() - t0);
   spdlog::info("checkpoint written: {} ({} bytes, {:.3f} s)", reply.path(), reply.bytes(),
@@ -106,7 +114,8 @@ absl::StatusOr<pb::CheckpointReply> EngineCore::Impl::WriteCheckpointNow() {
   return reply;
 }
 
-absl::Status EngineCore::Impl::Restore(const std::string& path) {
+absl::Status Checkpointer::Restore(const std::string& path, ModelStore* model,
+                                   WorkerRegistry* workers) {
   absl::StatusOr<pb::Checkpoint> read = ReadCheckpoint(path);
   if (!read.ok()) return read.status();
   const pb::Checkpoint& c = *read;
@@ -123,26 +132,28 @@ absl::Status EngineCore::Impl::Restore(const std::string& path) {
   // ReadParts checks the team size against the worker records the file
   // holds: only then is it a size to allocate from.
   if (std::string why = ReadParts(c, rows, &parts); !why.empty()) return bad(why);
-  std::vector<std::unique_ptr<Worker>> recs(n);
+  WorkerRegistry::Records recs(n);
   if (std::string why = ReadWorkerRecords(c, rows, Now(), &recs); !why.empty()) return bad(why);
   absl::StatusOr<std::unique_ptr<ServerState>> s =
       ServerState::Restore(*restored_layout, std::move(parts));
   if (!s.ok()) return bad(std::string(s.status().message()));
-  model.Restore(std::move(restored_layout), *std::move(s));
-  workers.Restore(std::move(recs), c.team_ready());
-  last_checkpoint_unix = c.unix_time();
-  last_checkpoint_path = path;
+  model->Restore(std::move(restored_layout), *std::move(s));
+  workers->Restore(std::move(recs), c.team_ready());
+  last_unix_ = c.unix_time();
+  last_path_ = path;
   spdlog::info("restored checkpoint {}: {} rows, {} workers (they have {} s to reconnect)", path,
-               rows, n, opt.lease_seconds);
-  if (c.sync() != static_cast<pb::SyncPolicy>(opt.policy) || c.staleness() != opt.staleness ||
-      c.codec() != static_cast<pb::Codec>(opt.codec)) {
+               rows, n, opt_.lease_seconds);
+  if (c.sync() != static_cast<pb::SyncPolicy>(opt_.policy) || c.staleness() != opt_.staleness ||
+      c.codec() != static_cast<pb::Codec>(opt_.codec)) {
     spdlog::warn(
         "checkpoint {} was written under sync={} S={} codec={}; continuing under this "
         "rogd's flags (sync={} S={} codec={})",
         path, pb::SyncPolicy_Name(c.sync()), c.staleness(), pb::Codec_Name(c.codec()),
-        std::string(SyncPolicyName(opt.policy)), opt.staleness, std::string(CodecName(opt.codec)));
+        std::string(SyncPolicyName(opt_.policy)), opt_.staleness,
+        std::string(CodecName(opt_.codec)));
   }
   return absl::OkStatus();
 }
 
+}  // namespace engine_internal
 }  // namespace rog

@@ -281,8 +281,7 @@ void EngineCore::Impl::OnTick() {
       Evict(*r, absl::StrCat("no connection for ", opt.lease_seconds, " s (--lease)"));
     }
   }
-  if (opt.checkpoint_interval > 0 && !opt.checkpoint_path.empty() &&
-      now - last_checkpoint_time >= opt.checkpoint_interval) {
+  if (checkpoint.Due(now)) {
     absl::StatusOr<pb::CheckpointReply> c = WriteCheckpointNow();
     if (!c.ok()) spdlog::error("checkpoint failed: {}", std::string(c.status().message()));
   }
@@ -305,9 +304,8 @@ EngineCore::Impl::Impl(EngineOptions options)
       bound(EffectiveBound(opt.policy, opt.staleness)),
       mta(opt.policy == SyncPolicy::kRog ? MinimumTransmissionAmount(opt.staleness) : 1.0),
       start_time(Now()),
-      model(opt.codec) {
-  last_checkpoint_time = start_time;
-}
+      model(opt.codec),
+      checkpoint(opt, start_time) {}
 
 // --- EngineCore ------------------------------------------------------------------
 
@@ -318,10 +316,11 @@ EngineCore::~EngineCore() = default;
 absl::StatusOr<std::unique_ptr<EngineCore>> EngineCore::Create(EngineOptions options) {
   auto impl = std::make_unique<Impl>(std::move(options));
   if (!impl->opt.init_path.empty()) {
-    absl::Status s = impl->Restore(impl->opt.init_path);
+    absl::Status s = impl->checkpoint.Restore(impl->opt.init_path, &impl->model, &impl->workers);
     if (!s.ok()) return s;
   } else if (!impl->opt.checkpoint_path.empty()) {
-    absl::Status s = impl->Restore(impl->opt.checkpoint_path);
+    absl::Status s =
+        impl->checkpoint.Restore(impl->opt.checkpoint_path, &impl->model, &impl->workers);
     if (!s.ok() && !absl::IsNotFound(s)) return s;
   }
   return std::unique_ptr<EngineCore>(new EngineCore(std::move(impl)));

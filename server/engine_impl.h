@@ -20,6 +20,7 @@
 #include "common/server_state.h"
 #include "common/staleness.h"
 #include "proto/convert.h"
+#include "server/engine_checkpoint.h"
 #include "server/engine_core.h"
 #include "server/engine_downlink_state.h"
 #include "server/engine_model.h"
@@ -51,6 +52,7 @@ struct EngineCore::Impl {
   using Worker = engine_internal::Worker;
   using WorkerRegistry = engine_internal::WorkerRegistry;
   using WState = engine_internal::WState;
+  using Checkpointer = engine_internal::Checkpointer;
   using InFlight = engine_internal::InFlight;
   using ModelStore = engine_internal::ModelStore;
   using SentBatch = engine_internal::SentBatch;
@@ -65,17 +67,24 @@ struct EngineCore::Impl {
   const double mta;      // the MTA share of the model, 1 under BSP and SSP
   const double start_time;
 
-  ModelStore model;  // the layout, the model state, the first upload
-  WorkerRegistry workers;
-  std::map<std::string, uint64_t> rejected;
-  double last_checkpoint_unix = 0;
-  double last_checkpoint_time = 0;
-  std::string last_checkpoint_path;
-  std::vector<float> decoded;
-  double last_patience_check = 0;
+  // The engine's state, one owner each: their fields are private, written
+  // in their own .cc files only.
+  ModelStore model;         // the layout, the model state, the first upload
+  WorkerRegistry workers;   // the worker records (each owns its parts), the team
+  Checkpointer checkpoint;  // writes and restores model and workers
 
-  // Refusal lines, per reason and worker (a client can cause them at will).
+  // The rest is Impl's own, each field written in one file only.
+  // engine_core.cc (Refuse, EngineCore::CountRejection): refusals counted
+  // per reason label, and their log lines, per reason and worker (a client
+  // can cause them at will).
+  std::map<std::string, uint64_t> rejected;
   LogLimiter refusal_log;
+  // engine_downlink.cc (FormBatch): a decode buffer reused across rows.
+  std::vector<float> decoded;
+  // engine_patience.cc: when CheckPatience last judged, and the worker
+  // PaceDetachReason picked.
+  double last_patience_check = 0;
+  Worker* pace_candidate = nullptr;
 
   // Every reading of time goes through opt.clock (a FakeClock in tests).
   double Now() const { return opt.clock->Now(); }
@@ -195,15 +204,15 @@ struct EngineCore::Impl {
   double ShareSeconds(const Worker& q) const;
   double TeamRate(const Worker* with, const Worker* without) const;
   std::string PaceDetachReason(double now);
-  Worker* pace_candidate = nullptr;  // set by PaceDetachReason
   void SendKnownVersions(const Worker* except);
   void Detach(Worker& q, const std::string& reason);
   void Reattach(Worker& q, const std::string& reason);
   void SendDetached(Worker& q);
 
-  // --- checkpoints (engine_checkpoint.cc) ------------------------------------------
-  absl::StatusOr<pb::CheckpointReply> WriteCheckpointNow();
-  absl::Status Restore(const std::string& path);
+  // --- checkpoints (the Checkpointer, engine_checkpoint.cc) ---------------------------
+  absl::StatusOr<pb::CheckpointReply> WriteCheckpointNow() {
+    return checkpoint.Write(model, workers);
+  }
 
   // --- admin answers (engine_reports.cc) -------------------------------------------
   pb::StatusReply StatusReport() const;

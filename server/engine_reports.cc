@@ -42,8 +42,8 @@ pb::StatusReply EngineCore::Impl::StatusReport() const {
   }
   s.set_min_iteration(min == std::numeric_limits<uint64_t>::max() ? 0 : min);
   s.set_max_iteration(max);
-  s.set_last_checkpoint_unix(m.last_checkpoint_unix);
-  s.set_last_checkpoint_path(m.last_checkpoint_path);
+  s.set_last_checkpoint_unix(m.checkpoint.last_unix());
+  s.set_last_checkpoint_path(m.checkpoint.last_path());
   s.set_version(kRogVersion);
   for (const auto& [reason, count] : m.rejected) (*s.mutable_rejected())[reason] = count;
   s.set_team_ready(m.workers.team_ready());
