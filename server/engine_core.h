@@ -9,14 +9,17 @@
 // fed by the stream handlers, and the simulator (sim/), on a simulated clock
 // with simulated links. Both run the same rules because they run this code.
 //
-// The core is split by owner (docs/design.md, "Why one engine thread"):
+// The core is split by owner (docs/design.md, "Who owns what in the
+// engine"). Its state lives in objects with private fields, one owner each
+// (server/engine_impl.h lists them: the model, the worker registry and
+// each worker's parts, the checkpointer). The rules are EngineCore::Impl's
+// event handlers, which call those objects:
 //   engine_core.cc       events, the window, refusals
-//   engine_admission.cc  the worker registry: hello, resume, rejoin, lease,
-//                        eviction, the first worker's model
+//   engine_admission.cc  hello, resume, rejoin, lease, eviction, the first
+//                        worker's model
 //   engine_downlink.cc   row batches to workers: plans, resyncs, resumes
 //   engine_stalls.cc     stalled workers: PushNow, stall causes
 //   engine_patience.cc   team patience and pace: detach, probe, reattach
-//   engine_checkpoint.cc checkpoints to and from the engine's state
 //   engine_reports.cc    admin answers: status, workers, staleness, metrics
 // Not thread-safe: one caller at a time.
 #ifndef ROG_SERVER_ENGINE_CORE_H_

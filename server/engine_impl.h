@@ -1,5 +1,8 @@
-// The engine core's private parts, shared by its files (server/engine_*.cc,
-// one owner each; see server/engine_core.h). Not for use outside them.
+// The engine core's private parts: EngineCore::Impl, whose event handlers
+// are split over server/engine_*.cc by concern (server/engine_core.h), and
+// the objects that own the engine's state, each in a header and .cc of its
+// own (docs/design.md, "Who owns what in the engine"). Not for use outside
+// the engine core.
 #ifndef ROG_SERVER_ENGINE_IMPL_H_
 #define ROG_SERVER_ENGINE_IMPL_H_
 

@@ -47,6 +47,13 @@ const char* StateName(WState s);
 
 class WorkerRegistry;
 
+// One worker's record: 22 fields, above the engine's ~20 per object. 15
+// are its own (identity, stream, clock), written by its methods and by the
+// registry, its friend, in the same .cc file; the other seven are the
+// objects that own the rest of its state, each with private fields. The
+// stream's fields stay here rather than in an object of their own because
+// they change together with the registry's session map (Connect, Replace,
+// Evict, Closed).
 class Worker {
  public:
   // Worker `id` in version column `index`, at `clock` (its join clock),
