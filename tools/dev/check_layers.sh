@@ -25,6 +25,13 @@
 #        tools/sim/ (the simulator's command line): common/, sim/, task/
 #      and tools/'s own BUILD (the traces, make_certs.sh) on nothing. A new
 #      tools/ package fails until it has its line here.
+#   6. rogd's engine core keeps its state in objects with one owner each
+#      (docs/design.md, "Why one engine thread is enough"): a member
+#      `name_` declared in a server/engine_*.h is named in no engine file
+#      (server/engine_*.h, server/engine_*.cc) but the headers that declare
+#      a member of that name and their .cc files. The compiler keeps such
+#      members private; this keeps their writes out of the event handlers
+#      and out of each other's files, friends included.
 # Prints a line per check and ends with "N passed, M failed".
 # Usage: tools/dev/check_layers.sh
 set -uo pipefail
@@ -106,6 +113,24 @@ for build in tools/BUILD tools/*/BUILD; do
   if [ -z "$found" ]; then ok "$pkg/ builds ${allowed:+only }on ${what:-nothing}"
   else bad "$pkg/BUILD depends on what its job does not need: $(echo $found)"; fi
 done
+# 6. The engine's objects and their files. A member is a declaration
+# `type name_;` (with an initializer or array bounds) at a line's start.
+member='^\s+(?:const\s+)?[\w:<>,*&. ]+?[\s*&]\K[a-z]\w*_(?=\s*(?:=[^;]*|\{.*\}|\[[^\]]*\][^;]*)?;)'
+names=$(grep -ohP "$member" server/engine_*.h | sort -u)
+found=""
+for name in $names; do
+  owners=$(for h in server/engine_*.h; do
+    grep -oP "$member" "$h" | grep -qx -- "$name" && echo "${h%.h}"
+  done)
+  for f in $(grep -lw -- "$name" server/engine_*.h server/engine_*.cc); do
+    grep -qx -- "${f%.*}" <<<"$owners" || found+=" $name in $f;"
+  done
+done
+if [ -z "$found" ]; then
+  ok "the engine's $(wc -w <<<"$names") member names are used only in their owners' files (server/engine_*.h, .cc)"
+else
+  bad "engine members used outside their owner's files (give the owner a method):$found"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
