@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# tools/sim/accuracy_table.py against the kept fmnist_sim outputs of
+# results/2026-11-28-fmnist-sim-49b0262 (C = 1 s, R = 4, 16 seeds): it must
+# give the figures that result's README reads from them, its sign test the
+# exact binomial values, and clear errors on what is not an fmnist_sim
+# output. Ends with "N passed, M failed".
+set -uo pipefail
+table=tools/sim/accuracy_table.py
+points=results/2026-11-28-fmnist-sim-49b0262
+passed=0
+failed=0
+check() {  # check WHAT PATTERN TEXT: TEXT has a line matching PATTERN (grep -E)
+  if grep -qE -- "$2" <<<"$3"; then passed=$((passed + 1)); echo "ok    $1"
+  else failed=$((failed + 1)); echo "FAIL  $1: no line matches '$2' in:"; echo "$3"; fi
+}
+out=$(python3 "$table" "$points" c1r4 2>&1)
+# The README: replicas 0.5786 (ROG) and 0.5683 (SSP); rogd's model 0.5796 and
+# 0.6023; the final sync's change +0.1 (negative in 8) and +3.4 (negative in
+# 1); time to BSP's final accuracy 50 s and 43 s; ROG below SSP in 12 of 16.
+check "SSP's row" '^\| SSP \| 16 \| [0-9.]+ ± [0-9.]+ \| 56\.8 ± [0-9.]+ \| 60\.2 ± [0-9.]+ \| 3\.4 ± [0-9.]+ \(down in 1\) \| 43\.1 ± [0-9.]+ s \(16 reached\) \|$' "$out"
+check "ROG's row" '^\| ROG \| 16 \| [0-9.]+ ± [0-9.]+ \| 57\.9 ± [0-9.]+ \| 58\.0 ± [0-9.]+ \| 0\.1 ± [0-9.]+ \(down in 8\) \| 50\.0 ± [0-9.]+ s \(16 reached\) \|$' "$out"
+# 4 above, 12 below: 2 * (1 + 16 + 120 + 560 + 1820) / 65536 = 0.0768.
+check "ROG against SSP, paired, with the sign test" "^\| ROG − SSP, rogd's model \| 16 \| -2\.3 ± [0-9.]+ \| 4 / 12 \| 0\.077 \|$" "$out"
+check "ROG against SSP, replicas" "^\| ROG − SSP, replicas \| 16 \| 1\.0 ± [0-9.]+ \| 10 / 6 \| 0\.454 \|$" "$out"
+# Half way: the evaluation at 60 s of a 120 s run, seed 1 alone.
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/one" && cp "$points/c1r4/seed1.txt" "$tmp/one/"
+out=$(python3 "$table" "$tmp" 2>&1)
+check "half way is the 60 s evaluation (seed 1: SSP 0.5836)" '^\| SSP \| 1 \| 58\.4 \| 58\.7 \| 61\.6 \|' "$out"
+# What is not an output is refused with a message, not a traceback.
+mkdir -p "$tmp/bad" && head -9 "$points/c1r4/seed1.txt" >"$tmp/bad/seed1.txt"
+out=$(python3 "$table" "$tmp" bad 2>&1); rc=$?
+check "a cut output is refused (exit $rc)" "^accuracy_table: .*bad/seed1.txt: bsp has no score series.*did the run end" "$out"
+out=$(python3 "$table" "$tmp/nowhere" 2>&1)
+check "a missing folder is refused" "^accuracy_table: .*nowhere is not a folder" "$out"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

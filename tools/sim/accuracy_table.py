@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""The accuracy table of tools/sim/accuracy_study.sh, from fmnist_sim's outputs.
+
+Reads POINTS_DIR/<point>/seed<N>.txt (one //tools/sim:fmnist_sim output per
+seed, every policy in it) and prints, per point, a markdown table per policy
+over the seeds: the team's mean accuracy half way through the run and at
+its end (the replicas), rogd's model after the final sync, the final sync's
+change, and the time to BSP's final accuracy; then ROG against SSP and BSP
+paired by seed: the mean difference of rogd's final model with its standard
+error, how many seeds ROG is above and below, and the two-sided sign test's
+p-value (ties left out). Accuracy is in points (percent).
+
+Usage: tools/sim/accuracy_table.py POINTS_DIR [POINT ...]
+  (every point folder in POINTS_DIR, sorted, when no POINT is given)
+"""
+import math
+import os
+import re
+import sys
+
+_POLICY = re.compile(r"^(bsp|ssp|rog)\s+[0-9.]+\s")
+_SERIES = re.compile(r"^\s+score, team mean: (.*)$")
+_END = re.compile(
+    r"^\s+score at the end of training ([0-9.]+) \(mean of the replicas\), "
+    r"after the drain ([0-9.]+) \(rogd's model\)")
+_TIME = re.compile(r"^time to BSP's final score [0-9.]+ .*?: (.*)$")
+_POLICIES = ("bsp", "ssp", "rog")
+
+
+class RunError(Exception):
+    pass
+
+
+def parse_run(text, where):
+    """One fmnist_sim output: {policy: {series, replicas, final, to_target}}."""
+    runs, policy = {}, None
+    for line in text.splitlines():
+        m = _POLICY.match(line)
+        if m:
+            policy = m.group(1)
+            runs[policy] = {"to_target": None}
+            continue
+        m = _SERIES.match(line)
+        if m and policy:
+            series = {}
+            for item in m.group(1).split(", "):
+                t, score = item.split(" s ")
+                series[float(t)] = float(score)
+            runs[policy]["series"] = series
+            continue
+        m = _END.match(line)
+        if m and policy:
+            runs[policy]["replicas"] = float(m.group(1))
+            runs[policy]["final"] = float(m.group(2))
+            continue
+        m = _TIME.match(line)
+        if m:
+            for p, t in re.findall(r"(bsp|ssp|rog) (not reached|[0-9.]+ s)", m.group(1)):
+                if p in runs:
+                    runs[p]["to_target"] = None if t == "not reached" else float(t[:-2])
+    for p, r in runs.items():
+        if "final" not in r or "series" not in r:
+            raise RunError(f"{where}: {p} has no score series or final score; is it "
+                           "fmnist_sim's whole output (did the run end)?")
+    if not runs:
+        raise RunError(f"{where}: no policy's row found; not an fmnist_sim output")
+    return runs
+
+
+def half_way(series):
+    """The score at the evaluation nearest half the run (the later on a tie)."""
+    end = max(series)
+    return series[min(series, key=lambda t: (abs(t - end / 2), -t))]
+
+
+def mean_se(xs):
+    n = len(xs)
+    if n == 0:
+        return float("nan"), float("nan")
+    m = sum(xs) / n
+    if n < 2:
+        return m, float("nan")
+    var = sum((x - m) ** 2 for x in xs) / (n - 1)
+    return m, math.sqrt(var / n)
+
+
+def sign_test(above, below):
+    """Two-sided exact binomial p-value of `above` against `below` (p = 1/2)."""
+    n = above + below
+    if n == 0:
+        return 1.0
+    k = min(above, below)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def fmt(m, se):
+    if math.isnan(m):
+        return "-"
+    text = f"{m:.1f}".replace("-0.0", "0.0")  # a mean that rounds to 0 has no sign
+    return text if math.isnan(se) else f"{text} ± {se:.1f}"
+
+
+def load_point(folder):
+    seeds = {}
+    for name in sorted(os.listdir(folder)):
+        m = re.fullmatch(r"seed([0-9]+)\.txt", name)
+        if m:
+            path = os.path.join(folder, name)
+            with open(path) as f:
+                seeds[int(m.group(1))] = parse_run(f.read(), path)
+    if not seeds:
+        raise RunError(f"{folder}: no seed<N>.txt files")
+    return seeds
+
+
+def policy_rows(seeds):
+    rows = []
+    for p in _POLICIES:
+        runs = [s[p] for s in seeds.values() if p in s]
+        if not runs:
+            continue
+        pts = lambda key: [100 * r[key] for r in runs]
+        change = [100 * (r["final"] - r["replicas"]) for r in runs]
+        reached = [r["to_target"] for r in runs if r["to_target"] is not None]
+        to_target = "not reached" if not reached else fmt(*mean_se(reached)) + " s"
+        rows.append(f"| {p.upper()} | {len(runs)} | {fmt(*mean_se([100 * half_way(r['series']) for r in runs]))} "
+                    f"| {fmt(*mean_se(pts('replicas')))} | {fmt(*mean_se(pts('final')))} "
+                    f"| {fmt(*mean_se(change))} (down in {sum(c < 0 for c in change)}) "
+                    f"| {to_target} ({len(reached)} reached) |")
+    return rows
+
+
+def paired_rows(seeds):
+    rows = []
+    for other in ("ssp", "bsp"):
+        for key, what in (("final", "rogd's model"), ("replicas", "replicas")):
+            d = [100 * (s["rog"][key] - s[other][key]) for s in seeds.values()
+                 if "rog" in s and other in s]
+            if not d:
+                continue
+            above, below = sum(x > 0 for x in d), sum(x < 0 for x in d)
+            rows.append(f"| ROG − {other.upper()}, {what} | {len(d)} | {fmt(*mean_se(d))} "
+                        f"| {above} / {below} | {sign_test(above, below):.3f} |")
+    return rows
+
+
+def point_table(name, seeds):
+    out = [f"## {name}", "",
+           "| policy | seeds | half way | end (replicas) | rogd's model after the final sync "
+           "| final sync's change | time to BSP's final |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    out += policy_rows(seeds)
+    paired = paired_rows(seeds)
+    if paired:
+        out += ["", "| paired by seed | seeds | mean difference ± SE (points) "
+                "| ROG above / below | sign test p |", "| --- | --- | --- | --- | --- |"]
+        out += paired
+    return out + [""]
+
+
+def main(argv):
+    if len(argv) < 2 or argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if len(argv) >= 2 else 2
+    root = argv[1]
+    if not os.path.isdir(root):
+        print(f"accuracy_table: {root} is not a folder; give the study's points folder", file=sys.stderr)
+        return 2
+    points = argv[2:] or sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+    lines = ["Accuracy in points (percent), mean ± standard error over seeds; the seeds",
+             "pair the policies (same data, batches and links).", ""]
+    try:
+        for p in points:
+            lines += point_table(p, load_point(os.path.join(root, p)))
+    except (RunError, OSError, ValueError) as e:
+        print(f"accuracy_table: {e}", file=sys.stderr)
+        return 1
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
