@@ -119,6 +119,15 @@ for p in "${list[@]}"; do
 done
 wait
 echo "accuracy_study: simulated in $(( $(date +%s) - started )) s"
+missing=0
+for p in "${list[@]}"; do
+  for s in $(seq 1 "$seeds"); do [ -f "$out/$p/seed$s.txt" ] || missing=$((missing + 1)); done
+done
+if [ "$missing" -gt 0 ]; then
+  echo "accuracy_study: $missing runs did not finish (their seed<N>.txt.tmp says why); run the" \
+    "same command again to retry them, the finished ones are kept" >&2
+  exit 1
+fi
 python3 tools/sim/accuracy_table.py "$out" "${list[@]}" > "$out/accuracy.md"
 cat "$out/accuracy.md"
 echo "accuracy_study: results in $out: accuracy.md, <point>/seed<N>.txt, <point>/command.txt"
