@@ -281,6 +281,9 @@ class Simulation {
   uint64_t next_seq_ = 0;
   double now_ = 0;
   double start_ = -1, end_ = kInf, stopped_at_ = 0;
+  // With a learning task: rogd's model when every worker had stopped, before
+  // the drain.
+  std::vector<float> stopped_model_;
   std::vector<pb::WorkerInfo> rogd_at_start_;
   absl::Status failure_;  // the first thing that went wrong
   SimReport report_;
@@ -887,6 +890,13 @@ void Simulation::Stop(size_t w) {
   s.phase = Phase::kStopped;
   if (!AllIn(Phase::kStopped)) return;
   stopped_at_ = now_;
+  if (cfg_.learning != nullptr) {
+    absl::StatusOr<ModelSnapshot> model = rogd_->Export();
+    if (model.ok()) {
+      stopped_model_ = model->values;
+      report_.stopped_score = cfg_.learning->Score(stopped_model_);
+    }
+  }
   for (size_t q = 0; q < workers_.size(); ++q) {
     workers_[q].phase = Phase::kFlushing;
     Touch(q);
@@ -914,7 +924,17 @@ void Simulation::Check() {
         std::max(report_.max_replica_error, MaxDifference(s.proto->replica(), global));
   }
   report_.max_residual = report_.max_replica_error;
-  if (cfg_.learning != nullptr) report_.final_score = cfg_.learning->Score(global);
+  if (cfg_.learning == nullptr) return;
+  report_.final_score = cfg_.learning->Score(global);
+  if (stopped_model_.size() == global.size()) {
+    // The drain's updates averaged over the workers instead of summed.
+    std::vector<float> averaged(global.size());
+    const double n = static_cast<double>(workers_.size());
+    for (size_t i = 0; i < global.size(); ++i) {
+      averaged[i] = static_cast<float>(stopped_model_[i] + (global[i] - stopped_model_[i]) / n);
+    }
+    report_.averaged_drain_score = cfg_.learning->Score(averaged);
+  }
 }
 
 void Simulation::Report() {

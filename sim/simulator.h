@@ -214,6 +214,12 @@ struct SimReport {
   // it with a lossless codec), -1 without a task.
   std::vector<SimScore> scores;
   double final_score = -1;
+  // rogd's model when every worker had stopped, before the drain; and that
+  // model plus the drain's updates averaged over the workers instead of
+  // summed (a diagnostic: what the final sync would leave if it averaged
+  // the updates held at the end). -1 without a task.
+  double stopped_score = -1;
+  double averaged_drain_score = -1;
 
   double iterations_per_second() const;  // mean per worker
   double stall_share() const;            // stall time / (workers × seconds)

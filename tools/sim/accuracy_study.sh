@@ -24,7 +24,7 @@
 # All 19 points x 16 seeds take many hours on 2 cores: choose --points.
 #
 # Usage: tools/sim/accuracy_study.sh [--out=DIR] [--seeds=N] [--points=P1,P2,...]
-#                                    [--jobs=J] [--cache_dir=DIR]
+#                                    [--jobs=J] [--cache_dir=DIR] [--sim_flags='...']
 #   --out        results folder (default: bench-results/accuracy-<time>)
 #   --seeds      seeds 1..N per point (default 16: resolves about a point
 #                of accuracy where a seed's standard deviation is ~4)
@@ -34,11 +34,15 @@
 #   --jobs       simulator processes at once (default: the number of cores)
 #   --cache_dir  the pretrained models' cache (default ~/.cache/rog, the
 #                benchmark's)
+#   --sim_flags  more fmnist_sim flags for every run, after the point's
+#                (an A/B arm, e.g. --sim_flags=--share_in_background=false);
+#                recorded in each point's command.txt. Give each arm its
+#                own --out: seeds already there are not run again
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 out="bench-results/accuracy-$(date +%Y%m%d-%H%M%S)" seeds=16 points="paper,regime" jobs=$(nproc)
-cache="$HOME/.cache/rog"
+cache="$HOME/.cache/rog" sim_flags=""
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 for a in "$@"; do
   case "$a" in
@@ -47,6 +51,7 @@ for a in "$@"; do
     --points=*) points="${a#*=}" ;;
     --jobs=*) jobs="${a#*=}" ;;
     --cache_dir=*) cache="${a#*=}" ;;
+    --sim_flags=*) sim_flags="${a#*=}" ;;
     -h|--help) usage; exit 0 ;;
     *) echo "accuracy_study: unknown argument $a (see --help)" >&2; exit 2 ;;
   esac
@@ -104,7 +109,7 @@ started=$(date +%s)
 echo "accuracy_study: ${#list[@]} points x $seeds seeds, $jobs at once; results in $out"
 for p in "${list[@]}"; do
   mkdir -p "$out/$p"
-  flags=$(point_flags "$p")
+  flags="$(point_flags "$p") $sim_flags"
   echo "$bin/fmnist_sim --cache_dir=CACHE --traces=$traces --staleness=4 --patience=0 --compute_jitter=0 --link_delay=0.005 $flags --seed=N" \
     > "$out/$p/command.txt"
   for s in $(seq 1 "$seeds"); do

@@ -437,6 +437,10 @@ void PrintScores(const rog::SimReport& r) {
       "       score at the end of training %.4f (mean of the replicas), after the drain %.4f "
       "(rogd's model)\n",
       r.team_score(r.seconds), r.final_score);
+  std::printf(
+      "       rogd's model when training stopped %.4f; with the drain's updates averaged over the "
+      "workers instead of summed %.4f\n",
+      r.stopped_score, r.averaged_drain_score);
 }
 
 // The first score time at which the team's mean reached `target` (-1:
