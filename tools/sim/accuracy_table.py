@@ -10,19 +10,32 @@ paired by seed: the mean difference of rogd's final model with its standard
 error, how many seeds ROG is above and below, and the two-sided sign test's
 p-value (ties left out). Accuracy is in points (percent).
 
+Where the outputs have them (fmnist_sim since 1070c2a), the table adds
+rogd's model when training stopped, before the drain, and that model plus the
+drain's updates averaged over the workers instead of summed.
+
+With --ab, two studies of the same points and seeds are compared as an A/B:
+per point and policy, ARM minus BASE paired by seed (rogd's final model,
+the replicas, the model when training stopped) with the sign test, and
+the ratio of iterations per second.
+
 Usage: tools/sim/accuracy_table.py POINTS_DIR [POINT ...]
-  (every point folder in POINTS_DIR, sorted, when no POINT is given)
+       tools/sim/accuracy_table.py --ab BASE_DIR ARM_DIR [POINT ...]
+  (every point folder in the (first) folder, sorted, when no POINT is given)
 """
 import math
 import os
 import re
 import sys
 
-_POLICY = re.compile(r"^(bsp|ssp|rog)\s+[0-9.]+\s")
+_POLICY = re.compile(r"^(bsp|ssp|rog)\s+([0-9.]+)\s")
 _SERIES = re.compile(r"^\s+score, team mean: (.*)$")
 _END = re.compile(
     r"^\s+score at the end of training ([0-9.]+) \(mean of the replicas\), "
     r"after the drain ([0-9.]+) \(rogd's model\)")
+_STOPPED = re.compile(
+    r"^\s+rogd's model when training stopped ([0-9.]+); with the drain's updates averaged "
+    r"over the workers instead of summed ([0-9.]+)")
 _TIME = re.compile(r"^time to BSP's final score [0-9.]+ .*?: (.*)$")
 _POLICIES = ("bsp", "ssp", "rog")
 
@@ -38,7 +51,7 @@ def parse_run(text, where):
         m = _POLICY.match(line)
         if m:
             policy = m.group(1)
-            runs[policy] = {"to_target": None}
+            runs[policy] = {"to_target": None, "its": float(m.group(2))}
             continue
         m = _SERIES.match(line)
         if m and policy:
@@ -52,6 +65,11 @@ def parse_run(text, where):
         if m and policy:
             runs[policy]["replicas"] = float(m.group(1))
             runs[policy]["final"] = float(m.group(2))
+            continue
+        m = _STOPPED.match(line)
+        if m and policy:
+            runs[policy]["stopped"] = float(m.group(1))
+            runs[policy]["averaged"] = float(m.group(2))
             continue
         m = _TIME.match(line)
         if m:
@@ -114,8 +132,12 @@ def load_point(folder):
     return seeds
 
 
+def has_stopped(seeds):
+    return all("stopped" in r for s in seeds.values() for r in s.values())
+
+
 def policy_rows(seeds):
-    rows = []
+    rows, stopped = [], has_stopped(seeds)
     for p in _POLICIES:
         runs = [s[p] for s in seeds.values() if p in s]
         if not runs:
@@ -127,7 +149,9 @@ def policy_rows(seeds):
         rows.append(f"| {p.upper()} | {len(runs)} | {fmt(*mean_se([100 * half_way(r['series']) for r in runs]))} "
                     f"| {fmt(*mean_se(pts('replicas')))} | {fmt(*mean_se(pts('final')))} "
                     f"| {fmt(*mean_se(change))} (down in {sum(c < 0 for c in change)}) "
-                    f"| {to_target} ({len(reached)} reached) |")
+                    f"| {to_target} ({len(reached)} reached) |"
+                    + (f" {fmt(*mean_se(pts('stopped')))} | {fmt(*mean_se(pts('averaged')))} |"
+                       if stopped else ""))
     return rows
 
 
@@ -146,10 +170,12 @@ def paired_rows(seeds):
 
 
 def point_table(name, seeds):
+    extra = has_stopped(seeds)
     out = [f"## {name}", "",
            "| policy | seeds | half way | end (replicas) | rogd's model after the final sync "
-           "| final sync's change | time to BSP's final |",
-           "| --- | --- | --- | --- | --- | --- | --- |"]
+           "| final sync's change | time to BSP's final |"
+           + (" rogd's model when training stopped | with the drain averaged |" if extra else ""),
+           "| --- | --- | --- | --- | --- | --- | --- |" + (" --- | --- |" if extra else "")]
     out += policy_rows(seeds)
     paired = paired_rows(seeds)
     if paired:
@@ -159,10 +185,61 @@ def point_table(name, seeds):
     return out + [""]
 
 
+def paired(base, arm, policy, key):
+    """ARM - BASE in points for `key`, over the seeds both have."""
+    return [100 * (arm[s][policy][key] - base[s][policy][key]) for s in sorted(base)
+            if s in arm and policy in base[s] and policy in arm[s]
+            and key in base[s][policy] and key in arm[s][policy]]
+
+
+def ab_table(name, base, arm):
+    out = [f"## {name}: arm − base", "",
+           "| policy | what | seeds | mean difference ± SE (points) | arm above / below | sign test p |",
+           "| --- | --- | --- | --- | --- | --- |"]
+    for p in _POLICIES:
+        for key, what in (("final", "rogd's model after the final sync"),
+                          ("replicas", "replicas at the end"),
+                          ("stopped", "rogd's model when training stopped")):
+            d = paired(base, arm, p, key)
+            if not d:
+                continue
+            above, below = sum(x > 0 for x in d), sum(x < 0 for x in d)
+            out.append(f"| {p.upper()} | {what} | {len(d)} | {fmt(*mean_se(d))} | {above} / {below} "
+                       f"| {sign_test(above, below):.3f} |")
+        ratios = [arm[s][p]["its"] / base[s][p]["its"] for s in sorted(base)
+                  if s in arm and p in base[s] and p in arm[s] and base[s][p]["its"] > 0]
+        if ratios:
+            m, se = mean_se(ratios)
+            out.append(f"| {p.upper()} | iterations/s, arm / base | {len(ratios)} | "
+                       f"{m:.3f}" + ("" if math.isnan(se) else f" ± {se:.3f}") + " | | |")
+    return out + [""]
+
+
+def main_ab(argv):
+    if len(argv) < 2 or not all(os.path.isdir(d) for d in argv[:2]):
+        print("accuracy_table: --ab needs two study folders, BASE_DIR and ARM_DIR", file=sys.stderr)
+        return 2
+    base_root, arm_root = argv[:2]
+    points = argv[2:] or sorted(d for d in os.listdir(base_root)
+                                if os.path.isdir(os.path.join(base_root, d)))
+    lines = [f"A/B in points (percent): arm {arm_root} minus base {base_root}, paired by seed.", ""]
+    try:
+        for p in points:
+            lines += ab_table(p, load_point(os.path.join(base_root, p)),
+                              load_point(os.path.join(arm_root, p)))
+    except (RunError, OSError, ValueError) as e:
+        print(f"accuracy_table: {e}", file=sys.stderr)
+        return 1
+    print("\n".join(lines))
+    return 0
+
+
 def main(argv):
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
         print(__doc__.strip())
         return 0 if len(argv) >= 2 else 2
+    if argv[1] == "--ab":
+        return main_ab(argv[2:])
     root = argv[1]
     if not os.path.isdir(root):
         print(f"accuracy_table: {root} is not a folder; give the study's points folder", file=sys.stderr)
