@@ -497,6 +497,9 @@ bool WorkerProtocol::FillUpdates(SentBatch* sent, std::string* payload) {
   sent->kind = pb::BATCH_KIND_UPDATE;
   for (RowId row : sent->rows) {
     const uint32_t numel = layout_.row(row).numel;
+    if (opt_.damp_team > 1 && state_.unpushed(row) > 1) {
+      state_.Damp(row, static_cast<float>(HeldUpdateKeep(state_.unpushed(row), opt_.damp_team)));
+    }
     const size_t at = sent->decoded.size();
     sent->decoded.resize(at + numel);
     sent->counts.push_back(state_.TakeUplink(row, terms_.codec, payload,

@@ -83,6 +83,9 @@ struct ProtocolOptions {
   // (docs/design.md, "Pacing"). The simulator's --send_whole_when_it_fits;
   // not a WorkerOptions field.
   bool send_whole_when_it_fits = false;
+  // Experiment (issue 58): damp held updates (common/selection.h's
+  // HeldUpdateKeep) in a team of this many workers; 0: off.
+  size_t damp_team = 0;
 };
 
 class WorkerProtocol {

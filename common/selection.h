@@ -53,6 +53,16 @@ inline bool DownlinkMandatory(uint64_t copy_min, uint64_t iteration, uint32_t bo
   return copy_min + bound < iteration + 1;
 }
 
+// Experiment (issue 58): the share of a row's accumulator a worker pushes
+// when it covers `iterations` iterations in a team of `team` workers,
+// 1 / (1 + (team - 1)(k - 1)/k): the first iteration summed, the rest
+// averaged. 1 for k <= 1 or team <= 1.
+inline double HeldUpdateKeep(uint64_t iterations, size_t team) {
+  if (iterations <= 1 || team <= 1) return 1.0;
+  const double k = static_cast<double>(iterations);
+  return 1.0 / (1.0 + static_cast<double>(team - 1) * (k - 1) / k);
+}
+
 struct Selection {
   std::vector<RowCandidate> order;  // mandatory first, then importance, descending
   size_t mandatory = 0;             // order[0, mandatory) are mandatory

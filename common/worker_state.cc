@@ -48,6 +48,17 @@ uint32_t WorkerState::TakeUplink(RowId row, Codec codec, std::string* payload,
   return static_cast<uint32_t>(count);
 }
 
+void WorkerState::Damp(RowId row, float keep) {
+  const RowInfo& r = layout_->row(row);
+  float* acc = accumulator_.data() + r.offset;
+  float* rep = replica_.data() + r.offset;
+  for (uint32_t i = 0; i < r.numel; ++i) {
+    const float kept = acc[i] * keep;
+    rep[i] -= acc[i] - kept;
+    acc[i] = kept;
+  }
+}
+
 void WorkerState::ApplyDownlink(RowId row, absl::Span<const float> decoded, uint64_t min_version) {
   const RowInfo& r = layout_->row(row);
   assert(decoded.size() == r.numel);

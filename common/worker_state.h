@@ -51,6 +51,11 @@ class WorkerState {
   // residual worth sending.
   uint32_t TakeUplink(RowId row, Codec codec, std::string* payload, absl::Span<float> decoded);
 
+  // Keeps `keep` (in (0, 1]) of the row's accumulator and removes the rest
+  // from the replica too, so that the replica stays the rows rogd holds
+  // plus what this worker has not pushed: the part removed is never pushed.
+  void Damp(RowId row, float keep);
+
   // Applies a downlink update of `row` (other workers' updates) and records
   // the lowest version of other workers it now holds.
   void ApplyDownlink(RowId row, absl::Span<const float> decoded, uint64_t min_version);

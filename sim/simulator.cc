@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <limits>
 #include <memory>
@@ -256,6 +258,7 @@ class Simulation {
   void TryBegin(size_t w);
   void CheckBound(size_t w);
   void ScoreReplicas(double time);
+  void DrainDiagnostic(const std::vector<float>& global);
   void OnComputeDone(size_t w);
   void MakeUpdate(size_t w);
   bool PushEnds(SimWorker& s);
@@ -397,6 +400,7 @@ void Simulation::Setup() {
     po.replay_buffer_bytes = 0;
     po.return_after_share = cfg_.return_after_share;
     po.share_in_background = cfg_.share_in_background;
+    po.damp_team = cfg_.damp_team;
     po.clock = clock_;
     po.send_whole_when_it_fits = cfg_.send_whole_when_it_fits;
     s.proto = std::make_unique<WorkerProtocol>(std::move(po), layout_, initial_);
@@ -934,6 +938,31 @@ void Simulation::Check() {
       averaged[i] = static_cast<float>(stopped_model_[i] + (global[i] - stopped_model_[i]) / n);
     }
     report_.averaged_drain_score = cfg_.learning->Score(averaged);
+    if (std::getenv("ROG_SIM_DRAIN_DIAG") != nullptr) DrainDiagnostic(global);
+  }
+}
+
+// Experiment (issue 58, not for main): where the drain's effect comes from.
+void Simulation::DrainDiagnostic(const std::vector<float>& global) {
+  std::vector<float> m(global.size());
+  for (double f : {0.5, 1.5, 2.0}) {
+    for (size_t i = 0; i < m.size(); ++i) m[i] = static_cast<float>(stopped_model_[i] + f * (global[i] - stopped_model_[i]));
+    std::fprintf(stderr, "drain-diag scale %.2f: %.4f\n", f, cfg_.learning->Score(m));
+  }
+  for (size_t t = 0; t < layout_.tensors().size(); ++t) {
+    m = stopped_model_;
+    double dn = 0, gn = 0;
+    for (RowId r = 0; r < layout_.num_rows(); ++r) {
+      const RowInfo& ri = layout_.row(r);
+      if (ri.tensor != t) continue;
+      for (uint64_t i = ri.offset; i < ri.offset + ri.numel; ++i) {
+        m[i] = global[i];
+        dn += double(global[i] - stopped_model_[i]) * (global[i] - stopped_model_[i]);
+        gn += double(stopped_model_[i] - initial_[i]) * (stopped_model_[i] - initial_[i]);
+      }
+    }
+    std::fprintf(stderr, "drain-diag tensor %s: |drain| %.4g |trained| %.4g score %.4f\n",
+                 layout_.tensors()[t].name.c_str(), std::sqrt(dn), std::sqrt(gn), cfg_.learning->Score(m));
   }
 }
 

@@ -67,6 +67,8 @@ ABSL_FLAG(double, batch_seconds, rog::kDefaultBatchSeconds,
 ABSL_FLAG(bool, return_after_share, true,
           "ROG: EndIteration returns once the MTA share is on its way; the rest of the window "
           "streams in the background (the SDK's ProtocolOptions::return_after_share)");
+ABSL_FLAG(bool, damp_held_updates, false,
+          "Experiment (issue 58): damp held updates (common/selection.h's HeldUpdateKeep)");
 ABSL_FLAG(bool, share_in_background, true,
           "ROG, with --return_after_share: the MTA share streams in the background too, so "
           "EndIteration waits for the mandatory rows alone (the SDK's "
@@ -275,6 +277,7 @@ absl::StatusOr<rog::SimConfig> ConfigFromFlags(rog::Codec codec,
   base.send_whole_when_it_fits = base.engine.send_whole_when_it_fits;
   base.return_after_share = absl::GetFlag(FLAGS_return_after_share);
   base.share_in_background = absl::GetFlag(FLAGS_share_in_background);
+  if (absl::GetFlag(FLAGS_damp_held_updates)) base.damp_team = absl::GetFlag(FLAGS_workers);
   base.workers = absl::GetFlag(FLAGS_workers);
   base.seconds = absl::GetFlag(FLAGS_seconds);
   base.seed = absl::GetFlag(FLAGS_seed);
