@@ -1,6 +1,8 @@
 // tools/bench.sh's figures from hand-made records: every figure of
 // summary.md is checked against a value worked out by hand.
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <tuple>
 
@@ -9,6 +11,7 @@
 #include "common/trace.h"
 #include "tools/bench/figures.h"
 #include "tools/bench/patience_study.h"
+#include "tools/bench/power_model.h"
 #include "tools/bench/records.h"
 #include "tools/bench/relay_log.h"
 #include "tools/bench/repeats.h"
@@ -664,6 +667,94 @@ TEST_CASE("the summary over repeats takes ratios within each repeat and checks t
   const std::string fixed_md = RepeatsMarkdown(reps, settings, goals, "P", "");
   INFO(fixed_md);
   CHECK(fixed_md.find("upper bound") == std::string::npos);
+}
+
+// A power model with round figures for the energy tests: compute 8 W,
+// transmit 4 W, stall 2 W, detached and other 1 W.
+PowerModel TestPowerModel() {
+  auto m = ParsePowerModel(
+      "# a comment\n\ncompute 8\ntransmit 4  # trailing comment\nstall 2\ndetached 1\nother 1\n",
+      "test");
+  REQUIRE(m.ok());
+  return *m;
+}
+
+TEST_CASE("the power model is read from its text, every state once", "[bench]") {
+  const PowerModel m = TestPowerModel();
+  CHECK(m.compute_w == 8);
+  CHECK(m.transmit_w == 4);
+  CHECK(m.stall_w == 2);
+  CHECK(m.detached_w == 1);
+  CHECK(m.other_w == 1);
+  CHECK(PowerModelLine(m) == "compute 8 W, transmit 4 W, stall 2 W, detached 1 W, other 1 W");
+  const auto error = [](const std::string& text) {
+    auto bad = ParsePowerModel(text, "p.txt");
+    REQUIRE_FALSE(bad.ok());
+    return std::string(bad.status().message());
+  };
+  const std::string rest = "transmit 4\nstall 2\ndetached 1\nother 1\n";
+  CHECK(error(rest) == "p.txt: no line for compute");
+  CHECK(error("compute 8\n" + rest + "compute 9\n") == "p.txt line 6: compute given twice");
+  CHECK(error("compute x\n" + rest) == "p.txt line 1: 'x' is not a power in watts");
+  CHECK(error("compute -1\n" + rest) == "p.txt line 1: '-1' is not a power in watts");
+  CHECK(error("compute 8 W\n" + rest) == "p.txt line 1: expected 'STATE WATTS'");
+  CHECK(error("radio 8\n" + rest).find("p.txt line 1: unknown state 'radio'") == 0);
+  // The shipped model (bench_report's default --power_model) parses, with
+  // the figures docs/benchmarking.md states.
+  std::ifstream in("tools/bench/power_model.txt");
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto shipped = ParsePowerModel(text.str(), "tools/bench/power_model.txt");
+  REQUIRE(shipped.ok());
+  CHECK(PowerModelLine(*shipped) ==
+        "compute 10.8 W, transmit 4.1 W, stall 2.8 W, detached 2.8 W, other 2.8 W");
+}
+
+// A robot of 10 iterations of 1 s each (its span 0 to 10 s): compute 0.5 s,
+// transmit 0.5 s less its stall; the team's accuracy reaches `mid` at 10 s.
+RobotRun EnergyRobot(double stall, double mid) {
+  RobotRun r;
+  r.id = "robot1";
+  for (int i = 1; i <= 10; ++i) r.iters.push_back(Iter(i, stall, 0.5, 0.5 - stall, 1100, 1000));
+  r.acc = {{0, 0, 0, 0.2}, {0, 10, 5, mid}, {0, 20, 10, 0.75}};
+  return r;
+}
+
+TEST_CASE("energy to target is modelled from the time shares, per robot and per policy",
+          "[bench]") {
+  const PowerModel m = TestPowerModel();
+  // Target 0.6 (--target). BSP: stall 0.25, so compute 0.5, transmit 0.25,
+  // stall 0.25 of its span: 0.5 x 8 + 0.25 x 4 + 0.25 x 2 = 5.5 W; its curve
+  // (0 s 0.2, 10 s 0.6) reaches 0.6 at 10 s: 5.5 W x 10 s = 55 J.
+  const PolicyFigures bsp = CombinePolicy("bsp", {EnergyRobot(0.25, 0.6)});
+  // SSP's curve tops out at 0.5: not reached.
+  const PolicyFigures ssp = CombinePolicy("ssp", {EnergyRobot(0.1, 0.5)});
+  // ROG: two robots of equal spans, stall 0.05 (0.5 x 8 + 0.45 x 4 +
+  // 0.05 x 2 = 5.9 W) and 0.15 (4 + 0.35 x 4 + 0.15 x 2 = 5.7 W); the team's
+  // shares 0.5, 0.4, 0.1: 4 + 1.6 + 0.2 = 5.8 W. Curve (0 s 0.2, 10 s 0.7)
+  // reaches 0.6 at 10 x 0.4 / 0.5 = 8 s: the team 5.8 x 8 = 46.4 J, the
+  // robots 47.2 J and 45.6 J.
+  RobotRun rog2 = EnergyRobot(0.15, 0.7);
+  rog2.id = "robot2";
+  const PolicyFigures rog = CombinePolicy("rog", {EnergyRobot(0.05, 0.7), rog2});
+  const std::optional<double> target = 0.6;
+  CHECK(MeanWatts(m, 0.5, 0.25, 0.25, 0) == Approx(5.5));
+  CHECK(MeanWatts(m, 0.5, 0.25, 0, 0) == Approx(4 + 1 + 0.25));  // the rest at other's 1 W
+  REQUIRE(EnergyToTarget(bsp, m, target));
+  CHECK(EnergyToTarget(bsp, m, target)->team == Approx(55));
+  CHECK_FALSE(EnergyToTarget(ssp, m, target));
+  CHECK_FALSE(EnergyToTarget(bsp, m, std::nullopt));
+  const std::optional<PolicyEnergy> e = EnergyToTarget(rog, m, target);
+  REQUIRE(e);
+  CHECK(e->team == Approx(46.4));
+  CHECK(e->min == Approx(45.6));
+  CHECK(e->max == Approx(47.2));
+  // ROG over the best baseline that reached the target (BSP): 46.4 / 55.
+  const std::optional<EnergyRatio> ratio = RogEnergyRatio({bsp, ssp, rog}, m, target);
+  REQUIRE(ratio);
+  CHECK(ratio->best == "bsp");
+  CHECK(ratio->ratio == Approx(46.4 / 55));
 }
 
 TEST_CASE("overshoot is reported per window length", "[bench]") {
