@@ -755,6 +755,37 @@ TEST_CASE("energy to target is modelled from the time shares, per robot and per 
   REQUIRE(ratio);
   CHECK(ratio->best == "bsp");
   CHECK(ratio->ratio == Approx(46.4 / 55));
+
+  BenchSettings s;
+  s.target = 0.6;
+  s.power = m;
+  const std::string md = SummaryMarkdown({bsp, ssp, rog}, s, "");
+  INFO(md);
+  CHECK(md.find("Energy to target (**modelled, not measured**") != std::string::npos);
+  CHECK(md.find("**ROG/best baseline 0.84×** (against BSP; BSP 55 J, SSP(4) not reached, ROG(4) "
+                "46 J per robot)") != std::string::npos);
+  CHECK(md.find("| 10 s | 55 J | 0.7500") != std::string::npos);
+  CHECK(md.find("| not reached | not reached | 0.7500") != std::string::npos);
+  CHECK(md.find("| 8 s | 46 J (46–47 J) | 0.7500") != std::string::npos);
+  CHECK(md.find("- power model (energy, modelled): compute 8 W, transmit 4 W") !=
+        std::string::npos);
+
+  // Nobody reaches 0.8: every energy "not reached", no ratio.
+  s.target = 0.8;
+  const std::string none = SummaryMarkdown({bsp, ssp, rog}, s, "");
+  INFO(none);
+  CHECK(none.find("**ROG/best baseline n/a** (BSP not reached, SSP(4) not reached, ROG(4) not "
+                  "reached per robot)") != std::string::npos);
+  // A policy missing (no ROG run): the baselines' energies, no ratio.
+  s.target = 0.6;
+  CHECK(SummaryMarkdown({bsp, ssp}, s, "")
+            .find("**ROG/best baseline n/a** (BSP 55 J, SSP(4) not "
+                  "reached per robot)") != std::string::npos);
+  // Without a power model: no energy paragraph, "–" in the column.
+  s.power.reset();
+  const std::string off = SummaryMarkdown({bsp, ssp, rog}, s, "");
+  CHECK(off.find("modelled, not measured") == std::string::npos);
+  CHECK(off.find("| 10 s | – | 0.7500") != std::string::npos);
 }
 
 TEST_CASE("overshoot is reported per window length", "[bench]") {
