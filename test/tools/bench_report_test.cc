@@ -788,6 +788,50 @@ TEST_CASE("energy to target is modelled from the time shares, per robot and per 
   CHECK(off.find("| 10 s | – | 0.7500") != std::string::npos);
 }
 
+TEST_CASE("the summary over repeats gives the modelled energy and ROG's ratio per repeat",
+          "[bench]") {
+  // Policies made by hand: their shares and curve; no robots, so the range
+  // is the team's figure. Target: each repeat's BSP final accuracy, 0.70.
+  auto policy = [](const char* name, double compute, double transmit, double stall,
+                   std::vector<std::pair<double, double>> curve) {
+    PolicyFigures p;
+    p.policy = name;
+    p.iterations_per_s = 1;
+    p.compute_share = compute;
+    p.transmit_share = transmit;
+    p.stall_share = stall;
+    p.team_accuracy = std::move(curve);
+    p.final_accuracy = 0.70;
+    return p;
+  };
+  // Repeat 1: BSP 5.5 W (0.5 x 8 + 0.25 x 4 + 0.25 x 2) x 100 s = 550 J;
+  // SSP 5.8 W (4 + 1.6 + 0.2) x 50 s = 290 J; ROG 5.8 W (0.6 x 8 + 0.1 x 4 +
+  // 0.3 x 2) x 40 s = 232 J, 232 / 290 = 0.80 of the best baseline (SSP).
+  // Repeat 2: the same, but ROG never reaches 0.70.
+  const std::vector<PolicyFigures> rep1 = {policy("bsp", 0.5, 0.25, 0.25, {{0, 0.5}, {100, 0.70}}),
+                                           policy("ssp", 0.5, 0.4, 0.1, {{0, 0.5}, {50, 0.70}}),
+                                           policy("rog", 0.6, 0.1, 0.3, {{0, 0.5}, {40, 0.70}})};
+  std::vector<PolicyFigures> rep2 = rep1;
+  rep2[2].team_accuracy = {{0, 0.5}, {100, 0.6}};
+  BenchSettings s;
+  s.power = TestPowerModel();
+  const std::string md = RepeatsMarkdown({rep1, rep2}, s, RepeatGoals(), "P", "");
+  INFO(md);
+  CHECK(md.find("Energy to BSP's final accuracy per robot (**modelled, not measured**") !=
+        std::string::npos);
+  CHECK(md.find("**ROG/best baseline 0.80×**") != std::string::npos);
+  CHECK(md.find("| final accuracy | energy to target per robot (modelled) |") != std::string::npos);
+  CHECK(md.find("| 0.7000 | 550 J |") != std::string::npos);
+  CHECK(md.find("| 0.7000 | 290 J |") != std::string::npos);
+  CHECK(md.find("| 0.7000 | 232 J; not reached in 1 of 2 |") != std::string::npos);
+  CHECK(md.find("- power model (energy, modelled): compute 8 W") != std::string::npos);
+  // Without a power model: "–" and no headline.
+  s.power.reset();
+  const std::string off = RepeatsMarkdown({rep1, rep2}, s, RepeatGoals(), "P", "");
+  CHECK(off.find("modelled, not measured") == std::string::npos);
+  CHECK(off.find("| 0.7000 | – |") != std::string::npos);
+}
+
 TEST_CASE("overshoot is reported per window length", "[bench]") {
   // Windows of 30 ms, 100 ms (two) and 3 s; the 3 s one overshoots 600 ms.
   auto pushes = ParsePushCsv(
