@@ -1,6 +1,8 @@
 // tools/bench.sh's figures from hand-made records: every figure of
 // summary.md is checked against a value worked out by hand.
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <tuple>
 
@@ -9,6 +11,7 @@
 #include "common/trace.h"
 #include "tools/bench/figures.h"
 #include "tools/bench/patience_study.h"
+#include "tools/bench/power_model.h"
 #include "tools/bench/records.h"
 #include "tools/bench/relay_log.h"
 #include "tools/bench/repeats.h"
@@ -664,6 +667,169 @@ TEST_CASE("the summary over repeats takes ratios within each repeat and checks t
   const std::string fixed_md = RepeatsMarkdown(reps, settings, goals, "P", "");
   INFO(fixed_md);
   CHECK(fixed_md.find("upper bound") == std::string::npos);
+}
+
+// A power model with round figures for the energy tests: compute 8 W,
+// transmit 4 W, stall 2 W, detached and other 1 W.
+PowerModel TestPowerModel() {
+  auto m = ParsePowerModel(
+      "# a comment\n\ncompute 8\ntransmit 4  # trailing comment\nstall 2\ndetached 1\nother 1\n",
+      "test");
+  REQUIRE(m.ok());
+  return *m;
+}
+
+TEST_CASE("the power model is read from its text, every state once", "[bench]") {
+  const PowerModel m = TestPowerModel();
+  CHECK(m.compute_w == 8);
+  CHECK(m.transmit_w == 4);
+  CHECK(m.stall_w == 2);
+  CHECK(m.detached_w == 1);
+  CHECK(m.other_w == 1);
+  CHECK(PowerModelLine(m) == "compute 8 W, transmit 4 W, stall 2 W, detached 1 W, other 1 W");
+  const auto error = [](const std::string& text) {
+    auto bad = ParsePowerModel(text, "p.txt");
+    REQUIRE_FALSE(bad.ok());
+    return std::string(bad.status().message());
+  };
+  const std::string rest = "transmit 4\nstall 2\ndetached 1\nother 1\n";
+  CHECK(error(rest) == "p.txt: no line for compute");
+  CHECK(error("compute 8\n" + rest + "compute 9\n") == "p.txt line 6: compute given twice");
+  CHECK(error("compute x\n" + rest) == "p.txt line 1: 'x' is not a power in watts");
+  CHECK(error("compute -1\n" + rest) == "p.txt line 1: '-1' is not a power in watts");
+  CHECK(error("compute 8 W\n" + rest) == "p.txt line 1: expected 'STATE WATTS'");
+  CHECK(error("radio 8\n" + rest).find("p.txt line 1: unknown state 'radio'") == 0);
+  // The shipped model (bench_report's default --power_model) parses, with
+  // the figures docs/benchmarking.md states.
+  std::ifstream in("tools/bench/power_model.txt");
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto shipped = ParsePowerModel(text.str(), "tools/bench/power_model.txt");
+  REQUIRE(shipped.ok());
+  CHECK(PowerModelLine(*shipped) ==
+        "compute 10.8 W, transmit 4.1 W, stall 2.8 W, detached 2.8 W, other 2.8 W");
+}
+
+// A robot of 10 iterations of 1 s each (its span 0 to 10 s): compute 0.5 s,
+// transmit 0.5 s less its stall; the team's accuracy reaches `mid` at 10 s.
+RobotRun EnergyRobot(double stall, double mid) {
+  RobotRun r;
+  r.id = "robot1";
+  for (int i = 1; i <= 10; ++i) r.iters.push_back(Iter(i, stall, 0.5, 0.5 - stall, 1100, 1000));
+  r.acc = {{0, 0, 0, 0.2}, {0, 10, 5, mid}, {0, 20, 10, 0.75}};
+  return r;
+}
+
+TEST_CASE("energy to target is modelled from the time shares, per robot and per policy",
+          "[bench]") {
+  const PowerModel m = TestPowerModel();
+  // Target 0.6 (--target). BSP: stall 0.25, so compute 0.5, transmit 0.25,
+  // stall 0.25 of its span: 0.5 x 8 + 0.25 x 4 + 0.25 x 2 = 5.5 W; its curve
+  // (0 s 0.2, 10 s 0.6) reaches 0.6 at 10 s: 5.5 W x 10 s = 55 J.
+  const PolicyFigures bsp = CombinePolicy("bsp", {EnergyRobot(0.25, 0.6)});
+  // SSP's curve tops out at 0.5: not reached.
+  const PolicyFigures ssp = CombinePolicy("ssp", {EnergyRobot(0.1, 0.5)});
+  // ROG: two robots of equal spans, stall 0.05 (0.5 x 8 + 0.45 x 4 +
+  // 0.05 x 2 = 5.9 W) and 0.15 (4 + 0.35 x 4 + 0.15 x 2 = 5.7 W); the team's
+  // shares 0.5, 0.4, 0.1: 4 + 1.6 + 0.2 = 5.8 W. Curve (0 s 0.2, 10 s 0.7)
+  // reaches 0.6 at 10 x 0.4 / 0.5 = 8 s: the team 5.8 x 8 = 46.4 J, the
+  // robots 47.2 J and 45.6 J.
+  RobotRun rog2 = EnergyRobot(0.15, 0.7);
+  rog2.id = "robot2";
+  const PolicyFigures rog = CombinePolicy("rog", {EnergyRobot(0.05, 0.7), rog2});
+  const std::optional<double> target = 0.6;
+  CHECK(MeanWatts(m, 0.5, 0.25, 0.25, 0) == Approx(5.5));
+  CHECK(MeanWatts(m, 0.5, 0.25, 0, 0) == Approx(4 + 1 + 0.25));  // the rest at other's 1 W
+  REQUIRE(EnergyToTarget(bsp, m, target));
+  CHECK(EnergyToTarget(bsp, m, target)->team == Approx(55));
+  CHECK_FALSE(EnergyToTarget(ssp, m, target));
+  CHECK_FALSE(EnergyToTarget(bsp, m, std::nullopt));
+  const std::optional<PolicyEnergy> e = EnergyToTarget(rog, m, target);
+  REQUIRE(e);
+  CHECK(e->team == Approx(46.4));
+  CHECK(e->min == Approx(45.6));
+  CHECK(e->max == Approx(47.2));
+  // ROG over the best baseline that reached the target (BSP): 46.4 / 55.
+  const std::optional<EnergyRatio> ratio = RogEnergyRatio({bsp, ssp, rog}, m, target);
+  REQUIRE(ratio);
+  CHECK(ratio->best == "bsp");
+  CHECK(ratio->ratio == Approx(46.4 / 55));
+
+  BenchSettings s;
+  s.target = 0.6;
+  s.power = m;
+  const std::string md = SummaryMarkdown({bsp, ssp, rog}, s, "");
+  INFO(md);
+  CHECK(md.find("Energy to target (**modelled, not measured**") != std::string::npos);
+  CHECK(md.find("**ROG/best baseline 0.84×** (against BSP; BSP 55 J, SSP(4) not reached, ROG(4) "
+                "46 J per robot)") != std::string::npos);
+  CHECK(md.find("| 10 s | 55 J | 0.7500") != std::string::npos);
+  CHECK(md.find("| not reached | not reached | 0.7500") != std::string::npos);
+  CHECK(md.find("| 8 s | 46 J (46–47 J) | 0.7500") != std::string::npos);
+  CHECK(md.find("- power model (energy, modelled): compute 8 W, transmit 4 W") !=
+        std::string::npos);
+
+  // Nobody reaches 0.8: every energy "not reached", no ratio.
+  s.target = 0.8;
+  const std::string none = SummaryMarkdown({bsp, ssp, rog}, s, "");
+  INFO(none);
+  CHECK(none.find("**ROG/best baseline n/a** (BSP not reached, SSP(4) not reached, ROG(4) not "
+                  "reached per robot)") != std::string::npos);
+  // A policy missing (no ROG run): the baselines' energies, no ratio.
+  s.target = 0.6;
+  CHECK(SummaryMarkdown({bsp, ssp}, s, "")
+            .find("**ROG/best baseline n/a** (BSP 55 J, SSP(4) not "
+                  "reached per robot)") != std::string::npos);
+  // Without a power model: no energy paragraph, "–" in the column.
+  s.power.reset();
+  const std::string off = SummaryMarkdown({bsp, ssp, rog}, s, "");
+  CHECK(off.find("modelled, not measured") == std::string::npos);
+  CHECK(off.find("| 10 s | – | 0.7500") != std::string::npos);
+}
+
+TEST_CASE("the summary over repeats gives the modelled energy and ROG's ratio per repeat",
+          "[bench]") {
+  // Policies made by hand: their shares and curve; no robots, so the range
+  // is the team's figure. Target: each repeat's BSP final accuracy, 0.70.
+  auto policy = [](const char* name, double compute, double transmit, double stall,
+                   std::vector<std::pair<double, double>> curve) {
+    PolicyFigures p;
+    p.policy = name;
+    p.iterations_per_s = 1;
+    p.compute_share = compute;
+    p.transmit_share = transmit;
+    p.stall_share = stall;
+    p.team_accuracy = std::move(curve);
+    p.final_accuracy = 0.70;
+    return p;
+  };
+  // Repeat 1: BSP 5.5 W (0.5 x 8 + 0.25 x 4 + 0.25 x 2) x 100 s = 550 J;
+  // SSP 5.8 W (4 + 1.6 + 0.2) x 50 s = 290 J; ROG 5.8 W (0.6 x 8 + 0.1 x 4 +
+  // 0.3 x 2) x 40 s = 232 J, 232 / 290 = 0.80 of the best baseline (SSP).
+  // Repeat 2: the same, but ROG never reaches 0.70.
+  const std::vector<PolicyFigures> rep1 = {policy("bsp", 0.5, 0.25, 0.25, {{0, 0.5}, {100, 0.70}}),
+                                           policy("ssp", 0.5, 0.4, 0.1, {{0, 0.5}, {50, 0.70}}),
+                                           policy("rog", 0.6, 0.1, 0.3, {{0, 0.5}, {40, 0.70}})};
+  std::vector<PolicyFigures> rep2 = rep1;
+  rep2[2].team_accuracy = {{0, 0.5}, {100, 0.6}};
+  BenchSettings s;
+  s.power = TestPowerModel();
+  const std::string md = RepeatsMarkdown({rep1, rep2}, s, RepeatGoals(), "P", "");
+  INFO(md);
+  CHECK(md.find("Energy to BSP's final accuracy per robot (**modelled, not measured**") !=
+        std::string::npos);
+  CHECK(md.find("**ROG/best baseline 0.80×**") != std::string::npos);
+  CHECK(md.find("| final accuracy | energy to target per robot (modelled) |") != std::string::npos);
+  CHECK(md.find("| 0.7000 | 550 J |") != std::string::npos);
+  CHECK(md.find("| 0.7000 | 290 J |") != std::string::npos);
+  CHECK(md.find("| 0.7000 | 232 J; not reached in 1 of 2 |") != std::string::npos);
+  CHECK(md.find("- power model (energy, modelled): compute 8 W") != std::string::npos);
+  // Without a power model: "–" and no headline.
+  s.power.reset();
+  const std::string off = RepeatsMarkdown({rep1, rep2}, s, RepeatGoals(), "P", "");
+  CHECK(off.find("modelled, not measured") == std::string::npos);
+  CHECK(off.find("| 0.7000 | – |") != std::string::npos);
 }
 
 TEST_CASE("overshoot is reported per window length", "[bench]") {

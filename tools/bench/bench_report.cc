@@ -25,6 +25,7 @@
 #include "common/trace.h"
 #include "tools/bench/figures.h"
 #include "tools/bench/patience_study.h"
+#include "tools/bench/power_model.h"
 #include "tools/bench/records.h"
 #include "tools/bench/relay_log.h"
 #include "tools/bench/repeats.h"
@@ -61,6 +62,10 @@ ABSL_FLAG(std::string, codec, "fp32", "the codec the runs used, for the settings
 ABSL_FLAG(bool, paper_goals, false,
           "with --repeats: check the paper's figures as goals (ROG/BSP >= 2.12x, ROG/SSP >= "
           "1.76x, time to BSP's accuracy <= 0.5x BSP's, accuracy within 0.5 points)");
+ABSL_FLAG(std::string, power_model, "tools/bench/power_model.txt",
+          "the power model of the energy estimate (modelled, not measured): one 'STATE WATTS' "
+          "line per state (compute, transmit, stall, detached, other), with its sources; empty: "
+          "no energy figures");
 ABSL_FLAG(bool, study, false,
           "the patience study (tools/bench.sh --study=patience): read RESULTS/TIMELINE/"
           "POLICY-pSECONDS[-lSTEPS]/ runs and write patience.md, team_*.dat and plots.gp");
@@ -231,6 +236,22 @@ rog::BenchSettings SettingsFromFlags(std::string traces, int robots) {
   settings.command = absl::GetFlag(FLAGS_command);
   if (absl::GetFlag(FLAGS_target) >= 0) settings.target = absl::GetFlag(FLAGS_target);
   return settings;
+}
+
+// The power model named by --power_model into `settings` (none when the
+// flag is empty).
+absl::Status LoadPowerModel(rog::BenchSettings* settings) {
+  const std::string path = absl::GetFlag(FLAGS_power_model);
+  if (path.empty()) return absl::OkStatus();
+  auto text = Read(path);
+  if (!text.ok()) {
+    return absl::NotFoundError(
+        absl::StrCat(text.status().message(), " (--power_model; empty for no energy figures)"));
+  }
+  auto model = rog::ParsePowerModel(*text, path);
+  if (!model.ok()) return model.status();
+  settings->power = *model;
+  return absl::OkStatus();
 }
 
 // The simulator's output named by --simulator ("" without the flag).
@@ -405,6 +426,7 @@ int Repeats(const fs::path& results) {
       SettingsFromFlags(absl::StrCat(absl::GetFlag(FLAGS_traces), "/",
                                      absl::GetFlag(FLAGS_trace_prefix), "{1..", robots, "}.tsv"),
                         robots);
+  if (absl::Status s = LoadPowerModel(&settings); !s.ok()) return Fail(std::string(s.message()));
   if (!absl::GetFlag(FLAGS_settings_file).empty()) {
     auto text = Read(absl::GetFlag(FLAGS_settings_file));
     if (!text.ok()) return Fail(std::string(text.status().message()));
@@ -471,10 +493,11 @@ int main(int argc, char** argv) {
     return Fail(absl::StrCat("no bsp/, ssp/ or rog/ folder in ", results.string()));
   }
   const int robots = static_cast<int>(runs[0].size());
-  const rog::BenchSettings settings =
+  rog::BenchSettings settings =
       SettingsFromFlags(absl::StrCat(absl::GetFlag(FLAGS_traces), "/",
                                      absl::GetFlag(FLAGS_trace_prefix), "{1..", robots, "}.tsv"),
                         robots);
+  if (absl::Status s = LoadPowerModel(&settings); !s.ok()) return Fail(std::string(s.message()));
   const absl::StatusOr<std::string> sim = SimulatorText();
   if (!sim.ok()) return Fail(std::string(sim.status().message()));
   // figures.tsv: each policy's iterations/s per robot at full precision,

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "tools/bench/power_model.h"
 #include "tools/bench/simulator_output.h"
 
 namespace rog {
@@ -44,6 +45,9 @@ std::string SpreadText(const Spread& s, int digits, double factor = 1,
 struct RepeatRow {
   std::string label;
   std::vector<double> ips, rog_ratio, stall, detached, ttt, ttt_share, acc;
+  // Modelled energy to the target per robot (the team's), and on ROG's row
+  // its ratio to the best baseline's within each repeat (RogEnergyRatio).
+  std::vector<double> energy, energy_ratio;
   int not_reached = 0, present = 0;
   // Of ttt_share, the upper bounds: repeats whose BSP first had its own final
   // accuracy after its last evaluation (BSPTimeAtLeast).
@@ -59,6 +63,20 @@ std::optional<double> BSPTimeAtLeast(const BenchSettings& settings, const Policy
   const double last = bsp.team_accuracy.back().first;
   if (!(last > 0)) return std::nullopt;
   return last;
+}
+
+// A repeat's modelled energy to `target` of policy `p` into its row, and
+// on ROG's row the ratio to the repeat's best baseline.
+void AddEnergy(const std::vector<PolicyFigures>& rep, const PolicyFigures& p,
+               const BenchSettings& settings, std::optional<double> target, RepeatRow* r) {
+  if (!settings.power) return;
+  if (const std::optional<PolicyEnergy> e = EnergyToTarget(p, *settings.power, target)) {
+    r->energy.push_back(e->team);
+  }
+  if (p.policy != "rog") return;
+  if (const std::optional<EnergyRatio> q = RogEnergyRatio(rep, *settings.power, target)) {
+    r->energy_ratio.push_back(q->ratio);
+  }
 }
 
 // BSP's, SSP's and ROG's rows, each repeat's figures added to them; a ratio
@@ -106,6 +124,7 @@ std::vector<RepeatRow> RepeatRows(const std::vector<std::vector<PolicyFigures>>&
           ++r.not_reached;
         }
       }
+      AddEnergy(rep, *p, settings, target, &r);
     }
   }
   return rows;
@@ -120,14 +139,47 @@ std::string ShareText(const RepeatRow& r) {
                       " upper bounds");
 }
 
+// A row's modelled energy over the repeats: "–" without a power model, and
+// how many repeats did not reach the target.
+std::string EnergyText(const RepeatRow& r, const BenchSettings& settings) {
+  if (!settings.power) return "–";
+  const std::string text = SpreadText(SpreadOf(r.energy), 0, 1, " J");
+  if (r.not_reached == 0) return text;
+  return absl::StrCat(r.energy.empty() ? "" : text + "; ", "not reached in ", r.not_reached, " of ",
+                      r.present);
+}
+
+// The energy headline: ROG/best baseline within each repeat, modelled.
+std::string EnergyHeadline(const std::vector<RepeatRow>& rows, const BenchSettings& settings) {
+  if (!settings.power) return "";
+  return absl::StrCat(
+      " Energy to ", settings.target ? "the target" : "BSP's final accuracy",
+      " per robot (**modelled, not measured**: the measured time shares and a Jetson-class "
+      "robot's power model, below): **ROG/best baseline ",
+      SpreadText(SpreadOf(rows[2].energy_ratio), 2, 1, "×"),
+      "** (within each repeat, against the baseline with the least energy that reached it).");
+}
+
+// Under the table: what the energy column models and assumes.
+std::string EnergyNote(const BenchSettings& settings) {
+  if (!settings.power) return "";
+  return absl::StrCat(
+      "\n*Energy to target per robot* is **modelled, not measured**: each repeat's time to the "
+      "target × the team's mean power over the run, each state of the span at its power (",
+      PowerModelLine(*settings.power),
+      "; a Jetson-class robot, tools/bench/power_model.txt, with its sources). The radio is "
+      "charged as transmitting only inside EndStep; a push still going on while the robot "
+      "computes is charged at the compute's power.\n");
+}
+
 // The table over repeats, one row per policy run, and how to read it.
 void AppendRepeatsTable(std::string* md, const std::vector<RepeatRow>& rows,
                         const BenchSettings& settings, const std::string& target_name) {
   absl::StrAppend(
       md, "| | it/s per robot | ROG's ratio to it | stall share | detached share | time to ",
       target_name,
-      " | share of BSP's time | final accuracy |\n"
-      "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+      " | share of BSP's time | final accuracy | energy to target per robot (modelled) |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const RepeatRow& r : rows) {
     if (r.present == 0) continue;
     std::string ttt = SpreadText(SpreadOf(r.ttt), 0, 1, " s");
@@ -139,7 +191,7 @@ void AppendRepeatsTable(std::string* md, const std::vector<RepeatRow>& rows,
                     SpreadText(SpreadOf(r.rog_ratio), 2, 1, "×"), " | ",
                     SpreadText(SpreadOf(r.stall), 1, 100, "%"), " | ",
                     SpreadText(SpreadOf(r.detached), 1, 100, "%"), " | ", ttt, " | ", ShareText(r),
-                    " | ", SpreadText(SpreadOf(r.acc), 4), " |\n");
+                    " | ", SpreadText(SpreadOf(r.acc), 4), " | ", EnergyText(r, settings), " |\n");
   }
   absl::StrAppend(md,
                   "\nRanges are the lowest and highest over the repeats. A ratio is ROG's "
@@ -150,7 +202,8 @@ void AppendRepeatsTable(std::string* md, const std::vector<RepeatRow>& rows,
                         "target. BSP's final accuracy is measured after its final sync, so "
                         "where BSP's evaluated curve never reached it, BSP's time is later than "
                         "its last evaluation: a share of BSP's time taken against that "
-                        "evaluation's time is an upper bound (\"≤\").\n");
+                        "evaluation's time is an upper bound (\"≤\").\n",
+                  EnergyNote(settings));
 }
 
 // The time goal's line, on ROG's row: met when ROG reached the target in
@@ -234,6 +287,10 @@ void AppendRepeatsSettings(std::string* md, const std::vector<std::vector<Policy
                     " over the runs (real compute before padding: ",
                     SpreadText(SpreadOf(real), 1, 1e3, " ms"), ")\n");
   }
+  if (settings.power) {
+    absl::StrAppend(md, "- power model (energy, modelled): ", PowerModelLine(*settings.power),
+                    "\n");
+  }
   absl::StrAppend(md, "- CPU: ", settings.cpu, "\n", "- command: `", settings.command, "`\n");
 }
 
@@ -280,7 +337,7 @@ std::string RepeatsMarkdown(const std::vector<std::vector<PolicyFigures>>& repea
                   " per policy. Training throughput (iterations per second per robot; ratios "
                   "taken within each repeat; mean (min–max)): **ROG/BSP ",
                   SpreadText(rog_bsp, 2, 1, "×"), "**, **ROG/SSP ", SpreadText(rog_ssp, 2, 1, "×"),
-                  "**.\n\n");
+                  "**.", EnergyHeadline(rows, settings), "\n\n");
   const std::string target_name = settings.target
                                       ? absl::StrFormat("accuracy %.4f", *settings.target)
                                       : std::string("BSP's final accuracy");

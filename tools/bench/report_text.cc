@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace rog {
 
@@ -40,6 +41,34 @@ std::string TimeToTargetCell(const std::vector<std::pair<double, double>>& curve
     ttt = t ? absl::StrFormat("%.0f s", *t) : "not reached";
   }
   return ttt;
+}
+
+std::string EnergyCell(const PolicyFigures& p, const BenchSettings& settings,
+                       std::optional<double> target) {
+  if (!settings.power || !target) return "–";
+  const std::optional<PolicyEnergy> e = EnergyToTarget(p, *settings.power, target);
+  if (!e) return "not reached";
+  const std::string team = absl::StrFormat("%.0f J", e->team);
+  const std::string lo = absl::StrFormat("%.0f", e->min), hi = absl::StrFormat("%.0f", e->max);
+  if (lo == hi) return team;
+  return absl::StrCat(team, " (", lo, "–", hi, " J)");
+}
+
+std::string EnergyComparison(const std::vector<PolicyFigures>& policies,
+                             const BenchSettings& settings, std::optional<double> target) {
+  if (!settings.power || !target) return "";
+  const std::optional<EnergyRatio> r = RogEnergyRatio(policies, *settings.power, target);
+  std::vector<std::string> each;
+  for (const PolicyFigures& p : policies) {
+    const std::optional<PolicyEnergy> e = EnergyToTarget(p, *settings.power, target);
+    each.push_back(absl::StrCat(PolicyLabel(p, settings.staleness), " ",
+                                e ? absl::StrFormat("%.0f J", e->team) : "not reached"));
+  }
+  const PolicyFigures* best = r ? FindPolicy(policies, r->best) : nullptr;
+  return absl::StrCat(
+      "**ROG/best baseline ", r ? absl::StrFormat("%.2f×", r->ratio) : std::string("n/a"), "** (",
+      best ? absl::StrCat("against ", PolicyLabel(*best, settings.staleness), "; ") : "",
+      absl::StrJoin(each, ", "), " per robot)");
 }
 
 std::string FinalAccuracyCell(const PolicyFigures& p) {

@@ -12,6 +12,7 @@
 
 #include "absl/strings/string_view.h"
 #include "tools/bench/figures.h"
+#include "tools/bench/power_model.h"
 
 namespace rog {
 
@@ -35,6 +36,9 @@ struct BenchSettings {
   // More settings lines for the list, as they are (e.g. a profile's fixed
   // settings and how the trace scale was derived).
   std::vector<std::string> more;
+  // The power model of the energy estimate (power_model.txt); none: no
+  // energy figures.
+  std::optional<PowerModel> power;
 };
 
 // "2.60×", or "n/a" when the denominator is not positive.
@@ -57,6 +61,18 @@ std::optional<double> TargetAccuracy(const BenchSettings& settings, const Policy
 // A "time to target" cell: "–" without a target.
 std::string TimeToTargetCell(const std::vector<std::pair<double, double>>& curve,
                              std::optional<double> target);
+
+// An "energy to target" cell, joules per robot, modelled (EnergyToTarget):
+// the team's figure, then the range over robots when they differ; "not
+// reached"; "–" without a target or a power model.
+std::string EnergyCell(const PolicyFigures& p, const BenchSettings& settings,
+                       std::optional<double> target);
+
+// "**ROG/best baseline 0.62×** (against SSP(4); BSP not reached, SSP(4)
+// 660 J, ROG(4) 410 J per robot)": ROG's energy to target over the best
+// baseline's, and each policy's; empty without a power model or a target.
+std::string EnergyComparison(const std::vector<PolicyFigures>& policies,
+                             const BenchSettings& settings, std::optional<double> target);
 
 // A "final accuracy" cell: mean (min–max) over robots, "–" if none.
 std::string FinalAccuracyCell(const PolicyFigures& p);

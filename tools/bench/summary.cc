@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/staleness.h"
+#include "tools/bench/power_model.h"
 #include "tools/bench/simulator_output.h"
 
 namespace rog {
@@ -36,25 +37,39 @@ void AppendRogComparison(std::string* md, const PolicyFigures* bsp, const Policy
   absl::StrAppend(md, "\n\n");
 }
 
+// The energy paragraph under the throughput one: ROG's energy to target
+// over the best baseline's, modelled (left out without a power model).
+void AppendEnergyComparison(std::string* md, const std::vector<PolicyFigures>& policies,
+                            const BenchSettings& settings, std::optional<double> target) {
+  if (!settings.power) return;
+  const std::string line = EnergyComparison(policies, settings, target);
+  absl::StrAppend(md,
+                  "Energy to target (**modelled, not measured**: the measured time shares "
+                  "and a Jetson-class robot's power model, below): ",
+                  line.empty() ? "no target accuracy." : line + ".", "\n\n");
+}
+
 // The summary's main table: one row of figures per policy.
-void AppendPolicyTable(std::string* md, const std::vector<PolicyFigures>& policies, int staleness,
-                       std::optional<double> target) {
+void AppendPolicyTable(std::string* md, const std::vector<PolicyFigures>& policies,
+                       const BenchSettings& settings, std::optional<double> target) {
+  const int staleness = settings.staleness;
   absl::StrAppend(md,
                   "| | it/s per robot | stall share | detached share | stalls | compute share | "
-                  "transmit share | time to target | final accuracy | MB up / down per robot | "
-                  "index overhead | link utilisation | overshoot p50 / p99 |\n",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
-                  "|\n");
+                  "transmit share | time to target | energy to target per robot (modelled) | final "
+                  "accuracy | MB up / down per robot | index overhead | link utilisation | "
+                  "overshoot p50 / p99 |\n",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | "
+                  "--- |\n");
   for (const PolicyFigures& p : policies) {
     const std::string ttt = TimeToTargetCell(p.team_accuracy, target);
     const std::string acc = FinalAccuracyCell(p);
     absl::StrAppend(
         md, absl::StrFormat(
-                "| %s | %.2f | %s | %s | %d | %s | %s | %s | %s | %.1f / %.1f | %.2f%% | %s | "
+                "| %s | %.2f | %s | %s | %d | %s | %s | %s | %s | %s | %.1f / %.1f | %.2f%% | %s | "
                 "%s / %s%s |\n",
                 PolicyLabel(p, staleness), p.iterations_per_s, Pct(p.stall_share),
                 Pct(p.detached_share), p.stalls, Pct(p.compute_share), Pct(p.transmit_share), ttt,
-                acc, p.mb_up, p.mb_down, 100 * p.index_overhead,
+                EnergyCell(p, settings, target), acc, p.mb_up, p.mb_down, 100 * p.index_overhead,
                 p.link_utilisation > 0 ? Pct(p.link_utilisation) : "–", Ms(p.overshoot_p50),
                 Ms(p.overshoot_p99),
                 p.late_push_share > 0
@@ -141,6 +156,21 @@ void AppendPerRobot(std::string* md, const std::vector<PolicyFigures>& policies,
   }
 }
 
+// The energy column's bullet: what is modelled and what the model assumes.
+std::string EnergyHowToRead(const BenchSettings& settings) {
+  if (!settings.power) return "";
+  return absl::StrCat(
+      "- *energy to target per robot (modelled)*: **modelled, not measured**. The time to target "
+      "× the robot's mean power over its run, each state of the span at its power (",
+      PowerModelLine(*settings.power),
+      "; a Jetson-class robot, tools/bench/power_model.txt, with its sources); the team's "
+      "shares, then the range over robots. It assumes the shares of the whole run hold up to "
+      "the target, and charges the radio as transmitting only inside EndStep: a push still "
+      "going on while the robot computes (ROG, SSP), and rows received during a stall, are "
+      "charged at the compute's or the stall's power. ROG/best baseline: over the baseline "
+      "with the least energy among those that reached the target.\n");
+}
+
 // What each column of the summary means.
 void AppendHowToRead(std::string* md, const BenchSettings& settings, std::optional<double> target) {
   absl::StrAppend(
@@ -157,6 +187,7 @@ void AppendHowToRead(std::string* md, const BenchSettings& settings, std::option
       target ? absl::StrFormat("%.4f", *target) : std::string("the target"),
       settings.target ? " (--target)" : " (BSP's final accuracy)",
       "; *final accuracy*: mean (min–max) over robots after each robot's final sync.\n",
+      EnergyHowToRead(settings),
       "- *index overhead*: row batch bytes that are not row values (row ids, counts, version "
       "lags, batch header) over the row values, both directions; gRPC/HTTP/2/TCP framing not "
       "included.\n",
@@ -192,6 +223,10 @@ void AppendSummarySettings(std::string* md, const std::vector<PolicyFigures>& po
                             PolicyLabel(p, settings.staleness), 1e3 * p.compute_per_iteration_s,
                             1e3 * p.real_compute_per_iteration_s));
   }
+  if (settings.power) {
+    absl::StrAppend(md, "- power model (energy, modelled): ", PowerModelLine(*settings.power),
+                    "\n");
+  }
   absl::StrAppend(md, "- CPU: ", settings.cpu, "\n", "- command: `", settings.command, "`\n");
 }
 
@@ -206,7 +241,8 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
   const std::optional<double> target = TargetAccuracy(settings, bsp);
 
   if (rog != nullptr) AppendRogComparison(&md, bsp, ssp, *rog);
-  AppendPolicyTable(&md, policies, settings.staleness, target);
+  AppendEnergyComparison(&md, policies, settings, target);
+  AppendPolicyTable(&md, policies, settings, target);
   AppendRigCheck(&md, policies, settings.staleness, simulator);
   AppendOvershootByWindow(&md, policies, settings.staleness);
   AppendStallCauses(&md, policies, settings.staleness);
