@@ -136,6 +136,18 @@ void AddModelFamilies(const MetricsSnapshot& snapshot, Families& fam) {
   Gauge(fam.Add("rog_team_ready", "1 once --workers workers have joined and training started",
                 MetricType::Gauge),
         s.team_ready() ? 1 : 0);
+  Counter(fam.Add("rog_engine_events_total",
+                  "Events the engine thread has handled (workers' messages, admin calls)",
+                  MetricType::Counter),
+          static_cast<double>(s.engine_events()));
+  MetricFamily& delay = fam.Add(
+      "rog_engine_queue_delay_seconds",
+      "Seconds events waited for the engine thread since rogd started, by quantile (0.5 and "
+      "0.99: the upper bound of their histogram bucket; 1: the largest)",
+      MetricType::Gauge);
+  Gauge(delay, s.engine_queue_delay_p50(), {{"quantile", "0.5"}});
+  Gauge(delay, s.engine_queue_delay_p99(), {{"quantile", "0.99"}});
+  Gauge(delay, s.engine_queue_delay_max(), {{"quantile", "1"}});
 }
 
 // The team: workers by state, refusals, checkpoints, rows and bytes moved.
