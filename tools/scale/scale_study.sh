@@ -8,6 +8,8 @@
 # figures are measured first, in the same run. Then it writes scale.md,
 # the table of every point, and plots (gnuplot, if installed).
 #
+# The joining worker gives up after 30 s (the point says so).
+#
 # Usage: tools/scale/scale_study.sh [--out=DIR] [--points="convmlp:4 vit25m:8 ..."]
 #        [--seconds=S] [--max_state_gib=G]
 set -euo pipefail
@@ -81,7 +83,7 @@ for point in $points; do
   echo "scale_study.sh: $model, $n workers (checkpoint: $checkpoint)" >&2
   line=$(timeout "$point_timeout" "$study" --server="127.0.0.1:$(cat "$tmp/port")" \
     --rogd_pid="$rogd_pid" --workers="$n" --model="$model" --seconds="$seconds" \
-    --checkpoint="$checkpoint" 2> "$out/logs/study-$model-$n.log") || true
+    --checkpoint="$checkpoint" --join_timeout=30 2> "$out/logs/study-$model-$n.log") || true
   if [ -z "$line" ]; then
     line="{\"model\":\"$model\",\"workers\":$n,\"error\":\"no result within ${point_timeout} s\"}"
   fi
