@@ -64,6 +64,7 @@ ProcSample ReadProc(pid_t pid) {
     in >> key >> kb;
     if (key == "VmRSS:") s.rss_bytes = kb * 1024;
     if (key == "VmHWM:") s.peak_rss_bytes = kb * 1024;
+    if (key == "Threads:") s.threads = kb;
   }
   s.ok = true;
   return s;

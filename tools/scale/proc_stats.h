@@ -18,6 +18,7 @@ struct ProcSample {
   double writer_seconds = 0;  // the writer threads alive now
   uint64_t rss_bytes = 0;
   uint64_t peak_rss_bytes = 0;
+  uint64_t threads = 0;
   bool ok = false;
 };
 

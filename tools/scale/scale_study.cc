@@ -107,11 +107,15 @@ double MaxGap(const std::vector<std::unique_ptr<SyntheticWorker>>& team, double 
   return gap;
 }
 
+// Iterations completed within [from, to], leaving out each worker's first
+// `free` (the bound lets a worker run S + 1 iterations before it needs
+// anything of the others: they measure this process, not rogd).
 size_t IterationsIn(const std::vector<std::unique_ptr<SyntheticWorker>>& team, double from,
-                    double to) {
+                    double to, size_t free = 0) {
   size_t n = 0;
   for (const auto& w : team) {
-    for (double x : w->iteration_times()) n += x >= from && x <= to;
+    const std::vector<double> t = w->iteration_times();
+    for (size_t k = free; k < t.size(); ++k) n += t[k] >= from && t[k] <= to;
   }
   return n;
 }
@@ -228,9 +232,15 @@ void Steady(Point& p, double* ta, double* tb) {
   const pb::StatusReply sb = Status(*p.admin);
   const ProcSample b = ReadProc(p.pid);
   const Totals bb = Bytes(p.team);
-  const size_t its = IterationsIn(p.team, *ta, *tb);
+  const size_t its = IterationsIn(p.team, *ta, *tb, absl::GetFlag(FLAGS_staleness) + 1);
+  uint64_t min_clock = UINT64_MAX;
+  for (const auto& w : p.team) min_clock = std::min(min_clock, w->iterations());
   p.out.Add("steady_seconds", *tb - *ta)
       .Add("steady_iterations", static_cast<double>(its))
+      .Add("steady_all_iterations", static_cast<double>(IterationsIn(p.team, *ta, *tb)))
+      .Add("min_clock_at_end", static_cast<double>(min_clock))
+      .Add("rogd_threads", b.threads)
+      // Past each worker's first S + 1: iterations that needed rogd.
       .Add("team_iterations_per_second", static_cast<double>(its) / n / (*tb - *ta))
       .Add("steady_bytes_up", static_cast<double>(bb.up - ba.up))
       .Add("steady_bytes_down", static_cast<double>(bb.down - ba.down))
