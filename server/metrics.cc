@@ -140,14 +140,20 @@ void AddModelFamilies(const MetricsSnapshot& snapshot, Families& fam) {
                   "Events the engine thread has handled (workers' messages, admin calls)",
                   MetricType::Counter),
           static_cast<double>(s.engine_events()));
-  MetricFamily& delay = fam.Add(
-      "rog_engine_queue_delay_seconds",
-      "Seconds events waited for the engine thread since rogd started, by quantile (0.5 and "
-      "0.99: the upper bound of their histogram bucket; 1: the largest)",
-      MetricType::Gauge);
-  Gauge(delay, s.engine_queue_delay_p50(), {{"quantile", "0.5"}});
-  Gauge(delay, s.engine_queue_delay_p99(), {{"quantile", "0.99"}});
-  Gauge(delay, s.engine_queue_delay_max(), {{"quantile", "1"}});
+  Gauge(fam.Add("rog_engine_queue_delay_p50_seconds",
+                "Median seconds events waited for the engine thread since rogd started (the upper "
+                "bound of its histogram bucket)",
+                MetricType::Gauge),
+        s.engine_queue_delay_p50());
+  Gauge(fam.Add("rog_engine_queue_delay_p99_seconds",
+                "99th percentile of the seconds events waited for the engine thread since rogd "
+                "started (the upper bound of its histogram bucket)",
+                MetricType::Gauge),
+        s.engine_queue_delay_p99());
+  Gauge(fam.Add("rog_engine_queue_delay_max_seconds",
+                "Longest an event waited for the engine thread since rogd started",
+                MetricType::Gauge),
+        s.engine_queue_delay_max());
 }
 
 // The team: workers by state, refusals, checkpoints, rows and bytes moved.
