@@ -136,7 +136,15 @@ def main():
     print("| " + " | ".join(["---"] * 17) + " |")
     for p, d in zip(points, ds):
         if "steady_seconds" not in p:
-            print(f"| {p.get('model')} | {p.get('workers')} | " + " | ".join(["–"] * 14) +
+            rss = p.get("peak_rss_before_checkpoint_bytes", p.get("peak_rss_bytes"))
+            cells = ["–"] * 14
+            if rss:
+                cells[0] = fmt(rss / GB)
+            if p.get("design_bytes"):
+                cells[1] = fmt(p["design_bytes"] / GB)
+            if p.get("resync_median_seconds") is not None:
+                cells[3] = fmt(p["resync_median_seconds"])
+            print(f"| {p.get('model')} | {p.get('workers')} | " + " | ".join(cells) +
                   f" | {p.get('error', '')[:160]} |")
         else:
             print(row(p, d))

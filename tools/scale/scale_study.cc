@@ -197,7 +197,14 @@ absl::Status Form(Point& p) {
   std::vector<double> resync(n, 0);
   t0 = SteadySeconds();
   absl::Status s = ForEach(n, 1, [&](size_t i) { return p.team[i]->Join(&resync[i]); });
-  if (!s.ok()) return s;
+  if (!s.ok()) {
+    // E.g. rogd refused a worker past --max_state_bytes: what it held then.
+    const ProcSample at = ReadProc(p.pid);
+    p.out.Add("formation_seconds", SteadySeconds() - t0)
+        .Add("rss_at_refusal_bytes", at.rss_bytes)
+        .Add("peak_rss_bytes", at.peak_rss_bytes);
+    return s;
+  }
   const double wall = SteadySeconds() - t0;
   const ProcSample joined = ReadProc(p.pid);
   const Totals after = Bytes(p.team);
@@ -300,8 +307,18 @@ void CheckpointNow(Point& p) {
       .Add("checkpoint_cpu_seconds", b.cpu_seconds - a.cpu_seconds);
 }
 
+// What the point has measured so far, on stderr: a point killed by its
+// timeout leaves its last line (tools/scale/scale_study.sh keeps it).
+void Partial(const Point& p, const std::string& phase) {
+  std::fprintf(stderr, "partial after %s: %s\n", phase.c_str(), p.out.Done().c_str());
+  std::fflush(stderr);
+}
+
 absl::Status RunPoint(Point& p) {
-  if (absl::Status s = Form(p); !s.ok()) return s;
+  absl::Status formed = Form(p);
+  p.out.Add("rss_formed_bytes", ReadProc(p.pid).rss_bytes);
+  Partial(p, "formation");
+  if (!formed.ok()) return formed;
   // The checkpoint before the team runs: its time and size depend on the
   // state rogd holds, and a busy engine would queue the call.
   p.out.Add("peak_rss_before_checkpoint_bytes", ReadProc(p.pid).peak_rss_bytes);
@@ -313,8 +330,10 @@ absl::Status RunPoint(Point& p) {
   }
   double ta = 0, tb = 0;
   Steady(p, &ta, &tb);
+  Partial(p, "steady");
   absl::Status joined = absl::OkStatus();
   if (absl::GetFlag(FLAGS_join)) joined = JoinDuring(p, tb);
+  Partial(p, "join");
   for (auto& w : p.team) w->Stop();
   for (std::thread& t : threads) t.join();
   if (!joined.ok()) return joined;
