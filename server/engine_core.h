@@ -223,9 +223,9 @@ class EngineCore {
   // follow-up costs O(workers x rows) per worker waiting at the bound, so
   // after every one of a burst of batches it grows as workers^2 x rows per
   // event (scale study, results/2026-12-04-scale-*). The batch is folded
-  // and acknowledged at once either way. Off by default: the simulator and
-  // the engine tests settle after every event; rogd's engine thread
-  // (server/engine.h) turns it on.
+  // and acknowledged at once either way. Off by default: the simulator
+  // settles after every event; rogd's engine thread (server/engine.h, and
+  // so every test through it) turns it on.
   void set_deferred_settle(bool on);
   // Runs the follow-up the events since the last call left (nothing if
   // none).
