@@ -123,8 +123,11 @@ def main():
     points = [json.loads(l) for l in open(os.path.join(folder, "points.jsonl")) if l.strip()]
     ds = [derived(p, base) if "steady_seconds" in p else {} for p in points]
     print("# Scale study: one rogd, teams of 4 to 64, models of 3.2 MB to 403 MB\n")
+    compute = max((p.get("compute_seconds", 0) for p in points), default=0)
     print("One run per point (`tools/scale/scale_study.sh`), SSP S = 4, patience off, "
-          "synthetic workers with no compute (each pushes every row every iteration), "
+          "synthetic workers with " +
+          (f"{compute} s of compute (a sleep) per iteration" if compute else "no compute") +
+          " (each pushes every row every iteration), "
           "loopback, no link emulation. This machine, same run: one core's memcpy "
           f"{fmt(base['memcpy_gbps'])} GB/s and summation {fmt(base['sum_gbps'])} GB/s "
           f"(bytes per CPU second), loopback TCP {fmt(base['tcp_loopback_gbps'])} GB/s "

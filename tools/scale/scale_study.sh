@@ -11,11 +11,11 @@
 # The joining worker gives up after 30 s (the point says so).
 #
 # Usage: tools/scale/scale_study.sh [--out=DIR] [--points="convmlp:4 vit25m:8 ..."]
-#        [--seconds=S] [--max_state_gib=G]
+#        [--seconds=S] [--compute_seconds=C] [--max_state_gib=G]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-out="" points="" seconds=10 max_state_gib=20 point_timeout=420
+out="" points="" seconds=10 max_state_gib=20 point_timeout=420 compute=0
 default_points="convmlp:4 convmlp:8 convmlp:16 convmlp:32 convmlp:64
 vit25m:4 vit25m:8 vit25m:16 vit25m:32 vit25m:64
 vit100m:4 vit100m:8 vit100m:16 vit100m:32 vit100m:64"
@@ -25,6 +25,7 @@ for arg in "$@"; do
     --points=*) points="${arg#*=}" ;;
     --seconds=*) seconds="${arg#*=}" ;;
     --max_state_gib=*) max_state_gib="${arg#*=}" ;;
+    --compute_seconds=*) compute="${arg#*=}" ;;
     -h|--help)
       sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
       cat <<'HELP'
@@ -35,6 +36,8 @@ Flags:
   --points="M:N ..."   the points, model:team (default: convmlp, vit25m and
                        vit100m, each at 4, 8, 16, 32 and 64 workers)
   --seconds=S          the steady phase of each point (default 10)
+  --compute_seconds=C  each worker sleeps C s per iteration, standing for its
+                       compute (default 0: the team runs as fast as rogd lets it)
   --max_state_gib=G    rogd's --max_state_bytes in GiB (default 20, on a 24 GiB
                        machine): a point that needs more is refused by rogd at
                        the hello that would pass it, and the table says so
@@ -83,7 +86,7 @@ for point in $points; do
   echo "scale_study.sh: $model, $n workers (checkpoint: $checkpoint)" >&2
   line=$(timeout "$point_timeout" "$study" --server="127.0.0.1:$(cat "$tmp/port")" \
     --rogd_pid="$rogd_pid" --workers="$n" --model="$model" --seconds="$seconds" \
-    --checkpoint="$checkpoint" --join_timeout=30 2> "$out/logs/study-$model-$n.log") || true
+    --checkpoint="$checkpoint" --join_timeout=30 --compute_seconds="$compute" 2> "$out/logs/study-$model-$n.log") || true
   if [ -z "$line" ]; then
     line="{\"model\":\"$model\",\"workers\":$n,\"error\":\"no result within ${point_timeout} s\"}"
   fi
