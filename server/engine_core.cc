@@ -199,6 +199,10 @@ void EngineCore::Impl::ApplyBatch(Worker& r, const UplinkBatch& b) {
   ack.mutable_ack()->set_durable_seq(r.uplink().durable());
   r.outbox()->Send(std::move(ack));
   if (!model.complete() && model.uploaded()) ModelComplete();
+  if (defer_settle && model.complete()) {
+    unsettled = true;
+    return;
+  }
   ReplanStalls();
   PumpAll();
 }
@@ -217,6 +221,10 @@ void EngineCore::Impl::OnAck(uint64_t session, const pb::Ack& ack) {
   }
   r->Touch(Now());
   r->downlink().OnAck(ack.seq(), ack.bytes(), Now());
+  if (defer_settle) {
+    unsettled = true;
+    return;
+  }
   Pump(*r);
 }
 
@@ -356,6 +364,15 @@ void EngineCore::CountRejection(Rejection reason, const std::string& who,
 }
 
 void EngineCore::Tick() { impl_->OnTick(); }
+
+void EngineCore::set_deferred_settle(bool on) { impl_->defer_settle = on; }
+
+void EngineCore::Settle() {
+  if (!impl_->unsettled) return;
+  impl_->unsettled = false;
+  impl_->ReplanStalls();
+  impl_->PumpAll();
+}
 
 void EngineCore::EndStreams(const std::string& why) {
   for (auto& r : impl_->workers) {

@@ -217,6 +217,19 @@ class EngineCore {
   void CountRejection(Rejection reason, const std::string& who, const std::string& message);
   // Timers; see kTickSeconds.
   void Tick();
+  // With `on`, an uplink batch or an ack leaves its follow-up (re-checking
+  // every stalled worker, PlanStall, and pumping every downlink) to
+  // Settle(), which the driver calls between bursts of events. That
+  // follow-up costs O(workers x rows) per worker waiting at the bound, so
+  // after every one of a burst of batches it grows as workers^2 x rows per
+  // event (scale study, results/2026-12-04-scale-*). The batch is folded
+  // and acknowledged at once either way. Off by default: the simulator
+  // settles after every event; rogd's engine thread (server/engine.h, and
+  // so every test through it) turns it on.
+  void set_deferred_settle(bool on);
+  // Runs the follow-up the events since the last call left (nothing if
+  // none).
+  void Settle();
   // Ends every worker stream once its queued messages are written.
   void EndStreams(const std::string& why);
   // Ends every stream and writes a final checkpoint (if configured).

@@ -88,6 +88,11 @@ struct EngineCore::Impl {
   // PaceDetachReason picked.
   double last_patience_check = 0;
   Worker* pace_candidate = nullptr;
+  // engine_core.cc (EngineCore::set_deferred_settle, OnBatch, OnAck,
+  // Settle): whether batches and acks leave their follow-up to Settle, and
+  // whether one is owed.
+  bool defer_settle = false;
+  bool unsettled = false;
 
   // Every reading of time goes through opt.clock (a FakeClock in tests).
   double Now() const { return opt.clock->Now(); }

@@ -136,6 +136,24 @@ void AddModelFamilies(const MetricsSnapshot& snapshot, Families& fam) {
   Gauge(fam.Add("rog_team_ready", "1 once --workers workers have joined and training started",
                 MetricType::Gauge),
         s.team_ready() ? 1 : 0);
+  Counter(fam.Add("rog_engine_events_total",
+                  "Events the engine thread has handled (workers' messages, admin calls)",
+                  MetricType::Counter),
+          static_cast<double>(s.engine_events()));
+  Gauge(fam.Add("rog_engine_queue_delay_p50_seconds",
+                "Median seconds events waited for the engine thread since rogd started (the upper "
+                "bound of its histogram bucket)",
+                MetricType::Gauge),
+        s.engine_queue_delay_p50());
+  Gauge(fam.Add("rog_engine_queue_delay_p99_seconds",
+                "99th percentile of the seconds events waited for the engine thread since rogd "
+                "started (the upper bound of its histogram bucket)",
+                MetricType::Gauge),
+        s.engine_queue_delay_p99());
+  Gauge(fam.Add("rog_engine_queue_delay_max_seconds",
+                "Longest an event waited for the engine thread since rogd started",
+                MetricType::Gauge),
+        s.engine_queue_delay_max());
 }
 
 // The team: workers by state, refusals, checkpoints, rows and bytes moved.

@@ -1,5 +1,7 @@
 #include "server/service.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -247,6 +249,8 @@ class StreamOutbox final : public Outbox {
 
  private:
   void WriterLoop() {
+    // Named for per-thread CPU time in /proc (tools/scale).
+    ::pthread_setname_np(::pthread_self(), "rogd-writer");
     for (;;) {
       pb::ServerMessage m;
       {

@@ -40,6 +40,10 @@ pb::StatusReply SampleStatus() {
   s.set_detached_local_steps(2);
   s.set_detach_speedup(1.5);
   s.set_workers_detached(1);
+  s.set_engine_events(1200);
+  s.set_engine_queue_delay_p50(0.000125);
+  s.set_engine_queue_delay_p99(0.0042);
+  s.set_engine_queue_delay_max(0.25);
   return s;
 }
 
@@ -112,6 +116,7 @@ TEST_CASE("status table and JSON carry every field", "[rogctl]") {
                           "iteration (detached workers train 2 local steps, then pause)"));
   CHECK(absl::StrContains(table, "detach the slowest link when the team would run 1.5x"));
   CHECK(absl::StrContains(table, "min 10, max 14"));
+  CHECK(absl::StrContains(table, "p50 0.125 ms, p99 4.2 ms, max 250 ms over 1200 events"));
   CHECK(absl::StrContains(table, "(1m30s ago)"));
   CHECK(absl::StrContains(table, "bad_fingerprint=1, row_out_of_range=3"));
   CHECK(absl::StrContains(table, "0.1.0"));
@@ -127,7 +132,8 @@ TEST_CASE("status table and JSON carry every field", "[rogctl]") {
         "dir\\n/rogd.ckpt\",\"age_seconds\":90},\"rejected\":{\"bad_fingerprint\":1,"
         "\"row_out_of_range\":3},\"patience_seconds\":1.5,\"patience_iterations\":4,"
         "\"patience_now_seconds\":2,\"detached_local_steps\":2,"
-        "\"detach_speedup\":1.5}\n");
+        "\"detach_speedup\":1.5,\"engine_events\":1200,\"engine_queue_delay\":{"
+        "\"p50_seconds\":0.000125,\"p99_seconds\":0.0042,\"max_seconds\":0.25}}\n");
 
   pb::StatusReply empty;
   CHECK(absl::StrContains(StatusTable(empty, 5), "none yet"));

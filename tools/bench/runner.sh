@@ -72,6 +72,8 @@
 #               ROG with every --sweep value (default 0.25,1,2) and with
 #               every --local_steps value (default 4); writes patience.md
 #               and one accuracy plot per timeline
+#   --study=scale     the scale study: tools/bench.sh hands it and the other
+#               arguments to tools/scale/scale_study.sh (its --help)
 # Ctrl-C stops everything; no process is left behind.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -162,7 +164,7 @@ awk -v m="$minutes" 'BEGIN { exit !(m + 0 >= 0.2) }' ||
 case "$timeline" in fast|replayed) ;; *) echo "bench: --timeline must be fast or replayed" >&2; exit 2 ;; esac
 [[ "$delay" =~ ^(0|[0-9]+(\.[0-9]+)?(us|ms|s))$ ]] ||
   { echo "bench: --delay takes a duration such as 5ms, 20ms or 0 (got '$delay')" >&2; exit 2; }
-case "$study" in ""|patience|regime) ;; *) echo "bench: --study must be patience or regime" >&2; exit 2 ;; esac
+case "$study" in ""|patience|regime) ;; *) echo "bench: --study must be patience, regime or scale (tools/bench.sh)" >&2; exit 2 ;; esac
 case "$measure" in line|all|none) ;; *) echo "bench: --measure must be line, all or none" >&2; exit 2 ;; esac
 case "$links" in
   relay) links_text="user-space relays, one-way delay $delay each way" ;;

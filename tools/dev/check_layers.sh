@@ -23,6 +23,7 @@
 #        tools/bench/ (the benchmark's report): common/
 #        tools/links/ (the link emulators): common/
 #        tools/sim/ (the simulator's command line): common/, sim/, task/
+#        tools/scale/ (the scale study's synthetic workers): common/, proto/
 #      and tools/'s own BUILD (the traces, make_certs.sh) on nothing. A new
 #      tools/ package fails until it has its line here.
 #   6. rogd's engine core keeps its state in objects with one owner each
@@ -100,6 +101,7 @@ for build in tools/BUILD tools/*/BUILD; do
     tools/rogctl) allowed="//common: //proto: //security: //client:credentials" ;;
     tools/bench|tools/links) allowed="//common:" ;;
     tools/sim) allowed="//common: //sim: //task/" ;;
+    tools/scale) allowed="//common: //proto:" ;;
     *) bad "$pkg/ has no line in check 5 of tools/dev/check_layers.sh: say what it may build on"
        continue ;;
   esac

@@ -230,6 +230,10 @@ std::string StatusTable(const pb::StatusReply& s, double now_unix) {
                                : "off (only the patience detaches)"});
   }
   t.AddRow({"iterations", absl::StrCat("min ", s.min_iteration(), ", max ", s.max_iteration())});
+  t.AddRow({"engine queue",
+            absl::StrFormat("p50 %.3g ms, p99 %.3g ms, max %.3g ms over %d events since start",
+                            s.engine_queue_delay_p50() * 1e3, s.engine_queue_delay_p99() * 1e3,
+                            s.engine_queue_delay_max() * 1e3, s.engine_events())});
   if (s.last_checkpoint_unix() > 0) {
     t.AddRow(
         {"last checkpoint",
@@ -290,6 +294,12 @@ std::string StatusJson(const pb::StatusReply& s, double now_unix) {
              .Num("patience_now_seconds", s.patience_now())
              .Int("detached_local_steps", s.detached_local_steps())
              .Num("detach_speedup", s.detach_speedup())
+             .Int("engine_events", s.engine_events())
+             .Raw("engine_queue_delay", Obj()
+                                            .Num("p50_seconds", s.engine_queue_delay_p50())
+                                            .Num("p99_seconds", s.engine_queue_delay_p99())
+                                            .Num("max_seconds", s.engine_queue_delay_max())
+                                            .Done())
              .Done() +
          "\n";
 }
