@@ -33,5 +33,21 @@ out=$(python3 "$table" "$tmp" bad 2>&1); rc=$?
 check "a cut output is refused (exit $rc)" "^accuracy_table: .*bad/seed1.txt: bsp has no score series.*did the run end" "$out"
 out=$(python3 "$table" "$tmp/nowhere" 2>&1)
 check "a missing folder is refused" "^accuracy_table: .*nowhere is not a folder" "$out"
+# Outputs since 1070c2a: rogd's model at the stop and with the drain
+# averaged (results/2026-12-04-accuracy-mechanism-1070c2a's README: ROG
+# stopped 58.1, averaged 57.6; SSP's drain carries nothing, 60.9 both).
+mech=results/2026-12-04-accuracy-mechanism-1070c2a
+out=$(python3 "$table" "$mech/diag-C1-R4" regime-C1-R4 2>&1)
+check "stopped and averaged columns" '^\| ROG \| 16 \| .* \| 55\.8 ± [0-9.]+ \| .* \| 58\.1 ± [0-9.]+ \| 57\.6 ± [0-9.]+ \|$' "$out"
+check "SSP's drain carries nothing" '^\| SSP \| 16 \| .* \| 60\.9 ± [0-9.]+ \| .* \| 60\.9 ± [0-9.]+ \| 60\.9 ± [0-9.]+ \|$' "$out"
+# --ab: a study against itself is zero everywhere; the damping arm gives
+# the README's -0.9 +- 2.3 (7 above, 9 below) and an it/s ratio of 1.001.
+out=$(python3 "$table" --ab "$mech/diag-C1-R4" "$mech/diag-C1-R4" regime-C1-R4 2>&1)
+check "an A/B of a study with itself is zero" "^\| ROG \| rogd's model after the final sync \| 16 \| 0\.0 ± 0\.0 \| 0 / 0 \| 1\.000 \|$" "$out"
+out=$(python3 "$table" --ab "$mech/diag-C1-R4" "$mech/arm-damp" regime-C1-R4 2>&1)
+check "the damping arm, paired" "^\| ROG \| rogd's model after the final sync \| 16 \| -0\.9 ± 2\.3 \| 7 / 9 \| 0\.804 \|$" "$out"
+check "the damping arm's it/s ratio" "^\| ROG \| iterations/s, arm / base \| 16 \| 1\.001 ± 0\.004 \| \| \|$" "$out"
+out=$(python3 "$table" --ab "$mech/diag-C1-R4" 2>&1)
+check "--ab with one folder is refused" "^accuracy_table: --ab needs two study folders" "$out"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
