@@ -172,6 +172,24 @@ TEST_CASE("summary.md states the ratios, every figure and the settings", "[bench
   CHECK(md.find("10.00%") != std::string::npos);  // index overhead
   CHECK(md.find("`tools/bench.sh --profile=tiny`") != std::string::npos);
   CHECK(md.find("sim says hello") != std::string::npos);
+  // The first paragraph is the model each policy ends with: ROG 0.72 against
+  // the best baseline's 0.70 (BSP, SSP being absent), in points.
+  CHECK(md.find("# ROG benchmark: BSP, SSP and ROG on replayed robot WiFi traces\n\nThe model the "
+                "team ends with") == 0);
+  CHECK(md.find("**ROG − best baseline +2.00 points** (ROG(4) 0.7200 (0.7200–0.7200), BSP "
+                "0.7000 (0.7000–0.7000)).") != std::string::npos);
+  CHECK(md.find("Half way") == std::string::npos);  // no run length
+  CHECK(md.find("Time to BSP's final accuracy 0.7000: BSP not reached, ROG(4) not reached.") !=
+        std::string::npos);
+  // Half way through a 10-s run: each policy's team curve at 5 s.
+  s.adapt_seconds = 10;
+  const std::string half = SummaryMarkdown({bsp, rog}, s, "");
+  INFO(half);
+  CHECK(half.find("Half way (5 s), the team's mean: BSP 0.6000, ROG(4) 0.6200.") !=
+        std::string::npos);
+  s.adapt_seconds = 0;
+  // Without ROG, no such paragraph.
+  CHECK(SummaryMarkdown({bsp}, s, "").find("The model the team ends with") == std::string::npos);
   // Without rogd's stall causes there is no such table.
   CHECK(md.find("peer uplink") == std::string::npos);
   // With them: shares of the robots' summed span (10 s here).
@@ -596,6 +614,15 @@ TEST_CASE("the summary over repeats takes ratios within each repeat and checks t
   const std::string md = RepeatsMarkdown(reps, settings, goals, "Paper profile", "sim output\n");
   INFO(md);
   CHECK(md.find("# Paper profile") == 0);
+  // The model first: ROG less the best baseline within each repeat (0.73 −
+  // 0.71 = +2 points, 0.70 − 0.72 = −2); ROG's time to BSP's accuracy over
+  // the quickest baseline's: 40 s over SSP's 95.2 s (0.70 on its line from
+  // 0.5 to 0.71), then 90 s over 100 s.
+  CHECK(md.find("# Paper profile\n\nThe model the team ends with") == 0);
+  CHECK(md.find("**ROG − best baseline 0.00 points (-2.00–2.00 points)** at the end (after the "
+                "final sync); ROG's time to BSP's final accuracy over the quickest baseline's "
+                "that reached it: 0.66× (0.42–0.90×) (2 of 2 repeats where both reached it).") !=
+        std::string::npos);
   CHECK(md.find("2 repeats per policy") != std::string::npos);
   CHECK(md.find("**ROG/BSP 2.00× (1.50–2.50×)**") != std::string::npos);
   CHECK(md.find("**ROG/SSP 1.50× (1.00–2.00×)**") != std::string::npos);

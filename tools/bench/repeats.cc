@@ -172,6 +172,58 @@ std::string EnergyNote(const BenchSettings& settings) {
       "computes is charged at the compute's power.\n");
 }
 
+// Of BSP's and SSP's `value` in `rep`, the highest (or with `lowest` the
+// lowest); nullopt when neither has one.
+template <typename Value>
+std::optional<double> BestOfBaselines(const std::vector<PolicyFigures>& rep, Value value,
+                                      bool lowest) {
+  std::optional<double> best;
+  for (const char* name : {"bsp", "ssp"}) {
+    const PolicyFigures* b = FindPolicy(rep, name);
+    const std::optional<double> v = b ? value(*b) : std::nullopt;
+    if (v && (!best || (lowest ? *v < *best : *v > *best))) best = v;
+  }
+  return best;
+}
+
+// The first paragraph over repeats: within each repeat ROG's final accuracy
+// less the best baseline's (points), the same half way through the run, and
+// ROG's time to the target over the quickest baseline's that reached it.
+std::string RepeatAccuracyHeadline(const std::vector<std::vector<PolicyFigures>>& repeats,
+                                   const BenchSettings& settings) {
+  std::vector<double> final_diff, half_diff, time_ratio;
+  const double half = settings.adapt_seconds / 2;
+  for (const auto& rep : repeats) {
+    const PolicyFigures* rog = FindPolicy(rep, "rog");
+    const PolicyFigures* best = BestBaseline(rep);
+    if (rog == nullptr || best == nullptr) continue;
+    if (rog->final_accuracy >= 0) {
+      final_diff.push_back(100 * (rog->final_accuracy - best->final_accuracy));
+    }
+    const auto at_half = [&](const PolicyFigures& p) { return AccuracyAt(p.team_accuracy, half); };
+    const std::optional<double> rh = at_half(*rog), bh = BestOfBaselines(rep, at_half, false);
+    if (half > 0 && rh && bh) half_diff.push_back(100 * (*rh - *bh));
+    const std::optional<double> target = TargetAccuracy(settings, FindPolicy(rep, "bsp"));
+    if (!target) continue;
+    const auto time_to = [&](const PolicyFigures& p) {
+      return TimeToAccuracy(p.team_accuracy, *target);
+    };
+    const std::optional<double> rt = time_to(*rog), bt = BestOfBaselines(rep, time_to, true);
+    if (rt && bt && *bt > 0) time_ratio.push_back(*rt / *bt);
+  }
+  return absl::StrCat(
+      "The model the team ends with (accuracy at equal time; within each repeat, ROG's less "
+      "the best baseline's; mean (min–max) over repeats): **ROG − best baseline ",
+      SpreadText(SpreadOf(final_diff), 2, 1, " points"), "** at the end (after the final sync)",
+      half > 0 ? absl::StrFormat(", %s half way (%.0f s)",
+                                 SpreadText(SpreadOf(half_diff), 2, 1, " points"), half)
+               : std::string(),
+      "; ROG's time to ", settings.target ? "the target" : "BSP's final accuracy",
+      " over the quickest baseline's that reached it: ",
+      SpreadText(SpreadOf(time_ratio), 2, 1, "×"), " (", time_ratio.size(), " of ",
+      repeats.size(), " repeats where both reached it).\n\n");
+}
+
 // The table over repeats, one row per policy run, and how to read it.
 void AppendRepeatsTable(std::string* md, const std::vector<RepeatRow>& rows,
                         const BenchSettings& settings, const std::string& target_name) {
@@ -333,6 +385,7 @@ std::string RepeatsMarkdown(const std::vector<std::vector<PolicyFigures>>& repea
   const std::vector<RepeatRow> rows = RepeatRows(repeats, settings);
   const Spread rog_bsp = SpreadOf(rows[0].rog_ratio);
   const Spread rog_ssp = SpreadOf(rows[1].rog_ratio);
+  absl::StrAppend(&md, RepeatAccuracyHeadline(repeats, settings));
   absl::StrAppend(&md, repeats.size(), repeats.size() == 1 ? " repeat" : " repeats",
                   " per policy. Training throughput (iterations per second per robot; ratios "
                   "taken within each repeat; mean (min–max)): **ROG/BSP ",

@@ -80,4 +80,76 @@ std::string FinalAccuracyCell(const PolicyFigures& p) {
   return acc;
 }
 
+std::optional<double> AccuracyAt(const std::vector<std::pair<double, double>>& curve, double t) {
+  std::optional<double> at;
+  for (const auto& [time, acc] : curve) {
+    if (time > t) break;
+    at = acc;
+  }
+  return at;
+}
+
+const PolicyFigures* BestBaseline(const std::vector<PolicyFigures>& policies) {
+  const PolicyFigures* best = nullptr;
+  for (const char* name : {"bsp", "ssp"}) {
+    const PolicyFigures* p = FindPolicy(policies, name);
+    if (p == nullptr || p->final_accuracy < 0) continue;
+    if (best == nullptr || p->final_accuracy > best->final_accuracy) best = p;
+  }
+  return best;
+}
+
+namespace {
+
+// "half way (90 s): BSP 0.61, SSP(4) 0.65, ROG(4) 0.66": each policy's team
+// accuracy at half the run; empty without a run length or evaluations.
+std::string HalfWayText(const std::vector<PolicyFigures>& policies,
+                        const BenchSettings& settings) {
+  if (!(settings.adapt_seconds > 0)) return "";
+  const double half = settings.adapt_seconds / 2;
+  std::vector<std::string> each;
+  for (const PolicyFigures& p : policies) {
+    const std::optional<double> a = AccuracyAt(p.team_accuracy, half);
+    if (a) each.push_back(absl::StrFormat("%s %.4f", PolicyLabel(p, settings.staleness), *a));
+  }
+  if (each.empty()) return "";
+  return absl::StrFormat(" Half way (%.0f s), the team's mean: %s.", half,
+                         absl::StrJoin(each, ", "));
+}
+
+// "Time to BSP's final accuracy 0.7000: BSP 100 s, SSP(4) 60 s, ROG(4) 48 s."
+std::string TimeToTargetText(const std::vector<PolicyFigures>& policies,
+                             const BenchSettings& settings, std::optional<double> target) {
+  if (!target) return "";
+  std::vector<std::string> each;
+  for (const PolicyFigures& p : policies) {
+    each.push_back(absl::StrCat(PolicyLabel(p, settings.staleness), " ",
+                                TimeToTargetCell(p.team_accuracy, target)));
+  }
+  return absl::StrFormat(" Time to %s %.4f: %s.",
+                         settings.target ? "the target" : "BSP's final accuracy", *target,
+                         absl::StrJoin(each, ", "));
+}
+
+}  // namespace
+
+std::string AccuracyHeadline(const std::vector<PolicyFigures>& policies,
+                             const BenchSettings& settings, std::optional<double> target) {
+  const PolicyFigures* rog = FindPolicy(policies, "rog");
+  if (rog == nullptr) return "";
+  const PolicyFigures* best = BestBaseline(policies);
+  std::string lead = "no baseline's final accuracy to compare with";
+  if (rog->final_accuracy >= 0 && best != nullptr) {
+    lead = absl::StrFormat("**ROG − best baseline %+.2f points** (ROG(%d) %s, %s %s)",
+                           100 * (rog->final_accuracy - best->final_accuracy), settings.staleness,
+                           FinalAccuracyCell(*rog), PolicyLabel(*best, settings.staleness),
+                           FinalAccuracyCell(*best));
+  }
+  return absl::StrCat(
+      "The model the team ends with (accuracy at equal time: the end of the run, after each "
+      "robot's final sync; mean (min–max) over robots): ",
+      lead, ".", HalfWayText(policies, settings), TimeToTargetText(policies, settings, target),
+      "\n\n");
+}
+
 }  // namespace rog

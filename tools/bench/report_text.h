@@ -77,6 +77,21 @@ std::string EnergyComparison(const std::vector<PolicyFigures>& policies,
 // A "final accuracy" cell: mean (min–max) over robots, "–" if none.
 std::string FinalAccuracyCell(const PolicyFigures& p);
 
+// The team's accuracy at `t` seconds: its last evaluation at or before `t`;
+// nullopt before the first.
+std::optional<double> AccuracyAt(const std::vector<std::pair<double, double>>& curve, double t);
+
+// Of BSP and SSP, the one with the higher final accuracy (the first on a
+// tie); nullptr when neither has one.
+const PolicyFigures* BestBaseline(const std::vector<PolicyFigures>& policies);
+
+// The summary's first paragraph: the model each policy ends with, ROG's
+// final accuracy (after the final sync) less the best baseline's in
+// points, the accuracy half way through the run, and each policy's time to
+// `target`; empty without ROG.
+std::string AccuracyHeadline(const std::vector<PolicyFigures>& policies,
+                             const BenchSettings& settings, std::optional<double> target);
+
 }  // namespace rog
 
 #endif  // ROG_TOOLS_BENCH_REPORT_TEXT_H_

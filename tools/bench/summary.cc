@@ -240,6 +240,7 @@ std::string SummaryMarkdown(const std::vector<PolicyFigures>& policies,
   const PolicyFigures* rog = FindPolicy(policies, "rog");
   const std::optional<double> target = TargetAccuracy(settings, bsp);
 
+  absl::StrAppend(&md, AccuracyHeadline(policies, settings, target));
   if (rog != nullptr) AppendRogComparison(&md, bsp, ssp, *rog);
   AppendEnergyComparison(&md, policies, settings, target);
   AppendPolicyTable(&md, policies, settings, target);
