@@ -220,8 +220,8 @@ std::string RepeatAccuracyHeadline(const std::vector<std::vector<PolicyFigures>>
                : std::string(),
       "; ROG's time to ", settings.target ? "the target" : "BSP's final accuracy",
       " over the quickest baseline's that reached it: ",
-      SpreadText(SpreadOf(time_ratio), 2, 1, "×"), " (", time_ratio.size(), " of ",
-      repeats.size(), " repeats where both reached it).\n\n");
+      SpreadText(SpreadOf(time_ratio), 2, 1, "×"), " (", time_ratio.size(), " of ", repeats.size(),
+      " repeats where both reached it).\n\n");
 }
 
 // The table over repeats, one row per policy run, and how to read it.

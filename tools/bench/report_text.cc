@@ -103,8 +103,7 @@ namespace {
 
 // "half way (90 s): BSP 0.61, SSP(4) 0.65, ROG(4) 0.66": each policy's team
 // accuracy at half the run; empty without a run length or evaluations.
-std::string HalfWayText(const std::vector<PolicyFigures>& policies,
-                        const BenchSettings& settings) {
+std::string HalfWayText(const std::vector<PolicyFigures>& policies, const BenchSettings& settings) {
   if (!(settings.adapt_seconds > 0)) return "";
   const double half = settings.adapt_seconds / 2;
   std::vector<std::string> each;
