@@ -15,6 +15,18 @@ uint64_t StateBytes(const Layout& layout, uint64_t workers) {
          static_cast<uint64_t>(layout.num_rows()) * workers * (workers + 1) * 8;
 }
 
+uint64_t WorkersWithin(const Layout& layout, uint64_t max_bytes) {
+  // StateBytes grows with `workers`; search below a bound past any real team
+  // (and far from overflowing it).
+  uint64_t lo = 0, hi = uint64_t{1} << 20;
+  if (StateBytes(layout, hi) <= max_bytes) return hi;
+  while (lo + 1 < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    (StateBytes(layout, mid) <= max_bytes ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 namespace {
 
 uint64_t ModelWireBytes(const Layout& layout, Codec codec) {

@@ -32,6 +32,10 @@ namespace engine_internal {
 // workers) and each worker's copy versions (rows x workers each).
 uint64_t StateBytes(const Layout& layout, uint64_t workers);
 
+// The most worker records whose state (StateBytes) fits `max_bytes`: 0 when
+// not even one does.
+uint64_t WorkersWithin(const Layout& layout, uint64_t max_bytes);
+
 class ModelStore {
  public:
   // Updates travel in `codec` (wire_bytes()).

@@ -29,7 +29,17 @@ pb::StatusReply EngineCore::Impl::StatusReport() const {
     s.set_rows(m.model.layout().num_rows());
     s.set_model_bytes(m.model.layout().total_numel() * 4);
     s.set_worker_copy_bytes(m.model.state().copy_bytes());
+    const Layout& layout = m.model.layout();
+    const uint64_t records = m.workers.size();
+    s.set_state_bytes(engine_internal::StateBytes(layout, records));
+    s.set_state_bytes_per_worker(layout.total_numel() * 4 +
+                                 static_cast<uint64_t>(layout.num_rows()) * (records + 1) * 8);
+    s.set_workers_within_limit(static_cast<uint32_t>(
+        std::min<uint64_t>(engine_internal::WorkersWithin(layout, m.opt.max_state_bytes),
+                           std::numeric_limits<uint32_t>::max())));
   }
+  s.set_worker_records(static_cast<uint32_t>(m.workers.size()));
+  s.set_max_state_bytes(m.opt.max_state_bytes);
   s.set_uptime_seconds(Now() - m.start_time);
   const uint64_t max = m.workers.MaxAttachedClock();
   uint64_t min = m.workers.MinAttachedClock();

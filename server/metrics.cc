@@ -133,6 +133,18 @@ void AddModelFamilies(const MetricsSnapshot& snapshot, Families& fam) {
       fam.Add("rog_worker_copies_bytes",
               "Memory held for the per-worker copies (pending updates), bytes", MetricType::Gauge),
       static_cast<double>(s.worker_copy_bytes()));
+  Gauge(fam.Add("rog_state_bytes",
+                "The model state's memory by the design's formula (what --max_state_bytes "
+                "bounds): global rows, a pending copy per worker, versions",
+                MetricType::Gauge),
+        static_cast<double>(s.state_bytes()));
+  Gauge(fam.Add("rog_state_max_bytes", "--max_state_bytes", MetricType::Gauge),
+        static_cast<double>(s.max_state_bytes()));
+  Gauge(fam.Add("rog_state_workers_within_limit",
+                "The most worker records the model's state may have within --max_state_bytes "
+                "(0 before the model arrives)",
+                MetricType::Gauge),
+        static_cast<double>(s.workers_within_limit()));
   Gauge(fam.Add("rog_team_ready", "1 once --workers workers have joined and training started",
                 MetricType::Gauge),
         s.team_ready() ? 1 : 0);

@@ -116,7 +116,8 @@ ABSL_FLAG(uint64_t, max_model_bytes, uint64_t{1} << 30,
 ABSL_FLAG(uint64_t, max_state_bytes, uint64_t{8} << 30,
           "memory the model state may take: a copy of the model per worker plus versions per "
           "row, worker and copy (rows x workers^2 x 8 bytes); a first model or a new worker "
-          "record that would need more is refused");
+          "record that would need more is refused (rogctl status shows the state, per worker, and "
+          "how many workers the limit allows)");
 ABSL_FLAG(uint32_t, max_rows, 1u << 20,
           "most rows a model may have (rogd keeps versions per row and worker for every "
           "worker's copy)");

@@ -129,6 +129,17 @@ TEST_CASE("the model state is bounded: a copy per worker, versions per row and w
   h.SendValues(a, Ones(h.layout()));
   h.Settle();
   CHECK(h.Hello(h.MakeHello("b")).ok());
+  // rogctl status shows the state by the same formula: 140 bytes of global
+  // rows, then per worker record its 140-byte copy, its copy's versions
+  // (9 rows x 2 records) and its column of the global versions (9), 8
+  // bytes each; two records fit 900 bytes, three would not.
+  const pb::StatusReply status = h.engine().Status();
+  CHECK(status.state_bytes() == 852);
+  CHECK(status.state_bytes_per_worker() == 140 + 9 * 3 * 8);
+  CHECK(status.model_bytes() + 2 * status.state_bytes_per_worker() == status.state_bytes());
+  CHECK(status.worker_records() == 2);
+  CHECK(status.max_state_bytes() == 900);
+  CHECK(status.workers_within_limit() == 2);
   s = h.Hello(h.MakeHello("c"), &reason);
   REQUIRE_FALSE(s.ok());
   CHECK(s.status().code() == absl::StatusCode::kResourceExhausted);

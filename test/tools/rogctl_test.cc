@@ -22,6 +22,11 @@ pb::StatusReply SampleStatus() {
   s.set_rows(82);
   s.set_model_bytes(16516);
   s.set_worker_copy_bytes(2048);
+  s.set_state_bytes(52208);
+  s.set_state_bytes_per_worker(17846);
+  s.set_worker_records(2);
+  s.set_max_state_bytes(uint64_t{8} << 30);
+  s.set_workers_within_limit(23456);
   s.set_uptime_seconds(3725);
   s.set_workers_connected(2);
   s.set_workers_lagging(1);
@@ -116,6 +121,10 @@ TEST_CASE("status table and JSON carry every field", "[rogctl]") {
                           "iteration (detached workers train 2 local steps, then pause)"));
   CHECK(absl::StrContains(table, "detach the slowest link when the team would run 1.5x"));
   CHECK(absl::StrContains(table, "min 10, max 14"));
+  CHECK(absl::StrContains(table,
+                          "51.0 KiB for 2 worker records: the global rows 16.1 KiB, each worker "
+                          "17.4 KiB (its pending copy and versions); 8.0 GiB (--max_state_bytes) "
+                          "allows 23456 records"));
   CHECK(absl::StrContains(table, "p50 0.125 ms, p99 4.2 ms, max 250 ms over 1200 events"));
   CHECK(absl::StrContains(table, "(1m30s ago)"));
   CHECK(absl::StrContains(table, "bad_fingerprint=1, row_out_of_range=3"));
@@ -125,7 +134,9 @@ TEST_CASE("status table and JSON carry every field", "[rogctl]") {
   CHECK(json ==
         "{\"version\":\"0.1.0\",\"sync\":\"rog\",\"staleness\":4,\"mta\":0.317672196171981,"
         "\"codec\":\"bf16\",\"has_model\":true,\"model\":{\"tensors\":4,\"rows\":82,\"bytes\":"
-        "16516},\"worker_copy_bytes\":2048,\"uptime_seconds\":3725,\"team_ready\":true,"
+        "16516},\"worker_copy_bytes\":2048,\"state\":{\"bytes\":52208,\"per_worker_bytes\":"
+        "17846,\"worker_records\":2,\"max_bytes\":8589934592,\"workers_within_limit\":23456},"
+        "\"uptime_seconds\":3725,\"team_ready\":true,"
         "\"workers\":{\"connected\":2,\"lagging\":1,\"evicted\":0,\"detached\":1},"
         "\"iterations\":{\"min\":10,"
         "\"max\":14},\"last_checkpoint\":{\"unix\":1000,\"path\":\"/var/lib/rog/\\\"odd\\\"\\\\"
@@ -137,6 +148,7 @@ TEST_CASE("status table and JSON carry every field", "[rogctl]") {
 
   pb::StatusReply empty;
   CHECK(absl::StrContains(StatusTable(empty, 5), "none yet"));
+  CHECK(absl::StrContains(StatusTable(empty, 5), "no model yet; at most 0 B (--max_state_bytes)"));
   CHECK(absl::StrContains(StatusJson(empty, 5), "\"last_checkpoint\":null"));
   CHECK(absl::StrContains(StatusJson(empty, 5), "\"has_model\":false"));
 }

@@ -199,6 +199,22 @@ std::string CodecName(pb::Codec codec) {
   }
 }
 
+namespace {
+
+// The model state's memory by the design's formula, per worker record, and
+// the team --max_state_bytes allows.
+std::string StateMemoryText(const pb::StatusReply& s) {
+  const std::string limit = absl::StrCat(HumanBytes(s.max_state_bytes()), " (--max_state_bytes)");
+  if (!s.has_model()) return absl::StrCat("no model yet; at most ", limit);
+  return absl::StrCat(HumanBytes(s.state_bytes()), " for ", s.worker_records(),
+                      " worker records: the global rows ", HumanBytes(s.model_bytes()),
+                      ", each worker ", HumanBytes(s.state_bytes_per_worker()),
+                      " (its pending copy and versions); ", limit, " allows ",
+                      s.workers_within_limit(), " records");
+}
+
+}  // namespace
+
 std::string StatusTable(const pb::StatusReply& s, double now_unix) {
   Table t({"", ""});
   t.AddRow({"version", s.version()});
@@ -211,6 +227,7 @@ std::string StatusTable(const pb::StatusReply& s, double now_unix) {
     t.AddRow({"model", "none yet (it arrives with the first worker's hello)"});
   }
   t.AddRow({"worker copies", HumanBytes(s.worker_copy_bytes())});
+  t.AddRow({"state memory", StateMemoryText(s)});
   t.AddRow({"uptime", HumanSeconds(s.uptime_seconds())});
   t.AddRow({"team ready", s.team_ready() ? "yes" : "no (waiting for --workers to join)"});
   t.AddRow({"workers",
@@ -277,6 +294,13 @@ std::string StatusJson(const pb::StatusReply& s, double now_unix) {
                                .Int("bytes", s.model_bytes())
                                .Done())
              .Int("worker_copy_bytes", s.worker_copy_bytes())
+             .Raw("state", Obj()
+                               .Int("bytes", s.state_bytes())
+                               .Int("per_worker_bytes", s.state_bytes_per_worker())
+                               .Int("worker_records", s.worker_records())
+                               .Int("max_bytes", s.max_state_bytes())
+                               .Int("workers_within_limit", s.workers_within_limit())
+                               .Done())
              .Num("uptime_seconds", s.uptime_seconds())
              .Bool("team_ready", s.team_ready())
              .Raw("workers", Obj()
