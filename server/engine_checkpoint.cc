@@ -90,20 +90,26 @@ absl::StatusOr<pb::CheckpointReply> Checkpointer::Write(const ModelStore& model,
   c.set_staleness(opt_.staleness);
   c.set_codec(static_cast<pb::Codec>(opt_.codec));
   c.set_team_ready(workers.team_ready());
-  const ServerState::Parts parts = model.state().Export();
+  // Each part of the exported copy is let go once it is in the message, so
+  // that the state is held about twice, not three times.
+  ServerState::Parts parts = model.state().Export();
   c.set_global(FloatsToBytes(parts.global));
+  std::vector<float>().swap(parts.global);
   c.set_workers(static_cast<uint32_t>(parts.versions.num_workers()));
   for (uint64_t v : parts.versions.raw()) c.add_versions(v);
   for (const auto& r : workers) {
     pb::CheckpointWorker* w = c.add_worker();
     r->ToCheckpoint(w);
     w->set_pending(FloatsToBytes(parts.pending[r->index()]));
+    std::vector<float>().swap(parts.pending[r->index()]);
     for (uint64_t v : parts.copies[r->index()].raw()) w->add_copy_versions(v);
+    parts.copies[r->index()] = VersionStore();
   }
-  absl::StatusOr<uint64_t> bytes = WriteCheckpoint(opt_.checkpoint_path, c);
+  const double unix_time = c.unix_time();
+  absl::StatusOr<uint64_t> bytes = WriteCheckpoint(opt_.checkpoint_path, std::move(c));
   if (!bytes.ok()) return bytes.status();
   for (auto& r : workers) r->uplink().MarkDurable();
-  last_unix_ = c.unix_time();
+  last_unix_ = unix_time;
   last_path_ = opt_.checkpoint_path;
   pb::CheckpointReply reply;
   reply.set_path(opt_.checkpoint_path);

@@ -1,10 +1,12 @@
-// Fuzzes rogd's checkpoint loading: rog::ReadCheckpoint (magic, length,
-// checksum, protobuf parse) and then the engine's restore of what it read
-// (layout, version storage, per-worker records: everything
-// Engine::Start checks before it trusts a checkpoint given as --init or
-// found at --checkpoint). Input: 1 byte of mode, then either the whole
-// file (even mode) or a payload that gets a valid header and checksum
-// (odd mode), so that the fuzzer reaches the restore beyond the checksum.
+// Fuzzes rogd's checkpoint loading: rog::ReadCheckpoint (magic, record
+// count, lengths, checksums, protobuf parse; both file versions) and then
+// the engine's restore of what it read (layout, version storage,
+// per-worker records: everything Engine::Start checks before it trusts a
+// checkpoint given as --init or found at --checkpoint). Input: 1 byte of
+// mode, then either the whole file (even mode) or a payload that gets a
+// valid header and checksum (odd mode: version 2 with the payload as its
+// one record, or with mode & 2 version 1), so that the fuzzer reaches the
+// restore beyond the checksum.
 #include <unistd.h>
 
 #include <cstdint>
@@ -47,7 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string file = in.Rest();
   if (mode & 1) {
     const std::string payload = std::move(file);
-    file = "ROGCKPT1";
+    file = (mode & 2) ? "ROGCKPT1" : "ROGCKPT2";
+    if (!(mode & 2)) PutU64(&file, 1);
     PutU64(&file, payload.size());
     file += payload;
     PutU64(&file, rog::Fnv1a64(payload));

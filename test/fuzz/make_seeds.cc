@@ -140,16 +140,32 @@ void CheckpointSeeds() {
     }
     c.set_team_ready(true);
     const std::string payload = c.SerializeAsString();
-    // Mode 1: the fuzzer adds header and checksum.
+    // Mode 1: the fuzzer adds header and checksum (version 2; mode 3:
+    // version 1).
     Write("checkpoint", "payload_" + std::to_string(n) + "_workers",
           std::string(1, '\1') + payload);
-    // Mode 0: the whole file as WriteCheckpoint lays it out.
+    Write("checkpoint", "payload_v1_" + std::to_string(n) + "_workers",
+          std::string(1, '\3') + payload);
+    // Mode 0: the whole file as WriteCheckpoint lays it out (version 2:
+    // the checkpoint without its workers, then one record per worker)...
+    const auto record = [](std::string* out, const std::string& bytes) {
+      PutU64(out, bytes.size());
+      *out += bytes;
+      PutU64(out, Fnv1a64(bytes));
+    };
+    pb::Checkpoint header = c;
+    header.clear_worker();
     std::string file(1, '\0');
-    file += "ROGCKPT1";
-    PutU64(&file, payload.size());
-    file += payload;
-    PutU64(&file, Fnv1a64(payload));
+    file += "ROGCKPT2";
+    PutU64(&file, 1 + static_cast<uint64_t>(c.worker_size()));
+    record(&file, header.SerializeAsString());
+    for (const pb::CheckpointWorker& cw : c.worker()) record(&file, cw.SerializeAsString());
     Write("checkpoint", "file_" + std::to_string(n) + "_workers", file);
+    // ... and as rogd wrote it before 2026-12-04 (version 1).
+    std::string v1(1, '\0');
+    v1 += "ROGCKPT1";
+    record(&v1, payload);
+    Write("checkpoint", "file_v1_" + std::to_string(n) + "_workers", v1);
   }
   // A team size the records do not back: the restore once sized its
   // worker table from it (32 GiB) before any check.

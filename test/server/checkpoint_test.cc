@@ -82,6 +82,28 @@ uint64_t LittleEndianU64(const std::string& bytes, size_t at) {
   return v;
 }
 
+void PutLittleEndianU64(std::string* out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
+}
+
+// A version 2 record: length, payload, FNV-1a 64.
+std::string Record(const std::string& payload) {
+  std::string r;
+  PutLittleEndianU64(&r, payload.size());
+  r += payload;
+  PutLittleEndianU64(&r, Fnv1a64(payload));
+  return r;
+}
+
+// A version 1 file (rogd before 2026-12-04): magic, length, payload, FNV-1a 64.
+std::string Version1File(const std::string& payload) {
+  std::string file = "ROGCKPT1";
+  PutLittleEndianU64(&file, payload.size());
+  file += payload;
+  PutLittleEndianU64(&file, Fnv1a64(payload));
+  return file;
+}
+
 // A checkpoint with every field set, two workers (one evicted).
 pb::Checkpoint Sample(float scale = 1.0f) {
   auto layout = Layout::Create({{"w", {2, 3}}, {"b", {2}}}, 4);
@@ -141,15 +163,19 @@ TEST_CASE("a checkpoint reads back exactly as written", "[checkpoint]") {
   auto written = WriteCheckpoint(path, c);
   REQUIRE(written.ok());
 
-  // The documented layout: magic, length, payload, FNV-1a of the payload.
+  // The documented layout: magic, the record count, then the checkpoint
+  // without its workers and each worker, each record framed by its length
+  // and FNV-1a.
   const std::string file = ReadBytes(path);
   const std::string payload = c.SerializeAsString();
+  pb::Checkpoint header = c;
+  header.clear_worker();
+  std::string expected = "ROGCKPT2";
+  PutLittleEndianU64(&expected, 3);
+  expected += Record(header.SerializeAsString()) + Record(c.worker(0).SerializeAsString()) +
+              Record(c.worker(1).SerializeAsString());
   CHECK(*written == file.size());
-  CHECK(file.size() == 8 + 8 + payload.size() + 8);
-  CHECK(file.substr(0, 8) == "ROGCKPT1");
-  CHECK(LittleEndianU64(file, 8) == payload.size());
-  CHECK(file.substr(16, payload.size()) == payload);
-  CHECK(LittleEndianU64(file, 16 + payload.size()) == Fnv1a64(payload));
+  CHECK(file == expected);
   // Only the owner may read a model.
   struct stat st;
   REQUIRE(::stat(path.c_str(), &st) == 0);
@@ -189,7 +215,7 @@ TEST_CASE("an empty checkpoint message round-trips", "[checkpoint]") {
   const std::string path = dir + "/ckpt";
   auto written = WriteCheckpoint(path, pb::Checkpoint());
   REQUIRE(written.ok());
-  CHECK(*written == 24);
+  CHECK(*written == 32);  // magic, count, one empty record
   auto read = ReadCheckpoint(path);
   REQUIRE(read.ok());
   CHECK(read->SerializeAsString().empty());
@@ -332,7 +358,7 @@ TEST_CASE("a foreign file is refused: wrong magic", "[checkpoint]") {
   const std::string dir = FreshDir("magic");
   const std::string path = WriteSample(dir);
   std::string file = ReadBytes(path);
-  file[7] = '2';  // "ROGCKPT2"
+  file[7] = '9';  // "ROGCKPT9"
   WriteBytes(path, file);
   CheckRefused(path, absl::StatusCode::kDataLoss, "bad magic");
 
@@ -342,26 +368,43 @@ TEST_CASE("a foreign file is refused: wrong magic", "[checkpoint]") {
   CheckRefused(path, absl::StatusCode::kDataLoss, "too short");
   WriteBytes(path, "ROGCKPT1");
   CheckRefused(path, absl::StatusCode::kDataLoss, "too short");
+  WriteBytes(path, "ROGCKPT2");
+  CheckRefused(path, absl::StatusCode::kDataLoss, "too short");
 }
 
 TEST_CASE("a truncated file is refused", "[checkpoint]") {
   const std::string dir = FreshDir("truncated");
   const std::string path = WriteSample(dir);
   const std::string file = ReadBytes(path);
-  const size_t payload = file.size() - 24;
   REQUIRE(file.size() > 100);
-  // Cut anywhere from the checksum back into the header.
-  for (size_t keep : {file.size() - 1, file.size() - 8, file.size() - 9, size_t{100}, size_t{24}}) {
+  // Cut anywhere from the last checksum back to the record count.
+  for (size_t keep : {file.size() - 1, file.size() - 8, file.size() - 9, size_t{100}, size_t{40},
+                      size_t{33}, size_t{32}, size_t{24}}) {
     CAPTURE(keep);
     WriteBytes(path, file.substr(0, keep));
-    CheckRefused(path, absl::StatusCode::kDataLoss, "truncated");
-    CheckRefused(path, absl::StatusCode::kDataLoss,
-                 "header says " + std::to_string(payload) + " payload bytes");
+    auto read = ReadCheckpoint(path);
+    REQUIRE_FALSE(read.ok());
+    INFO(read.status().ToString());
+    CHECK(read.status().code() == absl::StatusCode::kDataLoss);
+    CHECK(MessageHas(read.status(), path));
+    // A cut record says which; a cut that leaves fewer bytes than the
+    // records need (16 each) is refused on the count.
+    CHECK((MessageHas(read.status(), "truncated: record") ||
+           MessageHas(read.status(), "the header says 3 records")));
   }
   for (size_t keep : {size_t{23}, size_t{16}, size_t{3}}) {
     CAPTURE(keep);
     WriteBytes(path, file.substr(0, keep));
     CheckRefused(path, absl::StatusCode::kDataLoss, "too short");
+  }
+  // Version 1: the length says how much is missing.
+  const std::string v1 = Version1File(Sample().SerializeAsString());
+  const size_t payload = v1.size() - 24;
+  for (size_t keep : {v1.size() - 1, v1.size() - 9, size_t{24}}) {
+    CAPTURE(keep);
+    WriteBytes(path, v1.substr(0, keep));
+    CheckRefused(path, absl::StatusCode::kDataLoss,
+                 "truncated: header says " + std::to_string(payload) + " payload bytes");
   }
 }
 
@@ -369,16 +412,41 @@ TEST_CASE("a flipped byte anywhere after the magic is refused", "[checkpoint]") 
   const std::string dir = FreshDir("flipped");
   const std::string path = WriteSample(dir);
   const std::string file = ReadBytes(path);
-  // Every byte of the payload and of the checksum: a checksum mismatch.
-  for (size_t at = 16; at < file.size(); ++at) {
-    CAPTURE(at);
-    std::string bad = file;
-    bad[at] = static_cast<char>(bad[at] ^ 0x01);
-    WriteBytes(path, bad);
-    CheckRefused(path, absl::StatusCode::kDataLoss, "checksum mismatch");
+  // Each record's payload and checksum: a checksum mismatch naming the
+  // record; its length, or the count: refused too.
+  size_t at = 16;
+  for (int record = 1; record <= 3; ++record) {
+    const size_t length = LittleEndianU64(file, at);
+    for (size_t i = at; i < at + 16 + length; ++i) {
+      CAPTURE(record, i);
+      std::string bad = file;
+      bad[i] = static_cast<char>(bad[i] ^ 0x01);
+      WriteBytes(path, bad);
+      if (i < at + 8) {
+        auto read = ReadCheckpoint(path);
+        REQUIRE_FALSE(read.ok());
+        CHECK(read.status().code() == absl::StatusCode::kDataLoss);
+      } else {
+        CheckRefused(path, absl::StatusCode::kDataLoss,
+                     "checksum mismatch in record " + std::to_string(record) + " of 3");
+      }
+    }
+    at += 16 + length;
   }
-  // A byte of the length: the length no longer fits the file.
-  std::string bad = file;
+  CHECK(at == file.size());
+  for (size_t i = 8; i < 16; ++i) {
+    std::string bad = file;
+    bad[i] = static_cast<char>(bad[i] ^ 0x01);
+    WriteBytes(path, bad);
+    CheckRefused(path, absl::StatusCode::kDataLoss, "unusable");
+  }
+  // Version 1: a byte of the payload, then one of the length.
+  const std::string v1 = Version1File(Sample().SerializeAsString());
+  std::string bad = v1;
+  bad[20] = static_cast<char>(bad[20] ^ 0x01);
+  WriteBytes(path, bad);
+  CheckRefused(path, absl::StatusCode::kDataLoss, "checksum mismatch");
+  bad = v1;
   bad[8] = static_cast<char>(bad[8] ^ 0x01);
   WriteBytes(path, bad);
   CheckRefused(path, absl::StatusCode::kDataLoss, "payload bytes");
@@ -394,20 +462,42 @@ TEST_CASE("trailing bytes after the checksum are refused", "[checkpoint]") {
     WriteBytes(path, file + extra);
     CheckRefused(path, absl::StatusCode::kDataLoss, "unusable");
   }
+  WriteBytes(path, file + std::string(16, 'x'));
+  CheckRefused(path, absl::StatusCode::kDataLoss, "trailing bytes: 16 after the last of 3 records");
 }
 
 TEST_CASE("a well-framed payload that is not a checkpoint is refused", "[checkpoint]") {
   const std::string dir = FreshDir("unparsable");
   const std::string path = dir + "/ckpt";
-  // Correct magic, length and checksum around bytes that are no protobuf.
-  const std::string payload = "\xff\xff\xff\xff";
-  std::string file = "ROGCKPT1";
-  for (int i = 0; i < 8; ++i) file.push_back(static_cast<char>(payload.size() >> (8 * i)));
-  file += payload;
-  const uint64_t sum = Fnv1a64(payload);
-  for (int i = 0; i < 8; ++i) file.push_back(static_cast<char>(sum >> (8 * i)));
-  WriteBytes(path, file);
+  // Correct magic, count, lengths and checksums around bytes that are no
+  // protobuf: as the first record, then as a worker's.
+  const std::string junk = "\xff\xff\xff\xff";
+  std::string file = "ROGCKPT2";
+  PutLittleEndianU64(&file, 1);
+  WriteBytes(path, file + Record(junk));
+  CheckRefused(path, absl::StatusCode::kDataLoss, "record 1 of 1 does not parse");
+  file = "ROGCKPT2";
+  PutLittleEndianU64(&file, 2);
+  WriteBytes(path, file + Record(Sample().SerializeAsString()) + Record(junk));
+  CheckRefused(path, absl::StatusCode::kDataLoss, "record 2 of 2 does not parse");
+  // A count the file cannot hold is refused before any record is read.
+  file = "ROGCKPT2";
+  PutLittleEndianU64(&file, uint64_t{1} << 40);
+  WriteBytes(path, file + Record(junk));
+  CheckRefused(path, absl::StatusCode::kDataLoss,
+               "the header says 1099511627776 records, the file has room for 1");
+  WriteBytes(path, Version1File(junk));
   CheckRefused(path, absl::StatusCode::kDataLoss, "does not parse");
+}
+
+TEST_CASE("a version 1 checkpoint (rogd before 2026-12-04) is still read", "[checkpoint]") {
+  const std::string dir = FreshDir("version1");
+  const std::string path = dir + "/ckpt";
+  const pb::Checkpoint c = Sample();
+  WriteBytes(path, Version1File(c.SerializeAsString()));
+  auto read = ReadCheckpoint(path);
+  REQUIRE(read.ok());
+  CHECK(read->SerializeAsString() == c.SerializeAsString());
 }
 
 TEST_CASE("a directory is not a checkpoint", "[checkpoint]") {

@@ -42,8 +42,9 @@ Flags:
                        machine): a point that needs more is refused by rogd at
                        the hello that would pass it, and the table says so
 A point's checkpoint is asked for only when twice rogd's state, (N+1) x the
-model, stays under 8 GB: building the checkpoint copies the state, and one
-over 2 GiB cannot be written (protobuf's message limit).
+model, stays under 8 GB: building the checkpoint copies the state (before
+2026-12-04 a checkpoint was one protobuf message, and one over 2 GiB could
+not be written).
 HELP
       exit 0 ;;
     *) echo "scale_study.sh: unknown flag '$arg' (see --help)" >&2; exit 2 ;;
