@@ -49,5 +49,15 @@ check "the damping arm, paired" "^\| ROG \| rogd's model after the final sync \|
 check "the damping arm's it/s ratio" "^\| ROG \| iterations/s, arm / base \| 16 \| 1\.001 ± 0\.004 \| \| \|$" "$out"
 out=$(python3 "$table" --ab "$mech/diag-C1-R4" 2>&1)
 check "--ab with one folder is refused" "^accuracy_table: --ab needs two study folders" "$out"
+# --summary: a row per point; the goal is "not met" where even the mean plus
+# two standard errors is below -0.5 (-5.1 + 3.2), "unresolved" where it is
+# not (49b0262's -2.3 + 3.0).
+out=$(python3 "$table" --summary "$mech/diag-C1-R4" 2>&1)
+check "the summary's row" "^\| regime-C1-R4 \| 16 \| 1\.19× \| -5\.1 ± 1\.6 \(3 / 13, p 0\.02\) \| -5\.1 ± 1\.6 \| -5\.0 ± 2\.4 \| 39\.4 ± 6\.4 s \(16\) / 38\.1 ± 5\.3 s \(16\) \| not met \|$" "$out"
+mkdir -p "$tmp/sum" && cp -r "$points/c1r4" "$tmp/sum/"
+out=$(python3 "$table" --summary "$tmp/sum" 2>&1)
+check "an unresolved goal" "^\| c1r4 \| 16 \| .* \| -2\.3 ± 1\.5 \(4 / 12, p 0\.08\) \| .* \| unresolved \|$" "$out"
+out=$(python3 "$table" --summary "$tmp/nowhere" 2>&1)
+check "--summary of a missing folder is refused" "^accuracy_table: --summary needs study folders" "$out"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -4,7 +4,9 @@
 # protocol on replayed links, every update a real SGD step of the main
 # job's model) over paired seeds, at the paper profile's four quarters and
 # at the regime map's points. Writes OUT/<point>/seed<N>.txt (the
-# simulator's outputs) and OUT/accuracy.md (tools/sim/accuracy_table.py:
+# simulator's outputs), OUT/summary.md (a row per point: ROG against SSP
+# and the best baseline, and issue 58's goal) and OUT/accuracy.md
+# (tools/sim/accuracy_table.py:
 # per point and policy the accuracy half way and at the end, rogd's model
 # after the final sync, the final sync's change and the time to BSP's final
 # accuracy; ROG against SSP and BSP paired by seed, with the standard error
@@ -134,5 +136,7 @@ if [ "$missing" -gt 0 ]; then
   exit 1
 fi
 python3 tools/sim/accuracy_table.py "$out" "${list[@]}" > "$out/accuracy.md"
-cat "$out/accuracy.md"
-echo "accuracy_study: results in $out: accuracy.md, <point>/seed<N>.txt, <point>/command.txt"
+python3 tools/sim/accuracy_table.py --summary "$out" > "$out/summary.md"
+cat "$out/accuracy.md" "$out/summary.md"
+echo "accuracy_study: results in $out: accuracy.md, summary.md (a row per point)," \
+  "<point>/seed<N>.txt, <point>/command.txt"

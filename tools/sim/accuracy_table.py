@@ -19,8 +19,18 @@ per point and policy, ARM minus BASE paired by seed (rogd's final model,
 the replicas, the model when training stopped) with the sign test, and
 the ratio of iterations per second.
 
+With --summary, one row per point over one or more study folders (every
+point folder in each): ROG's iterations/s over SSP's; ROG − SSP for rogd's
+model after the final sync, paired, with the sign test; ROG less the best
+baseline (per seed the higher of BSP and SSP) at the end and half way; the
+time to BSP's final accuracy of ROG and SSP; and issue 58's first goal,
+ROG's final model at least as good as SSP's within 0.5 points: "met" when
+the mean difference is at least -0.5, "not met" when even its mean plus two
+standard errors is below -0.5, "unresolved" otherwise.
+
 Usage: tools/sim/accuracy_table.py POINTS_DIR [POINT ...]
        tools/sim/accuracy_table.py --ab BASE_DIR ARM_DIR [POINT ...]
+       tools/sim/accuracy_table.py --summary POINTS_DIR [POINTS_DIR ...]
   (every point folder in the (first) folder, sorted, when no POINT is given)
 """
 import math
@@ -234,12 +244,67 @@ def main_ab(argv):
     return 0
 
 
+def diff_text(d):
+    """ "-5.1 ± 1.6 (3 / 13, p 0.021)": mean ± SE, ROG above / below, sign test."""
+    above, below = sum(x > 0 for x in d), sum(x < 0 for x in d)
+    return f"{fmt(*mean_se(d))} ({above} / {below}, p {sign_test(above, below):.2f})"
+
+
+def goal_text(d, margin=0.5):
+    m, se = mean_se(d)
+    if math.isnan(m):
+        return "-"
+    if m >= -margin:
+        return "met"
+    return "not met" if not math.isnan(se) and m + 2 * se < -margin else "unresolved"
+
+
+def summary_row(name, seeds):
+    both = [s for s in seeds.values() if all(p in s for p in _POLICIES)]
+    final = [100 * (s["rog"]["final"] - s["ssp"]["final"]) for s in both]
+    best_end = [100 * (s["rog"]["final"] - max(s["bsp"]["final"], s["ssp"]["final"]))
+                for s in both]
+    best_half = [100 * (half_way(s["rog"]["series"])
+                        - max(half_way(s["bsp"]["series"]), half_way(s["ssp"]["series"])))
+                 for s in both]
+    ratio = [s["rog"]["its"] / s["ssp"]["its"] for s in both if s["ssp"]["its"] > 0]
+
+    def to_target(p):
+        t = [s[p]["to_target"] for s in both if s[p]["to_target"] is not None]
+        return (fmt(*mean_se(t)) + " s" if t else "not reached") + f" ({len(t)})"
+
+    return (f"| {name} | {len(both)} | {mean_se(ratio)[0]:.2f}× | {diff_text(final)} "
+            f"| {fmt(*mean_se(best_end))} | {fmt(*mean_se(best_half))} "
+            f"| {to_target('rog')} / {to_target('ssp')} | {goal_text(final)} |")
+
+
+def main_summary(roots):
+    if not roots or not all(os.path.isdir(d) for d in roots):
+        print("accuracy_table: --summary needs study folders", file=sys.stderr)
+        return 2
+    lines = ["| point | seeds | ROG/SSP it/s | ROG − SSP, rogd's final model (above / below, sign test) "
+             "| ROG − best baseline, end | half way | time to BSP's final, ROG / SSP (seeds reached) "
+             "| ROG ≥ SSP − 0.5 |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    try:
+        for root in roots:
+            for p in sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d))):
+                lines.append(summary_row(p, load_point(os.path.join(root, p))))
+    except (RunError, OSError, ValueError) as e:
+        print(f"accuracy_table: {e}", file=sys.stderr)
+        return 1
+    print("\n".join(lines))
+    return 0
+
+
 def main(argv):
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
         print(__doc__.strip())
         return 0 if len(argv) >= 2 else 2
     if argv[1] == "--ab":
         return main_ab(argv[2:])
+    if argv[1] == "--summary":
+        return main_summary(argv[2:])
     root = argv[1]
     if not os.path.isdir(root):
         print(f"accuracy_table: {root} is not a folder; give the study's points folder", file=sys.stderr)
