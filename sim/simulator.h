@@ -241,10 +241,8 @@ struct SimReport {
 // the latter would be a bug in rogd's or the SDK's rules.
 absl::StatusOr<SimReport> RunSimulation(const SimConfig& config, const Layout& layout);
 
-// A model layout like a small CNN for 28×28 images (about 1.7 MB in fp32,
-// 207 rows of uneven size): "cnn". The main job's CNN
-// (client/examples/fmnist_worker.cc, 82 KB): "fmnist". "tiny": 6 tensors, a
-// few KB, for tests.
+// The layout named `name` (common/model_layouts.h: cnn, fmnist, convmlp,
+// tiny).
 absl::StatusOr<Layout> SyntheticLayout(const std::string& name);
 
 }  // namespace rog

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/model_layouts.h"
 
 namespace rog {
 namespace {
@@ -42,20 +43,7 @@ absl::StatusOr<Layout> Transformer(int blocks, int64_t classes) {
 }  // namespace
 
 absl::StatusOr<Layout> ScaleModel(const std::string& name) {
-  if (name == "convmlp") {
-    return Layout::Create({
-        {"conv1.weight", {8, 1, 5, 5}},
-        {"conv1.bias", {8}},
-        {"conv2.weight", {16, 8, 5, 5}},
-        {"conv2.bias", {16}},
-        {"fc1.weight", {1024, 256}},
-        {"fc1.bias", {1024}},
-        {"fc2.weight", {512, 1024}},
-        {"fc2.bias", {512}},
-        {"fc3.weight", {10, 512}},
-        {"fc3.bias", {10}},
-    });
-  }
+  if (name == "convmlp") return NamedLayout("convmlp");
   if (name == "vit25m") return Transformer(3, 3000);
   if (name == "vit100m") return Transformer(14, 1000);
   return absl::InvalidArgumentError(
