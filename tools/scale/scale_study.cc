@@ -347,7 +347,7 @@ absl::Status RunPoint(Point& p) {
   ForEach(p.team.size(), 0, [&](size_t i) {
     p.team[i]->Leave();
     return absl::OkStatus();
-  });
+  }).IgnoreError();
   return absl::OkStatus();
 }
 
