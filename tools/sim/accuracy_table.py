@@ -26,7 +26,11 @@ baseline (per seed the higher of BSP and SSP) at the end and half way; the
 time to BSP's final accuracy of ROG and SSP; and issue 58's first goal,
 ROG's final model at least as good as SSP's within 0.5 points: "met" when
 the mean difference is at least -0.5, "not met" when even its mean plus two
-standard errors is below -0.5, "unresolved" otherwise.
+standard errors is below -0.5, "unresolved" otherwise. Where the outputs
+have it (since 1070c2a), the last column is rogd's model with ROG's drain
+averaged over the workers less the model with it summed, paired by seed:
+the final model a rule that averaged the drain would leave, since the
+drain comes after training and changes nothing before it.
 
 Usage: tools/sim/accuracy_table.py POINTS_DIR [POINT ...]
        tools/sim/accuracy_table.py --ab BASE_DIR ARM_DIR [POINT ...]
@@ -268,6 +272,9 @@ def summary_row(name, seeds):
                         - max(half_way(s["bsp"]["series"]), half_way(s["ssp"]["series"])))
                  for s in both]
     ratio = [s["rog"]["its"] / s["ssp"]["its"] for s in both if s["ssp"]["its"] > 0]
+    averaged = [100 * (s["rog"]["averaged"] - s["rog"]["final"]) for s in both
+                if "averaged" in s["rog"]]
+    drain_text = diff_text(averaged) if averaged else "-"
 
     def to_target(p):
         t = [s[p]["to_target"] for s in both if s[p]["to_target"] is not None]
@@ -275,7 +282,7 @@ def summary_row(name, seeds):
 
     return (f"| {name} | {len(both)} | {mean_se(ratio)[0]:.2f}× | {diff_text(final)} "
             f"| {fmt(*mean_se(best_end))} | {fmt(*mean_se(best_half))} "
-            f"| {to_target('rog')} / {to_target('ssp')} | {goal_text(final)} |")
+            f"| {to_target('rog')} / {to_target('ssp')} | {goal_text(final)} | {drain_text} |")
 
 
 def main_summary(roots):
@@ -284,8 +291,8 @@ def main_summary(roots):
         return 2
     lines = ["| point | seeds | ROG/SSP it/s | ROG − SSP, rogd's final model (above / below, sign test) "
              "| ROG − best baseline, end | half way | time to BSP's final, ROG / SSP (seeds reached) "
-             "| ROG ≥ SSP − 0.5 |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| ROG ≥ SSP − 0.5 | ROG's drain averaged − summed (above / below, sign test) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     try:
         for root in roots:
             for p in sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d))):
