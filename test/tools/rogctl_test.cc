@@ -148,6 +148,9 @@ TEST_CASE("status table and JSON carry every field", "[rogctl]") {
 
   pb::StatusReply empty;
   CHECK(absl::StrContains(StatusTable(empty, 5), "none yet"));
+  pb::StatusReply one = s;
+  one.set_worker_records(1);
+  CHECK(absl::StrContains(StatusTable(one, 1090), "for 1 worker record: the global rows"));
   CHECK(absl::StrContains(StatusTable(empty, 5), "no model yet; at most 0 B (--max_state_bytes)"));
   CHECK(absl::StrContains(StatusJson(empty, 5), "\"last_checkpoint\":null"));
   CHECK(absl::StrContains(StatusJson(empty, 5), "\"has_model\":false"));

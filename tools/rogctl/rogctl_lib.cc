@@ -207,10 +207,10 @@ std::string StateMemoryText(const pb::StatusReply& s) {
   const std::string limit = absl::StrCat(HumanBytes(s.max_state_bytes()), " (--max_state_bytes)");
   if (!s.has_model()) return absl::StrCat("no model yet; at most ", limit);
   return absl::StrCat(HumanBytes(s.state_bytes()), " for ", s.worker_records(),
-                      " worker records: the global rows ", HumanBytes(s.model_bytes()),
-                      ", each worker ", HumanBytes(s.state_bytes_per_worker()),
-                      " (its pending copy and versions); ", limit, " allows ",
-                      s.workers_within_limit(), " records");
+                      s.worker_records() == 1 ? " worker record" : " worker records",
+                      ": the global rows ", HumanBytes(s.model_bytes()), ", each worker ",
+                      HumanBytes(s.state_bytes_per_worker()), " (its pending copy and versions); ",
+                      limit, " allows ", s.workers_within_limit(), " records");
 }
 
 }  // namespace
