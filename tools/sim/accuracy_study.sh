@@ -116,7 +116,9 @@ for p in "${list[@]}"; do
     > "$out/$p/command.txt"
   for s in $(seq 1 "$seeds"); do
     f="$out/$p/seed$s.txt"
-    grep -q "^time to BSP's final score" "$f" 2>/dev/null && continue
+    # A seed's file exists only once its run succeeded (written to .tmp,
+    # then renamed), whatever policies it ran (an arm may run ROG alone).
+    [ -f "$f" ] && continue
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
     # shellcheck disable=SC2086
     ( "$bin/fmnist_sim" --cache_dir="$cache" --traces="$traces" --staleness=4 --patience=0 \
