@@ -390,16 +390,15 @@ void Simulation::Setup() {
     s.trace = trace;
     s.compute_factor = cfg_.compute_factors[w % cfg_.compute_factors.size()];
     s.params.resize(layout_.total_numel());
-    ProtocolOptions po;
+    // The protocol's options as configured (SimConfig is a ProtocolOptions),
+    // so that every option the SDK has reaches the simulated workers; then
+    // what the simulation sets itself: the id, its clock, no replay buffer
+    // (links do not break here) and the SDK's in-flight lead.
+    ProtocolOptions po = static_cast<const ProtocolOptions&>(cfg_);
     po.worker_id = s.id;
-    po.batch_bytes = cfg_.batch_bytes;
-    po.batch_seconds = cfg_.batch_seconds;
     po.inflight_lead = 0.05;
     po.replay_buffer_bytes = 0;
-    po.return_after_share = cfg_.return_after_share;
-    po.share_in_background = cfg_.share_in_background;
     po.clock = clock_;
-    po.send_whole_when_it_fits = cfg_.send_whole_when_it_fits;
     s.proto = std::make_unique<WorkerProtocol>(std::move(po), layout_, initial_);
     const Trace* best =
         cfg_.traces.empty() ? &kDefaultTrace : &cfg_.traces[fastest % cfg_.traces.size()];
