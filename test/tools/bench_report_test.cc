@@ -179,6 +179,9 @@ TEST_CASE("summary.md states the ratios, every figure and the settings", "[bench
   CHECK(md.find("**ROG − best baseline +2.00 points** (ROG(4) 0.7200 (0.7200–0.7200), BSP "
                 "0.7000 (0.7000–0.7000)).") != std::string::npos);
   CHECK(md.find("Half way") == std::string::npos);  // no run length
+  // No power model: no energy column.
+  CHECK(md.find("energy to target") == std::string::npos);
+  CHECK(md.find("| time to target | final accuracy |") != std::string::npos);
   CHECK(md.find("Time to BSP's final accuracy 0.7000: BSP not reached, ROG(4) not reached.") !=
         std::string::npos);
   // Half way through a 10-s run: each policy's team curve at 5 s.
@@ -629,7 +632,8 @@ TEST_CASE("the summary over repeats takes ratios within each repeat and checks t
   CHECK(md.find("| BSP | 1.500 (1.000–2.000) | 2.00× (1.50–2.50×) | 10.0% | 0.0% |") !=
         std::string::npos);
   // ROG's time to BSP's accuracy: 40 s and 90 s; its share 0.4 and 0.9.
-  CHECK(md.find("| 65 s (40–90 s) | 0.65 (0.40–0.90) | 0.7150 (0.7000–0.7300) |") !=
+  CHECK(md.find("energy to target") == std::string::npos);  // no power model
+  CHECK(md.find("| 65 s (40–90 s) | 0.65 (0.40–0.90) | 0.7150 (0.7000–0.7300) |\n") !=
         std::string::npos);
   CHECK(md.find("- ROG/BSP ≥ 2.12×: **not met** (2.00× (1.50–2.50×))") != std::string::npos);
   CHECK(md.find("- ROG/SSP ≥ 1.76×: **not met**") != std::string::npos);
@@ -808,11 +812,12 @@ TEST_CASE("energy to target is modelled from the time shares, per robot and per 
   CHECK(SummaryMarkdown({bsp, ssp}, s, "")
             .find("**ROG/best baseline n/a** (BSP 55 J, SSP(4) not "
                   "reached per robot)") != std::string::npos);
-  // Without a power model: no energy paragraph, "–" in the column.
+  // Without a power model: no energy paragraph, no energy column.
   s.power.reset();
   const std::string off = SummaryMarkdown({bsp, ssp, rog}, s, "");
   CHECK(off.find("modelled, not measured") == std::string::npos);
-  CHECK(off.find("| 10 s | – | 0.7500") != std::string::npos);
+  CHECK(off.find("| 10 s | 0.7500") != std::string::npos);
+  CHECK(off.find("energy to target") == std::string::npos);
 }
 
 TEST_CASE("the summary over repeats gives the modelled energy and ROG's ratio per repeat",
@@ -852,11 +857,12 @@ TEST_CASE("the summary over repeats gives the modelled energy and ROG's ratio pe
   CHECK(md.find("| 0.7000 | 290 J |") != std::string::npos);
   CHECK(md.find("| 0.7000 | 232 J; not reached in 1 of 2 |") != std::string::npos);
   CHECK(md.find("- power model (energy, modelled): compute 8 W") != std::string::npos);
-  // Without a power model: "–" and no headline.
+  // Without a power model: no energy column and no headline.
   s.power.reset();
   const std::string off = RepeatsMarkdown({rep1, rep2}, s, RepeatGoals(), "P", "");
   CHECK(off.find("modelled, not measured") == std::string::npos);
-  CHECK(off.find("| 0.7000 | – |") != std::string::npos);
+  CHECK(off.find("| 0.7000 |\n") != std::string::npos);
+  CHECK(off.find("energy to target") == std::string::npos);
 }
 
 TEST_CASE("overshoot is reported per window length", "[bench]") {

@@ -227,11 +227,13 @@ std::string RepeatAccuracyHeadline(const std::vector<std::vector<PolicyFigures>>
 // The table over repeats, one row per policy run, and how to read it.
 void AppendRepeatsTable(std::string* md, const std::vector<RepeatRow>& rows,
                         const BenchSettings& settings, const std::string& target_name) {
+  // The energy column only with a power model (--power_model).
+  const bool energy = settings.power.has_value();
   absl::StrAppend(
       md, "| | it/s per robot | ROG's ratio to it | stall share | detached share | time to ",
-      target_name,
-      " | share of BSP's time | final accuracy | energy to target per robot (modelled) |\n"
-      "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+      target_name, " | share of BSP's time | final accuracy |",
+      energy ? " energy to target per robot (modelled) |" : "",
+      "\n| --- | --- | --- | --- | --- | --- | --- | --- |", energy ? " --- |" : "", "\n");
   for (const RepeatRow& r : rows) {
     if (r.present == 0) continue;
     std::string ttt = SpreadText(SpreadOf(r.ttt), 0, 1, " s");
@@ -243,7 +245,8 @@ void AppendRepeatsTable(std::string* md, const std::vector<RepeatRow>& rows,
                     SpreadText(SpreadOf(r.rog_ratio), 2, 1, "×"), " | ",
                     SpreadText(SpreadOf(r.stall), 1, 100, "%"), " | ",
                     SpreadText(SpreadOf(r.detached), 1, 100, "%"), " | ", ttt, " | ", ShareText(r),
-                    " | ", SpreadText(SpreadOf(r.acc), 4), " | ", EnergyText(r, settings), " |\n");
+                    " | ", SpreadText(SpreadOf(r.acc), 4), " |",
+                    energy ? absl::StrCat(" ", EnergyText(r, settings), " |") : "", "\n");
   }
   absl::StrAppend(md,
                   "\nRanges are the lowest and highest over the repeats. A ratio is ROG's "

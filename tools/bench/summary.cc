@@ -53,25 +53,29 @@ void AppendEnergyComparison(std::string* md, const std::vector<PolicyFigures>& p
 void AppendPolicyTable(std::string* md, const std::vector<PolicyFigures>& policies,
                        const BenchSettings& settings, std::optional<double> target) {
   const int staleness = settings.staleness;
-  absl::StrAppend(md,
-                  "| | it/s per robot | stall share | detached share | stalls | compute share | "
-                  "transmit share | time to target | energy to target per robot (modelled) | final "
-                  "accuracy | MB up / down per robot | index overhead | link utilisation | "
-                  "overshoot p50 / p99 |\n",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | "
-                  "--- |\n");
+  // The energy column only with a power model (--power_model).
+  const bool energy = settings.power.has_value();
+  absl::StrAppend(
+      md,
+      "| | it/s per robot | stall share | detached share | stalls | compute share | "
+      "transmit share | time to target | ",
+      energy ? "energy to target per robot (modelled) | " : "",
+      "final accuracy | MB up / down per robot | index overhead | link utilisation | "
+      "overshoot p50 / p99 |\n",
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | ",
+      energy ? "--- | " : "", "\n");
   for (const PolicyFigures& p : policies) {
     const std::string ttt = TimeToTargetCell(p.team_accuracy, target);
     const std::string acc = FinalAccuracyCell(p);
     absl::StrAppend(
         md, absl::StrFormat(
-                "| %s | %.2f | %s | %s | %d | %s | %s | %s | %s | %s | %.1f / %.1f | %.2f%% | %s | "
+                "| %s | %.2f | %s | %s | %d | %s | %s | %s | %s%s | %.1f / %.1f | %.2f%% | %s | "
                 "%s / %s%s |\n",
                 PolicyLabel(p, staleness), p.iterations_per_s, Pct(p.stall_share),
                 Pct(p.detached_share), p.stalls, Pct(p.compute_share), Pct(p.transmit_share), ttt,
-                EnergyCell(p, settings, target), acc, p.mb_up, p.mb_down, 100 * p.index_overhead,
-                p.link_utilisation > 0 ? Pct(p.link_utilisation) : "–", Ms(p.overshoot_p50),
-                Ms(p.overshoot_p99),
+                energy ? EnergyCell(p, settings, target) + " | " : "", acc, p.mb_up, p.mb_down,
+                100 * p.index_overhead, p.link_utilisation > 0 ? Pct(p.link_utilisation) : "–",
+                Ms(p.overshoot_p50), Ms(p.overshoot_p99),
                 p.late_push_share > 0
                     ? absl::StrFormat("; %s without late rows (%s late)",
                                       Ms(p.on_time_overshoot_p99), Pct(p.late_push_share))
