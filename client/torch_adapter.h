@@ -12,7 +12,7 @@
 //     optimizer.step();
 //     rog->EndStep();                                               // 3
 //   }
-//   rog->worker().Sync();                                           // 4
+//   rog->worker().Finish();                                         // 4
 //   rog->worker().Close();                                          // 5
 //
 // Parameters are mapped in named_parameters() order under their names, so

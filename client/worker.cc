@@ -54,6 +54,7 @@ ProtocolOptions ProtocolOptionsOf(const WorkerOptions& opt, std::shared_ptr<cons
   p.replay_buffer_bytes = opt.replay_buffer_bytes;
   p.return_after_share = opt.return_after_share;
   p.share_in_background = opt.share_in_background;
+  p.drain = opt.drain;
   p.clock = std::move(clock);
   return p;
 }
@@ -536,6 +537,16 @@ absl::Status Worker::Sync(double timeout_seconds) {
       return s;
     }
   }
+}
+
+absl::Status Worker::Finish(double timeout_seconds) {
+  {
+    Impl& m = *impl_;
+    std::lock_guard<std::mutex> lock(m.mu);
+    if (!m.fatal.ok()) return m.fatal;
+    m.proto.StartDrain();
+  }
+  return Sync(timeout_seconds);
 }
 
 absl::Status Worker::Close(double timeout_seconds) {

@@ -9,7 +9,7 @@
 //     ... compute; update = new params - params ...
 //     worker->EndIteration(update);     // ATP: rows in importance order
 //   }                                   // until the window closes
-//   worker->Sync();                     // drain: replica == global model
+//   worker->Finish();                   // drain: replica == global model
 //   worker->Close();                    // goodbye: rogd drops our state
 //
 // Uplink (ATP): after each iteration the worker streams its rows, mandatory
@@ -64,6 +64,7 @@
 #include "absl/types/span.h"
 #include "client/worker_stats.h"
 #include "common/clock.h"
+#include "common/drain_rule.h"
 #include "common/layout.h"
 
 namespace grpc {
@@ -119,6 +120,13 @@ struct WorkerOptions {
   // background with the window's other rows, while the next iteration
   // computes. false: it waits for the MTA share too, as before 2026-11-26.
   bool share_in_background = true;
+  // What Finish pushes of the updates the worker still holds when training
+  // ends. kAverage (ROG only): 1/N of them, N the team's size (rogd's
+  // --workers), and the rest leaves the replica too: every worker ends
+  // holding updates computed from nearly the same model, and their sum
+  // overshoots (docs/design.md, "The drain"). kSum: all of them, as
+  // before 2026-12-04. Flush and Sync always push everything.
+  DrainRule drain = DrainRule::kAverage;
   // Channel credentials; null means an insecure channel (loopback, tests).
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   // The clock the protocol's times and timeouts are read from (windows,
@@ -185,6 +193,10 @@ class Worker {
   // they are applied. Once every worker has flushed, Sync leaves the replica
   // equal to rogd's global model.
   absl::Status Sync(double timeout_seconds = 60);
+  // The end of training: applies the drain rule (WorkerOptions::drain) to
+  // what the worker still holds, then Sync. Call it once, after the last
+  // EndIteration; the worker may still Close (or train on, summing again).
+  absl::Status Finish(double timeout_seconds = 60);
   // Flush, then says goodbye: rogd drops this worker at once and nobody
   // waits on it. The worker is unusable afterwards.
   absl::Status Close(double timeout_seconds = 10);

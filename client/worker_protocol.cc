@@ -167,6 +167,7 @@ absl::Status WorkerProtocol::OnWelcome(const pb::Welcome& w) {
   terms_.bound = EffectiveBound(terms_.policy, w.staleness());
   terms_.mta = w.mta();
   terms_.codec = static_cast<Codec>(w.codec());
+  terms_.team_size = w.team_size();
   terms_.model_wire_bytes = 0;
   for (RowId row = 0; row < layout_.num_rows(); ++row) {
     terms_.model_wire_bytes += RowWireBytes(row);
@@ -675,6 +676,16 @@ IterationStats WorkerProtocol::FinishPush() {
 }
 
 bool WorkerProtocol::Uploaded() const { return active_ && values_next_ >= layout_.num_rows(); }
+
+double WorkerProtocol::StartDrain() {
+  const double keep = DrainKeep(terms_.policy, opt_.drain, terms_.team_size);
+  if (keep < 1) {
+    state_.KeepHeld(keep);
+    spdlog::info("worker {}: the final flush pushes 1/{} of what it holds (the drain averaged)",
+                 opt_.worker_id, terms_.team_size);
+  }
+  return keep;
+}
 
 bool WorkerProtocol::FlushStep() {
   if (active_) {

@@ -44,6 +44,7 @@
 #include "common/codec.h"
 #include "common/goodput.h"
 #include "common/layout.h"
+#include "common/protocol_rules.h"
 #include "common/row_queue.h"
 #include "common/staleness.h"
 #include "common/worker_state.h"
@@ -83,6 +84,10 @@ struct ProtocolOptions {
   // (docs/design.md, "Pacing"). The simulator's --send_whole_when_it_fits;
   // not a WorkerOptions field.
   bool send_whole_when_it_fits = false;
+  // What the final flush (StartDrain, Worker::Finish) pushes of what the
+  // worker still holds: 1/N of it under ROG (kAverage), or all of it
+  // (kSum). See DrainKeep in common/protocol_rules.h.
+  DrainRule drain = DrainRule::kAverage;
 };
 
 class WorkerProtocol {
@@ -147,6 +152,11 @@ class WorkerProtocol {
   IterationStats FinishPush();
 
   // --- Flush, Sync ------------------------------------------------------------------
+  // The end of training: keeps DrainKeep(policy, options' drain, team
+  // size) of what every row holds and takes the rest out of the replica
+  // (WorkerState::KeepHeld); FlushStep then pushes what is kept. Returns
+  // the fraction kept (1: nothing changed, e.g. before any welcome).
+  double StartDrain();
   // Connected, with the initial model (if this worker brings it) uploaded.
   bool Uploaded() const;
   // Asks for every row with something unpushed to go now; true once rogd
@@ -180,6 +190,7 @@ class WorkerProtocol {
     double mta = 1;
     Codec codec = Codec::kFp32;
     uint64_t model_wire_bytes = 0;  // every row once in `codec`
+    uint64_t team_size = 0;         // Welcome.team_size (0: unknown)
   };
   // What rogd said of this worker's place in the team: released, stalled
   // (and whether this worker said it waits), detached (team patience).

@@ -54,6 +54,11 @@ bool SendsWhole(uint64_t plan_bytes, uint64_t inflight_limit, double goodput,
          static_cast<double>(plan_bytes) <= goodput * window_seconds;
 }
 
+double DrainKeep(SyncPolicy policy, DrainRule rule, uint64_t team_size) {
+  if (policy != SyncPolicy::kRog || rule != DrainRule::kAverage || team_size == 0) return 1;
+  return 1.0 / static_cast<double>(team_size);
+}
+
 double TeamRate(size_t members, double compute_seconds, double slowest_share_seconds) {
   if (members == 0) return 0;
   return static_cast<double>(members) / (compute_seconds + slowest_share_seconds);

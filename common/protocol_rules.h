@@ -15,6 +15,7 @@
 
 #include "absl/types/span.h"
 #include "common/codec.h"
+#include "common/drain_rule.h"
 #include "common/layout.h"
 #include "common/selection.h"
 #include "common/server_state.h"
@@ -119,6 +120,24 @@ bool MaySpeculate(SyncPolicy policy, uint64_t clock, uint64_t min_attached_clock
 // the simulator (results/2026-12-01-sim-send-whole-when-it-fits-6ca2199).
 bool SendsWhole(uint64_t plan_bytes, uint64_t inflight_limit, double goodput,
                 double window_seconds);
+
+// The drain: what a worker still holds when its training ends (the
+// accumulators of rows it has not pushed, and a lossy codec's residuals),
+// pushed by its final flush (Worker::Finish). kSum pushes it whole, as
+// every iteration's push is. kAverage pushes 1/N of it, N the team's
+// size: under ROG every worker ends holding updates computed from nearly
+// the same model, and their sum overshoots what any one of them found
+// (the accuracy study, results/2026-12-04-accuracy-coverage-eee789b: the
+// drain averaged instead of summed left a model at least as good at all
+// 12 points measured). The part not pushed is taken out of the worker's
+// replica too (WorkerState::KeepHeld), so what rogd folds is still
+// exactly what was pushed, and after the final Sync the replica equals
+// rogd's model. DrainRule is in common/drain_rule.h (a public header).
+// The fraction of what it holds a worker pushes in its final flush: 1/N
+// under ROG with kAverage and a known team of N >= 1, else 1 (BSP and
+// SSP push everything every iteration and hold at most a lossy residual,
+// which they push whole; team_size 0: unknown, e.g. an older rogd).
+double DrainKeep(SyncPolicy policy, DrainRule rule, uint64_t team_size);
 
 // Team pace: the iterations per second a team of `members` is expected to
 // run, each computing for `compute_seconds` (the members' mean) and then

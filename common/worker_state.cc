@@ -81,6 +81,17 @@ void WorkerState::Rebase(uint64_t clock) {
   std::fill(pushed_.begin(), pushed_.end(), clock);
 }
 
+void WorkerState::KeepHeld(double keep) {
+  assert(keep > 0 && keep <= 1);
+  if (keep >= 1) return;
+  const float k = static_cast<float>(keep);
+  for (size_t j = 0; j < accumulator_.size(); ++j) {
+    const float kept = accumulator_[j] * k;
+    replica_[j] -= accumulator_[j] - kept;
+    accumulator_[j] = kept;
+  }
+}
+
 bool WorkerState::HasResidual(RowId row) const {
   for (float v : accumulator_row(row)) {
     if (v != 0.0f) return true;

@@ -74,6 +74,11 @@ class WorkerState {
   // clock): nothing counts as unpushed, but the accumulator keeps its
   // values and sends them with the row's next push.
   void Rebase(uint64_t clock);
+  // The drain rule (common/protocol_rules.h, DrainKeep): keeps `keep`
+  // (in (0, 1]) of what every row's accumulator holds and takes the rest
+  // out of the replica as well, so that the replica holds exactly this
+  // worker's pushes and the others'. The rows' unpushed counts stay.
+  void KeepHeld(double keep);
   // Whether the row's accumulator holds anything non-zero.
   bool HasResidual(RowId row) const;
 

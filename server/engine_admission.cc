@@ -281,6 +281,7 @@ void EngineCore::Impl::Connect(Worker& r, uint64_t session, std::shared_ptr<Outb
   welcome.set_iteration(r.clock());
   welcome.set_last_applied_uplink_seq(r.uplink().last_applied());
   welcome.set_team_ready(workers.team_ready());
+  welcome.set_team_size(static_cast<uint32_t>(std::max<size_t>(opt.team_size, workers.Members())));
   if (model.complete()) *welcome.mutable_window() = CurrentWindow(r.clock() + 1);
   pb::ServerMessage m;
   *m.mutable_welcome() = std::move(welcome);

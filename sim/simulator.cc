@@ -262,6 +262,7 @@ class Simulation {
   bool PushEnds(SimWorker& s);
   void EndPush(size_t w);
   void Stop(size_t w);
+  void StartDrain(size_t w);
   bool AllIn(Phase phase) const;
 
   void Check();
@@ -898,8 +899,24 @@ void Simulation::Stop(size_t w) {
     }
   }
   for (size_t q = 0; q < workers_.size(); ++q) {
+    StartDrain(q);
     workers_[q].phase = Phase::kFlushing;
     Touch(q);
+  }
+}
+
+// The drain rule, as Worker::Finish applies it: what a worker does not
+// push of what it holds leaves its replica, and the conservation check's
+// sum of updates.
+void Simulation::StartDrain(size_t w) {
+  WorkerProtocol& proto = *workers_[w].proto;
+  const std::vector<float> before = proto.replica();
+  if (proto.StartDrain() >= 1) return;
+  const std::vector<float>& after = proto.replica();
+  for (size_t j = 0; j < before.size(); ++j) {
+    const double withheld = static_cast<double>(before[j]) - static_cast<double>(after[j]);
+    true_sum_[j] -= withheld;
+    report_.drain_withheld += std::fabs(withheld);
   }
 }
 

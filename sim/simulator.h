@@ -97,7 +97,15 @@ struct SimScore {
 // send_whole_when_it_fits are two settings each, as in the product
 // (rogd --batch_bytes, WorkerOptions::batch_bytes); //tools/sim's flags set
 // both.
+//
+// The drain: once every worker stopped, each applies its `drain` rule
+// (WorkerProtocol::StartDrain, as Worker::Finish does), flushes and
+// syncs. Its default here is kSum, not the SDK's kAverage: the integer
+// updates' checks (conservation, replicas) are exact only while 1/N is a
+// power of two; the learning simulator (tools/sim/fmnist_sim) sets the
+// SDK's default.
 struct SimConfig : ProtocolOptions {
+  SimConfig() { drain = DrainRule::kSum; }
   EngineOptions engine;
   size_t workers = 4;
   // Training time; then the workers stop and every accumulator and pending
@@ -220,6 +228,9 @@ struct SimReport {
   // the updates held at the end). -1 without a task.
   double stopped_score = -1;
   double averaged_drain_score = -1;
+  // The drain rule (SimConfig::drain): the sum over workers and elements of
+  // |what their final flush did not push| (0 when the drain is summed).
+  double drain_withheld = 0;
 
   double iterations_per_second() const;  // mean per worker
   double stall_share() const;            // stall time / (workers × seconds)

@@ -432,8 +432,9 @@ int Adaptation::Run(Evaluator* evaluator, CsvFiles* csv) {
 
 void Adaptation::Finish(Evaluator* evaluator, CsvFiles* csv, const torch::Tensor& test_images,
                         const torch::Tensor& test_labels) {
-  // Push everything, take what the team pushed, evaluate that, leave.
-  absl::Status s = rog_->worker().Sync(60);
+  // Push what is held (the drain rule: under ROG 1/N of it), take what the
+  // team pushed, evaluate that, leave.
+  absl::Status s = rog_->worker().Finish(60);
   if (s.ok()) rog_->LoadReplica();
   if (s.ok()) s = rog_->worker().Close(30);
   if (!s.ok())

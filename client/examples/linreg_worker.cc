@@ -5,7 +5,7 @@
 //   worker = rog::Worker::Start(options, layout, initial);
 //   loop: worker->BeginIteration(params); update = step(params);
 //         worker->EndIteration(update);
-//   worker->Sync(); worker->Close();
+//   worker->Finish(); worker->Close();
 //
 // Run two of these against one `rogd --workers=2` (docs/operations.md "Running rogd").
 #include <chrono>
@@ -163,8 +163,8 @@ int main(int argc, char** argv) {
   while ((*worker)->clock() < static_cast<uint64_t>(iterations)) {
     if (!Iterate(**worker, id, truth, rng, &t)) return 1;
   }
-  // Push everything, receive everything, leave the team.
-  absl::Status s = (*worker)->Sync(60);
+  // Push what is held (the drain rule), receive everything, leave the team.
+  absl::Status s = (*worker)->Finish(60);
   if (s.ok()) s = (*worker)->Close(10);
   if (!s.ok()) {
     std::fprintf(stderr, "linreg_worker %s: %s\n", id.c_str(), std::string(s.message()).c_str());

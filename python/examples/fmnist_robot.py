@@ -258,7 +258,7 @@ class Adaptation:
     def finish(self, evaluator, csv, test):
         """The team's final sync, the last evaluations and the final line."""
         try:
-            self.team.sync(timeout=60)
+            self.team.finish(timeout=60)
             self.team.close(timeout=30)
         except rog.Error as e:
             print(f"fmnist_robot {self.a.id}: close: {e}", file=sys.stderr, flush=True)

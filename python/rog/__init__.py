@@ -7,7 +7,7 @@ WiFi, through rogd (docs/python.md).
         for x, y in loader:
             opt.zero_grad(); loss_fn(model(x), y).backward()
             opt.step()
-        team.sync()
+        team.finish()
 
 The protocol is the C++ SDK's (rog::Worker), run by the native module
 rog._native; this package does the torch work. Importing rog starts no

@@ -73,6 +73,24 @@ OptionField Field(const char* name, T WorkerOptions::*member) {
                      [member](WorkerOptions& o, py::handle v) { o.*member = v.cast<T>(); }};
 }
 
+// WorkerOptions::drain, as the strings "average" and "sum".
+OptionField DrainField() {
+  return OptionField{"drain",
+                     [](const WorkerOptions& o) {
+                       return py::cast(std::string(o.drain == DrainRule::kSum ? "sum" : "average"));
+                     },
+                     [](WorkerOptions& o, py::handle v) {
+                       const std::string s = v.cast<std::string>();
+                       if (s != "average" && s != "sum") {
+                         Raise(absl::InvalidArgumentError(absl::StrCat(
+                             "option drain='", s,
+                             "' is not a drain rule; give 'average' (the default: the "
+                             "final flush pushes 1/N of what a robot holds) or 'sum'")));
+                       }
+                       o.drain = s == "sum" ? DrainRule::kSum : DrainRule::kAverage;
+                     }};
+}
+
 const std::vector<OptionField>& OptionFields() {
   static const std::vector<OptionField> fields = {
       Field("server", &WorkerOptions::server),
@@ -86,6 +104,7 @@ const std::vector<OptionField>& OptionFields() {
       Field("replay_buffer_bytes", &WorkerOptions::replay_buffer_bytes),
       Field("return_after_share", &WorkerOptions::return_after_share),
       Field("share_in_background", &WorkerOptions::share_in_background),
+      DrainField(),
       Field("tls_ca_file", &WorkerOptions::tls_ca_file),
       Field("tls_cert_file", &WorkerOptions::tls_cert_file),
       Field("tls_key_file", &WorkerOptions::tls_key_file),
@@ -323,6 +342,9 @@ void DefineWorker(py::module_& m) {
           "flush", [](PyWorker& w, double t) { w.Blocking(&Worker::Flush, t); }, py::arg("timeout"))
       .def(
           "sync", [](PyWorker& w, double t) { w.Blocking(&Worker::Sync, t); }, py::arg("timeout"))
+      .def(
+          "finish", [](PyWorker& w, double t) { w.Blocking(&Worker::Finish, t); },
+          py::arg("timeout"))
       .def(
           "close", [](PyWorker& w, double t) { w.Blocking(&Worker::Close, t); }, py::arg("timeout"))
       .def("replica", &PyWorker::Replica, py::arg("out"))

@@ -16,7 +16,7 @@ class Optimizer(torch.optim.Optimizer):
             for x, y in loader:
                 opt.zero_grad(); loss_fn(model(x), y).backward()
                 opt.step()
-            team.sync()
+            team.finish()
 
     ``step()`` runs the wrapped optimizer's step, pushes what it changed
     (``team.end()``), then waits until the next step may start and loads

@@ -148,6 +148,18 @@ class Team:
         holds rogd's model. Call it between steps (e.g. after the loop, or to
         evaluate the team's model)."""
         self._worker.sync(_timeout(timeout, _NO_LIMIT))
+        self._load_replica()
+
+    def finish(self, timeout=60.0):
+        """The end of training: applies the drain rule (option ``drain``,
+        default ``"average"``: under ROG the final flush pushes 1/N of what
+        this robot still holds, N the team's size, and takes the rest out of
+        its model), then syncs as :meth:`sync` does. Call it once, after the
+        last step; once every robot has finished, each holds rogd's model."""
+        self._worker.finish(_timeout(timeout, _NO_LIMIT))
+        self._load_replica()
+
+    def _load_replica(self):
         self._staging.host_ready()
         self._worker.replica(self._staging.begin_buffer)
         self._staging.load()

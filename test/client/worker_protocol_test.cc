@@ -10,6 +10,7 @@
 #include "absl/types/span.h"
 #include "catch2/catch.hpp"
 #include "common/clock.h"
+#include "common/codec.h"
 #include "common/layout.h"
 
 namespace rog {
@@ -449,6 +450,40 @@ TEST_CASE("send_whole_when_it_fits: the slowest worker sends every row when they
   REQUIRE(proto.OnMessage(m).ok());
   iterate();
   CHECK(send() == c.rows);
+}
+
+TEST_CASE("the final flush under ROG pushes 1/team_size of what the worker holds",
+          "[worker][protocol][drain]") {
+  Fixture f;
+  pb::Welcome w = InSyncWelcome(f.layout, /*rog=*/true);
+  const uint32_t team = GENERATE(0u, 4u);
+  w.set_team_size(team);
+  REQUIRE(f.proto.OnWelcome(w).ok());
+  // One iteration (every element +1), nothing of it sent yet.
+  f.ComputeAndPush();
+  f.proto.FinishPush();
+  CHECK(f.proto.replica()[0] == 1.0f);
+  const double keep = f.proto.StartDrain();
+  CAPTURE(team, keep);
+  // An older rogd (no team size): the drain is summed.
+  CHECK(keep == (team == 4 ? 0.25 : 1.0));
+  CHECK(f.proto.replica()[0] == static_cast<float>(keep));
+  // The flush pushes what is kept.
+  REQUIRE_FALSE(f.proto.FlushStep());
+  float pushed = 0;
+  for (int k = 0; k < 64; ++k) {
+    const std::vector<pb::WorkerMessage> out = f.proto.TakeOutgoing();
+    if (out.empty()) break;
+    for (const pb::WorkerMessage& m : out) {
+      if (!m.has_batch()) continue;
+      std::vector<float> row(16);
+      REQUIRE(Decode(Codec::kFp32, m.batch().payload(), absl::MakeSpan(row)).ok());
+      pushed = std::max(pushed, row[0]);
+    }
+    AckAll(f.proto, out);
+  }
+  CHECK(pushed == static_cast<float>(keep));
+  CHECK(f.proto.FlushStep());
 }
 
 }  // namespace

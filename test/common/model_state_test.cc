@@ -153,5 +153,30 @@ TEST_CASE("two workers exchanging integer updates conserve every update exactly"
   CHECK(s.versions().Get(1, 1) == 20);
 }
 
+TEST_CASE("KeepHeld keeps a fraction of the accumulators and takes the rest out of the replica",
+          "[worker_state]") {
+  const Layout layout = TwoRowLayout();
+  WorkerState w(layout, std::vector<float>(6, 1.0f));
+  w.ApplyLocalUpdate(std::vector<float>{4, 4, 4, 8, 8, 8});
+  std::string payload;
+  std::vector<float> decoded(3);
+  REQUIRE(w.TakeUplink(0, Codec::kFp32, &payload, absl::MakeSpan(decoded)) == 1);
+  w.ApplyLocalUpdate(std::vector<float>{4, 4, 4, -4, -4, -4});
+  // Held: row 0 {4,4,4} (one iteration), row 1 {4,4,4} (two).
+  w.KeepHeld(0.25);
+  CHECK(w.accumulator_row(0)[0] == 1.0f);
+  CHECK(w.accumulator_row(1)[2] == 1.0f);
+  // The replica: initial 1, plus what was pushed (4), plus what is kept.
+  CHECK(w.replica_row(0)[0] == 1.0f + 4.0f + 1.0f);
+  CHECK(w.replica_row(1)[0] == 1.0f + 1.0f);
+  // The rows still count as unpushed and go with their next push.
+  CHECK(w.unpushed(0) == 1);
+  CHECK(w.unpushed(1) == 2);
+  REQUIRE(w.TakeUplink(1, Codec::kFp32, &payload, absl::MakeSpan(decoded)) == 2);
+  CHECK(decoded == std::vector<float>{1, 1, 1});
+  w.KeepHeld(1.0);  // keeps everything: nothing changes
+  CHECK(w.accumulator_row(0)[1] == 1.0f);
+}
+
 }  // namespace
 }  // namespace rog

@@ -177,5 +177,15 @@ TEST_CASE("a worker offers up its unpushed rows and its residual rows", "[protoc
   CHECK(with[0].wire_bytes == RowWireBytes(Codec::kSign, 2));
 }
 
+TEST_CASE("the drain rule: 1/N under ROG with kAverage and a known team, else everything",
+          "[protocol_rules]") {
+  CHECK(DrainKeep(SyncPolicy::kRog, DrainRule::kAverage, 4) == 0.25);
+  CHECK(DrainKeep(SyncPolicy::kRog, DrainRule::kAverage, 1) == 1.0);
+  CHECK(DrainKeep(SyncPolicy::kRog, DrainRule::kAverage, 0) == 1.0);  // an older rogd
+  CHECK(DrainKeep(SyncPolicy::kRog, DrainRule::kSum, 4) == 1.0);
+  CHECK(DrainKeep(SyncPolicy::kSsp, DrainRule::kAverage, 4) == 1.0);
+  CHECK(DrainKeep(SyncPolicy::kBsp, DrainRule::kAverage, 4) == 1.0);
+}
+
 }  // namespace
 }  // namespace rog

@@ -669,5 +669,45 @@ TEST_CASE("a learning task whose model is not the layout's is refused", "[simula
   CHECK(RunSimulation(c, layout)->final_score == -1);
 }
 
+TEST_CASE(
+    "the drain averaged: ROG's final flush withholds 3/4 of four workers' held updates, and "
+    "rogd still folds exactly what was pushed",
+    "[simulator][drain]") {
+  auto layout = SyntheticLayout("cnn");
+  REQUIRE(layout.ok());
+  SimConfig c;
+  c.workers = 4;  // 1/4 keeps the integer updates' sums exact
+  c.engine.staleness = 4;
+  c.seconds = 30;
+  c.compute_seconds = 0.5;
+  // One slow link: ROG's workers stop holding rows their windows left out.
+  c.traces = {Trace::Constant(2), Trace::Constant(100), Trace::Constant(100), Trace::Constant(100)};
+  const SyncPolicy policy = GENERATE(SyncPolicy::kSsp, SyncPolicy::kRog);
+  c.engine.policy = policy;
+  auto run = [&](DrainRule rule) {
+    SimConfig k = c;
+    k.drain = rule;
+    absl::StatusOr<SimReport> r = RunSimulation(k, *layout);
+    INFO(r.status().ToString());
+    REQUIRE(r.ok());
+    return *r;
+  };
+  const SimReport sum = run(DrainRule::kSum);
+  const SimReport average = run(DrainRule::kAverage);
+  CAPTURE(SyncPolicyName(policy), average.drain_withheld);
+  CHECK(sum.drain_withheld == 0.0);
+  // The rule acts after training: the runs are the same until the stop.
+  CHECK(average.workers[0].iterations == sum.workers[0].iterations);
+  if (policy == SyncPolicy::kRog) {
+    CHECK(average.drain_withheld > 0.0);
+  } else {
+    CHECK(average.drain_withheld == 0.0);  // SSP holds nothing, and the rule is ROG's
+  }
+  // What was withheld left the replicas too: every replica equals rogd's
+  // model, which is the initial model plus exactly what was pushed.
+  CHECK(average.max_sum_error == 0.0);
+  CHECK(average.max_replica_error == 0.0);
+}
+
 }  // namespace
 }  // namespace rog

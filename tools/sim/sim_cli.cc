@@ -71,6 +71,11 @@ ABSL_FLAG(bool, share_in_background, true,
           "ROG, with --return_after_share: the MTA share streams in the background too, so "
           "EndIteration waits for the mandatory rows alone (the SDK's "
           "ProtocolOptions::share_in_background)");
+ABSL_FLAG(std::string, drain, "",
+          "What each worker's final flush pushes of what it still holds once training ends "
+          "(the SDK's WorkerOptions::drain, Worker::Finish): average (ROG: 1/N of it, the rest "
+          "leaves its replica) or sum (all of it). Empty: average in fmnist_sim (the SDK's "
+          "default), sum with integer updates (their conservation check is exact only then)");
 ABSL_FLAG(bool, push_waits_for_acks, false,
           "Experiment: a worker's EndIteration returns only once every batch it sent is "
           "acknowledged, so its transfers do not overlap its next compute (a baseline as the "
@@ -267,8 +272,20 @@ rog::EngineOptions EngineFromFlags(rog::Codec codec) {
 // --send_whole_when_it_fits are rogd's and the SDK's alike) and the
 // simulation's own.
 absl::StatusOr<rog::SimConfig> ConfigFromFlags(rog::Codec codec,
-                                               const std::vector<rog::Trace>& traces) {
+                                               const std::vector<rog::Trace>& traces,
+                                               bool learning) {
   rog::SimConfig base;
+  const std::string drain = absl::GetFlag(FLAGS_drain);
+  if (drain == "average") {
+    base.drain = rog::DrainRule::kAverage;
+  } else if (drain == "sum") {
+    base.drain = rog::DrainRule::kSum;
+  } else if (drain.empty()) {
+    base.drain = learning ? rog::ProtocolOptions().drain : rog::DrainRule::kSum;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--drain must be average or sum (empty: the default), not '", drain, "'"));
+  }
   base.engine = EngineFromFlags(codec);
   base.batch_bytes = base.engine.batch_bytes;
   base.batch_seconds = base.engine.batch_seconds;
@@ -306,6 +323,12 @@ void PrintSettings(const rog::Layout& layout, const rog::SimConfig& base) {
       rog::MinimumTransmissionAmount(base.engine.staleness),
       std::string(rog::CodecName(base.engine.codec)).c_str(), base.seconds, base.compute_seconds,
       base.compute_jitter * 100, 1e3 * base.link_delay, static_cast<unsigned long long>(base.seed));
+  if (base.drain == rog::DrainRule::kAverage) {
+    std::printf(
+        "  drain averaged: under ROG each worker's final flush pushes 1/%zu of what it "
+        "still holds\n",
+        base.workers);
+  }
   const rog::EngineOptions& e = base.engine;
   if (e.patience > 0) {
     std::printf(
@@ -655,7 +678,7 @@ int SimMain(int argc, char** argv, const std::string& program, const SimLearning
   if (const double ratio = absl::GetFlag(FLAGS_solve_trace_scale); ratio != 0) {
     return SolveTraceScale(ratio, *codec, *layout, *traces);
   }
-  absl::StatusOr<SimConfig> base = ConfigFromFlags(*codec, *traces);
+  absl::StatusOr<SimConfig> base = ConfigFromFlags(*codec, *traces, learning != nullptr);
   if (!base.ok()) return Fail(base.status());
   std::unique_ptr<SimLearning> task;
   if (learning) {
