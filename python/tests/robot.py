@@ -38,6 +38,8 @@ def main():
     p.add_argument("--barrier", action="store_true",
                    help="after the loop: flush, write OUT_DIR/ID.flushed, wait for OUT_DIR/go, "
                         "then sync (so that everyone has flushed: the replica is rogd's model)")
+    p.add_argument("--finish", action="store_true",
+                   help="end with team.finish() (the drain rule) instead of team.sync()")
     args = p.parse_args()
 
     model = FaultModel(DTYPES[args.dtype], args.noncontig)
@@ -72,7 +74,10 @@ def main():
                     if time.monotonic() > deadline:
                         raise SystemExit("no go within 120 s")
                     time.sleep(0.02)
-            team.sync(timeout=60)
+            if args.finish:
+                team.finish(timeout=60)
+            else:
+                team.sync(timeout=60)
             print(f"replayed {team.replayed} dropped {team.replay_dropped}", flush=True)
             if args.out_dir:
                 torch.save({n: t.detach().clone() for n, t in model.named_parameters()},

@@ -38,6 +38,7 @@ def test_defaults_are_the_cpp_sdks():
     assert d["keepalive_timeout"] == 30.0
     assert d["replay_buffer_bytes"] == 64 << 20
     assert d["return_after_share"] is True
+    assert d["drain"] == "average"
 
 
 def test_bad_options_are_refused_before_anything_starts():
@@ -48,6 +49,8 @@ def test_bad_options_are_refused_before_anything_starts():
         rog.connect("127.0.0.1:1", model, worker_id="a", batch_bytes=10)
     with pytest.raises(rog.InvalidArgument, match="wrong type"):
         rog.connect("127.0.0.1:1", model, worker_id="a", keepalive_timeout="long")
+    with pytest.raises(rog.InvalidArgument, match="drain='median' is not a drain rule"):
+        rog.connect("127.0.0.1:1", model, worker_id="a", drain="median")
     with pytest.raises(rog.InvalidArgument) as e:
         rog.connect("127.0.0.1:1", model, worker_id="no spaces")
     assert isinstance(e.value, rog.Error) and e.value.code == 3

@@ -87,6 +87,18 @@ def test_a_non_contiguous_parameter(cluster, workdir):
     check_conserved(rogd, counts, workdir, [a, b])
 
 
+def test_finish_after_a_flush_withholds_nothing_and_loads_rogds_model(cluster, workdir):
+    # The barrier flushes everything first: finish() then holds nothing to
+    # average, so rogd's model is exactly what was pushed, and finish()
+    # leaves it in every robot's parameters, as sync() does.
+    rogd = cluster.rogd("--sync=rog", "--staleness=2", "--workers=2")
+    a = cluster.py_robot(rogd, "a", 0, 20, "--barrier", "--finish")
+    b = cluster.py_robot(rogd, "b", 1, 20, "--barrier", "--finish")
+    release(workdir, [a, b])
+    counts = {0: finished(a), 1: finished(b)}
+    check_conserved(rogd, counts, workdir, [a, b])
+
+
 def test_a_model_other_than_rogds_is_refused_saying_which_tensor(cluster):
     rogd = cluster.rogd("--workers=1")
     a = cluster.py_robot(rogd, "a", 0, 3)
