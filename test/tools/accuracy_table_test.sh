@@ -47,6 +47,14 @@ check "an A/B of a study with itself is zero" "^\| ROG \| rogd's model after the
 out=$(python3 "$table" --ab "$mech/diag-C1-R4" "$mech/arm-damp" regime-C1-R4 2>&1)
 check "the damping arm, paired" "^\| ROG \| rogd's model after the final sync \| 16 \| -0\.9 ± 2\.3 \| 7 / 9 \| 0\.804 \|$" "$out"
 check "the damping arm's it/s ratio" "^\| ROG \| iterations/s, arm / base \| 16 \| 1\.001 ± 0\.004 \| \| \|$" "$out"
+# An arm that ran ROG alone is also paired with the base's SSP (an awk sum
+# over the 16 seeds' "after the drain" figures gives -2.77, SE 1.50, 7 / 9).
+out=$(python3 "$table" --ab "$mech/diag-C1-R4" "$mech/arm-push_ahead" regime-C1-R4 2>&1)
+check "a ROG-only arm against the base's SSP" "^\| ROG \(arm\) − SSP \(base\) \| rogd's model after the final sync \| 16 \| -2\.8 ± 1\.5 \| 7 / 9 \| 0\.804 \|$" "$out"
+out=$(python3 "$table" --ab "$mech/diag-C1-R4" "$mech/diag-C1-R4" regime-C1-R4 2>&1)
+if grep -q "ROG (arm)" <<<"$out"; then
+  failed=$((failed + 1)); echo "FAIL  an arm that ran SSP too has no ROG (arm) row"
+else passed=$((passed + 1)); echo "ok    an arm that ran SSP too has no ROG (arm) row"; fi
 out=$(python3 "$table" --ab "$mech/diag-C1-R4" 2>&1)
 check "--ab with one folder is refused" "^accuracy_table: --ab needs two study folders" "$out"
 # --summary: a row per point; the goal is "not met" where even the mean plus

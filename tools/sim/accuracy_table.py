@@ -17,7 +17,8 @@ drain's updates averaged over the workers instead of summed.
 With --ab, two studies of the same points and seeds are compared as an A/B:
 per point and policy, ARM minus BASE paired by seed (rogd's final model,
 the replicas, the model when training stopped) with the sign test, and
-the ratio of iterations per second.
+the ratio of iterations per second. An arm that ran ROG alone (--sync=rog)
+is also paired with the base's SSP: ROG (arm) − SSP (base).
 
 With --summary, one row per point over one or more study folders (every
 point folder in each): ROG's iterations/s over SSP's; ROG − SSP for rogd's
@@ -206,6 +207,21 @@ def paired(base, arm, policy, key):
             and key in base[s][policy] and key in arm[s][policy]]
 
 
+def cross_rows(base, arm):
+    """An arm that ran ROG alone: its ROG against the base's SSP, paired by
+    seed (SSP's runs do not depend on a ROG-only setting)."""
+    if any("ssp" in arm[s] for s in arm):
+        return []
+    d = [100 * (arm[s]["rog"]["final"] - base[s]["ssp"]["final"]) for s in sorted(base)
+         if s in arm and "rog" in arm[s] and "ssp" in base[s]
+         and "final" in arm[s]["rog"] and "final" in base[s]["ssp"]]
+    if not d:
+        return []
+    above, below = sum(x > 0 for x in d), sum(x < 0 for x in d)
+    return [f"| ROG (arm) − SSP (base) | rogd's model after the final sync | {len(d)} | "
+            f"{fmt(*mean_se(d))} | {above} / {below} | {sign_test(above, below):.3f} |"]
+
+
 def ab_table(name, base, arm):
     out = [f"## {name}: arm − base", "",
            "| policy | what | seeds | mean difference ± SE (points) | arm above / below | sign test p |",
@@ -220,6 +236,8 @@ def ab_table(name, base, arm):
             above, below = sum(x > 0 for x in d), sum(x < 0 for x in d)
             out.append(f"| {p.upper()} | {what} | {len(d)} | {fmt(*mean_se(d))} | {above} / {below} "
                        f"| {sign_test(above, below):.3f} |")
+        if p == "rog":
+            out += cross_rows(base, arm)
         ratios = [arm[s][p]["its"] / base[s][p]["its"] for s in sorted(base)
                   if s in arm and p in base[s] and p in arm[s] and base[s][p]["its"] > 0]
         if ratios:
