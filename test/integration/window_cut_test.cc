@@ -70,22 +70,23 @@ TEST_CASE("on a slow link the window cuts sharply", "[protocol][slow]") {
   REQUIRE(!goodputs.empty());
   std::sort(goodputs.begin(), goodputs.end());
   const double goodput = goodputs[goodputs.size() / 2];
-  // Most windows end with nothing forced past them, and enough do for a
-  // p99. How many carry late rows depends on the machine's load as well as
-  // on the engine (a batch formed after its window closed is late, and a
-  // starved thread forms it late). Of about 40 windows, 7 or 8 were late
-  // alone; beside a busy loop per core, up to 14; with a second copy of
-  // this test on top, up to 19. The earlier "twice as many clean as late"
-  // failed in CI, beside the other tests. A form of push-ahead that forced
-  // rows past most windows made 38 of 59 late (docs/design.md).
-  REQUIRE(overshoot.size() > late);
+  // Enough windows end with nothing forced past them for a p99. How many
+  // carry late rows depends on the machine's load as well as on the engine
+  // (a batch formed after its window closed is late, and a starved thread
+  // forms it late): of about 40 windows, 7 or 8 were late alone; beside a
+  // busy loop per core, up to 14; with a second copy of this test on top,
+  // up to 19; in CI on 2026-12-04, 24 (16 clean). A form of push-ahead that
+  // forced rows past windows made 38 of 59 late (docs/design.md): load
+  // reaches that ratio too, so no ratio is checked here. Rows a peer asks
+  // for ahead are checked never to go past the holder's window in
+  // worker_protocol_test ("PushNow.ahead: ..."), with an injected clock.
   REQUIRE(overshoot.size() >= 8);
   std::sort(overshoot.begin(), overshoot.end());
   const double p99 = overshoot[static_cast<size_t>(0.99 * (overshoot.size() - 1))];
   // The in-flight window: 50 ms of measured goodput plus one batch.
   const double inflight = 0.05 + 4096 / goodput;
   // Printed on every run: the figures this test exists for.
-  WARN("windows " << overshoot.size() << " (and " << late << " with late rows), overshoot p50 "
+  WARN("windows " << overshoot.size() << " clean (and " << late << " with late rows), overshoot p50 "
                   << overshoot[overshoot.size() / 2] << " s, p99 " << p99 << " s, bound "
                   << inflight + 0.02 << " s, goodput " << goodput << " B/s");
   CHECK(p99 <= inflight + 0.02);
