@@ -318,20 +318,40 @@ done
 # What rogd knew of every robot (detachments, late rows), for the benchmark.
 in_ns "$srv_ns" "$bin/tools/rogctl/rogctl" --server="127.0.0.1:$rogd_port" workers --json > "$work/workers.json" 2>/dev/null ||
   rm -f "$work/workers.json"
+# The model the team ends with: rogd's once every robot has finished (the
+# robots each score their own after their final sync, some before others'
+# last updates), exported and scored on the same degraded test images.
+team_acc=""
+if in_ns "$srv_ns" "$bin/tools/rogctl/rogctl" --server="127.0.0.1:$rogd_port" --timeout=60s \
+  export --out="$work/team.pt" > "$work/export.log" 2>&1; then
+  team_acc=$("$bin/client/examples/fmnist_worker" --evaluate="$work/team.pt" --model="$model" \
+    --seed="$seed" --cache_dir="$cache" 2>>"$work/export.log" | sed -nE 's/^evaluated .* acc=([0-9.]+)$/\1/p')
+fi
+rm -f "$work/team.pt"
+if [ -n "$team_acc" ]; then
+  echo "$team_acc" > "$work/team.acc"
+else
+  echo "run: could not export or score rogd's final model; see $work/export.log" >&2
+fi
 detaches=$(grep -c "detached worker" "$work/rogd.log")
 echo
 echo "Summary: sync=$sync S=$staleness patience=${patience_used:-?} lr=$lr seed=$seed, $shards shards, $seconds s of adaptation, traces outdoors-$timeline-w1..4 × $scale (time × $time_scale), model $model, codec $codec, compute padded to $compute_time; rogd detached robots $detaches times"
-printf '%-8s %10s %7s %10s %11s %9s %7s %8s %8s %10s\n' robot iterations it/s "accuracy" "stall share" detached stalls "MB up" "MB down" "compute ms"
+printf '%-8s %10s %7s %10s %11s %9s %7s %8s %8s %10s %11s %9s %8s\n' robot iterations it/s "accuracy" "stall share" detached stalls "MB up" "MB down" "compute ms" "before sync" "finish at" "finish s"
+first_finish=$(for w in 1 2 3 4; do grep -E '^final' "$work/robot$w.log" | tail -1 | sed -nE 's/.* finish_unix=([0-9.]+).*/\1/p'; done | sort -n | head -1)
 for w in 1 2 3 4; do
   f=$(grep -E '^final' "$work/robot$w.log" | tail -1)
   [ -n "$f" ] || { printf '%-8s %s\n' "robot$w" "(died: see $work/robot$w.log)"; failed=1; continue; }
   val() { sed -nE "s/.* $1=([0-9.]+).*/\\1/p" <<<"$f"; }
-  printf '%-8s %10s %7.2f %10s %11s %9s %7s %8s %8s %10s\n' "robot$w" "$(val steps)" \
+  printf '%-8s %10s %7.2f %10s %11s %9s %7s %8s %8s %10s %11s %9s %8s\n' "robot$w" "$(val steps)" \
     "$(awk -v i="$(val steps)" -v t="$(val t)" 'BEGIN { printf "%.2f", i / t }')" \
     "$(val acc)" "$(val stall)" "$(val detached)" "$(val stalls)" "$(val up_mb)" "$(val down_mb)" \
-    "$(val real_compute_ms)"
+    "$(val real_compute_ms)" "$(val pre_acc)" \
+    "$(awk -v f="$(val finish_unix)" -v z="$first_finish" 'BEGIN { if (f == "" || z == "") print "-"; else printf "+%.1f s", f - z }')" \
+    "$(val finish_s)"
 done
 echo "(iterations: computed by the robot; rogd moves a robot's clock past the iterations it skipped while detached)"
 echo "(compute ms: real compute per iteration, before any --compute_time padding)"
 echo "(accuracy: on degraded test images, each robot after its own final sync; clean model before adapting: $(sed -nE 's/.*clean model: ([0-9.]+)/\1/p' "$work/pretrain.log"))"
+echo "(before sync: the robot's replica just before its final sync; finish at: when it called Finish, after the first robot did; finish s: Finish and Close)"
+echo "team model: rogd's after every robot finished: ${team_acc:-not scored} (rogctl export, scored on the same degraded test images)"
 exit "$failed"

@@ -19,7 +19,13 @@
 // Output, one line each (for tools/run.sh to parse):
 //   progress id=ID t=SECONDS iter=N steps=N acc=FRACTION stall=SHARE
 //   final id=ID t=SECONDS iter=N steps=N acc=FRACTION stall=SHARE detached=SHARE stalls=N
-//         up_mb=X down_mb=Y real_compute_ms=Z
+//         up_mb=X down_mb=Y real_compute_ms=Z pre_acc=FRACTION finish_unix=T finish_s=D
+// pre_acc is the replica's accuracy just before the final sync (Finish),
+// acc the one after it; finish_unix is when Finish was called (unix time)
+// and finish_s how long Finish and Close took.
+// With --evaluate=FILE it joins no team: it scores a model FILE (rogctl
+// export's, or a torch::save of the same module) on the degraded test images
+// of --seed and prints "evaluated FILE acc=FRACTION".
 // acc in a progress line is the latest score the evaluator finished, "-"
 // before the first.
 // iter is the robot's clock, which rogd raises past iterations a robot
@@ -35,6 +41,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <filesystem>
 #include <mutex>
 #include <random>
 #include <string>
@@ -71,6 +78,9 @@ ABSL_FLAG(double, eval_every, 10, "seconds between accuracy evaluations");
 ABSL_FLAG(double, progress_every, 2,
           "seconds between progress lines (accuracy is the latest evaluation)");
 ABSL_FLAG(bool, pretrain_only, false, "pretrain (or find the cached model) and exit");
+ABSL_FLAG(std::string, evaluate, "",
+          "score this model file (rogctl export --out's, of the same --model) on the degraded "
+          "test images of --seed, print \"evaluated FILE acc=FRACTION\" and exit; joins no team");
 ABSL_FLAG(std::string, csv_dir, "",
           "if set, write ID.iters.csv (one row per iteration), ID.acc.csv (one row per "
           "evaluation) and ID.pushes.csv (one row per acknowledged push) there, for "
@@ -253,7 +263,8 @@ class Evaluator {
 // Checks the flags that say what this robot is and does; false after saying
 // what is wrong.
 bool FlagsOk() {
-  if (!absl::GetFlag(FLAGS_pretrain_only) && absl::GetFlag(FLAGS_id).empty()) {
+  if (!absl::GetFlag(FLAGS_pretrain_only) && absl::GetFlag(FLAGS_evaluate).empty() &&
+      absl::GetFlag(FLAGS_id).empty()) {
     std::fprintf(stderr, "fmnist_worker: --id is required (e.g. --id=robot1)\n");
     return false;
   }
@@ -432,11 +443,19 @@ int Adaptation::Run(Evaluator* evaluator, CsvFiles* csv) {
 
 void Adaptation::Finish(Evaluator* evaluator, CsvFiles* csv, const torch::Tensor& test_images,
                         const torch::Tensor& test_labels) {
+  // The replica as training left it, scored after the sync (off its clock).
+  std::vector<torch::Tensor> before;
+  {
+    torch::NoGradGuard no_grad;
+    for (const torch::Tensor& p : net_->parameters()) before.push_back(p.detach().clone());
+  }
   // Push what is held (the drain rule: under ROG 1/N of it), take what the
   // team pushed, evaluate that, leave.
+  const double finish_unix = UnixSeconds();
   absl::Status s = rog_->worker().Finish(60);
   if (s.ok()) rog_->LoadReplica();
   if (s.ok()) s = rog_->worker().Close(30);
+  const double finish_s = UnixSeconds() - finish_unix;
   if (!s.ok())
     std::fprintf(stderr, "fmnist_worker %s: close: %s\n", id_.c_str(),
                  std::string(s.message()).c_str());
@@ -452,13 +471,45 @@ void Adaptation::Finish(Evaluator* evaluator, CsvFiles* csv, const torch::Tensor
   }
   const double acc = Accuracy(net_, test_images, test_labels);
   csv->Accuracy(UnixSeconds(), end, iter_, acc);
+  {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> params = net_->parameters();
+    for (size_t i = 0; i < params.size(); ++i) params[i].copy_(before[i]);
+  }
+  const double pre_acc = Accuracy(net_, test_images, test_labels);
   std::printf(
       "final id=%s t=%.1f iter=%lu steps=%lu acc=%.4f stall=%.3f detached=%.3f stalls=%lu "
-      "up_mb=%.2f down_mb=%.2f real_compute_ms=%.2f\n",
+      "up_mb=%.2f down_mb=%.2f real_compute_ms=%.2f pre_acc=%.4f finish_unix=%.3f "
+      "finish_s=%.3f\n",
       id_.c_str(), end, static_cast<unsigned long>(iter_), static_cast<unsigned long>(steps_), acc,
       stall_ / std::max(end, 1e-9), rog_->worker().detached_seconds() / std::max(end, 1e-9),
       static_cast<unsigned long>(stalls_), up_ / 1e6, down_ / 1e6,
-      steps_ > 0 ? 1e3 * real_compute_total_ / steps_ : 0.0);
+      steps_ > 0 ? 1e3 * real_compute_total_ / steps_ : 0.0, pre_acc, finish_unix, finish_s);
+}
+
+// --evaluate: a model file scored on this seed's degraded test images.
+int Evaluate(Net& net, const std::string& path, const torch::Tensor& images,
+             const torch::Tensor& labels) {
+  const std::string model = absl::GetFlag(FLAGS_model);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    std::fprintf(stderr,
+                 "fmnist_worker: --evaluate=%s: no such file (write one with rogctl export "
+                 "--out=FILE)\n",
+                 path.c_str());
+    return 2;
+  }
+  try {
+    torch::load(net, path);
+  } catch (const c10::Error& e) {
+    std::fprintf(stderr,
+                 "fmnist_worker: cannot load %s as the %s model: %s\n(is it rogctl export's "
+                 "output for a team training --model=%s?)\n",
+                 path.c_str(), model.c_str(), e.what_without_backtrace(), model.c_str());
+    return 1;
+  }
+  std::printf("evaluated %s acc=%.4f\n", path.c_str(), Accuracy(net, images, labels));
+  return 0;
 }
 
 }  // namespace
@@ -467,7 +518,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "A ROG robot adapting a Fashion-MNIST model to degraded images with its team.\n"
       "Usage: fmnist_worker --id=NAME --shard=K --shards=N [--server=HOST:PORT] [--seconds=S]\n"
-      "                     [--model=cnn|convmlp] [--compute_time=DURATION]");
+      "                     [--model=cnn|convmlp] [--compute_time=DURATION]\n"
+      "       fmnist_worker --evaluate=FILE [--model=cnn|convmlp] [--seed=N]");
   rog::ListExampleFlagsInHelp();
   absl::ParseCommandLine(argc, argv);
   torch::set_num_threads(1);
@@ -483,6 +535,9 @@ int main(int argc, char** argv) {
   const Data degraded_test = rog::fmnist::DegradedTest(test, seed);
   const auto& test_images = degraded_test.images;
   const auto& test_labels = degraded_test.labels;
+  if (!absl::GetFlag(FLAGS_evaluate).empty()) {
+    return Evaluate(net, absl::GetFlag(FLAGS_evaluate), test_images, test_labels);
+  }
   if (absl::GetFlag(FLAGS_pretrain_only)) {
     std::printf("degraded test accuracy of the clean model: %.3f\n",
                 Accuracy(net, test_images, test_labels));

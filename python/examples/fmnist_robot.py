@@ -11,7 +11,9 @@ robot on its own shard, through rogd with rog.connect and rog.Optimizer.
 Output, one line each (for tools/run.sh to parse):
   progress id=ID t=SECONDS iter=N steps=N acc=FRACTION stall=SHARE
   final id=ID t=SECONDS iter=N steps=N acc=FRACTION stall=SHARE detached=SHARE stalls=N
-        up_mb=X down_mb=Y real_compute_ms=Z
+        up_mb=X down_mb=Y real_compute_ms=Z pre_acc=FRACTION finish_unix=T finish_s=D
+(pre_acc: the replica just before the final sync; finish_unix: when finish()
+was called; finish_s: how long finish() and close() took.)
 With --csv_dir, also ID.iters.csv, ID.acc.csv and ID.pushes.csv.
 """
 
@@ -257,12 +259,17 @@ class Adaptation:
 
     def finish(self, evaluator, csv, test):
         """The team's final sync, the last evaluations and the final line."""
+        # The replica as training left it, scored after the sync (off its clock).
+        with torch.no_grad():
+            before = [p.detach().clone() for p in self.net.parameters()]
+        finish_unix = time.time()
         try:
             self.team.finish(timeout=60)
             self.team.close(timeout=30)
         except rog.Error as e:
             print(f"fmnist_robot {self.a.id}: close: {e}", file=sys.stderr, flush=True)
             self.team.abandon()
+        finish_s = time.time() - finish_unix
         end = self.elapsed()
         evaluator.stop()
         if evaluator.dropped:
@@ -271,11 +278,16 @@ class Adaptation:
                   file=sys.stderr)
         acc = fmnist_task.accuracy(self.net, *test)
         csv.accuracy(time.time(), end, self.iter, acc)
+        with torch.no_grad():
+            for p, b in zip(self.net.parameters(), before):
+                p.copy_(b)
+        pre_acc = fmnist_task.accuracy(self.net, *test)
         print(f"final id={self.a.id} t={end:.1f} iter={self.iter} steps={self.steps} "
               f"acc={acc:.4f} stall={self.stall / max(end, 1e-9):.3f} "
               f"detached={self.team.detached_seconds / max(end, 1e-9):.3f} "
               f"stalls={self.stalls} up_mb={self.up / 1e6:.2f} down_mb={self.down / 1e6:.2f} "
-              f"real_compute_ms={1e3 * self.real_compute_total / self.steps if self.steps else 0:.2f}",
+              f"real_compute_ms={1e3 * self.real_compute_total / self.steps if self.steps else 0:.2f} "
+              f"pre_acc={pre_acc:.4f} finish_unix={finish_unix:.3f} finish_s={finish_s:.3f}",
               flush=True)
 
 

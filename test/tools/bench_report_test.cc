@@ -179,6 +179,17 @@ TEST_CASE("summary.md states the ratios, every figure and the settings", "[bench
   CHECK(md.find("**ROG − best baseline +2.00 points** (ROG(4) 0.7200 (0.7200–0.7200), BSP "
                 "0.7000 (0.7000–0.7000)).") != std::string::npos);
   CHECK(md.find("Half way") == std::string::npos);  // no run length
+  // Without team.acc, nothing on rogd's model; with it, each policy's.
+  CHECK(md.find("rogd's model") == std::string::npos);
+  {
+    PolicyFigures b = bsp, r = rog;
+    b.rogd_final_accuracy = 0.69;
+    r.rogd_final_accuracy = 0.7125;
+    const std::string with = SummaryMarkdown({b, r}, s, "");
+    INFO(with);
+    CHECK(with.find("0.7000–0.7000)). rogd's model once every robot had finished (exported, "
+                    "scored on the same images): BSP 0.6900, ROG(4) 0.7125.") != std::string::npos);
+  }
   // No power model: no energy column.
   CHECK(md.find("energy to target") == std::string::npos);
   CHECK(md.find("| time to target | final accuracy |") != std::string::npos);
@@ -646,6 +657,29 @@ TEST_CASE("the summary over repeats takes ratios within each repeat and checks t
         std::string::npos);
   CHECK(md.find("sim output") != std::string::npos);
   CHECK(md.find("did not carry") == std::string::npos);  // no utilisation to judge
+  CHECK(md.find("rogd's model") == std::string::npos);   // no team.acc
+  // rogd's model at the end (team.acc), where recorded: ROG − the best
+  // baseline within each repeat (0.72 − 0.70 = +2; 0.69 − SSP's 0.73 = −4),
+  // and a column per policy (BSP has it in one repeat only: 0.70, beside
+  // its final accuracies 0.70 and 0.72).
+  {
+    std::vector<std::vector<PolicyFigures>> m = reps;
+    m[0][0].rogd_final_accuracy = 0.70;
+    m[0][1].rogd_final_accuracy = 0.68;
+    m[0][2].rogd_final_accuracy = 0.72;
+    m[1][1].rogd_final_accuracy = 0.73;
+    m[1][2].rogd_final_accuracy = 0.69;
+    const std::string mmd = RepeatsMarkdown(m, settings, goals, "P", "");
+    INFO(mmd);
+    CHECK(mmd.find("at the end (after the final sync), -1.00 points (-4.00–2.00 points) in rogd's "
+                   "model once every robot had finished (exported, scored on the same images; 2 "
+                   "of 2 repeats);") != std::string::npos);
+    CHECK(mmd.find("| final accuracy | rogd's model at the end |\n") != std::string::npos);
+    CHECK(mmd.find("| 0.7100 (0.7000–0.7200) | 0.7000 (1 of 2 repeats) |\n") != std::string::npos);
+    CHECK(mmd.find("| 0.7150 (0.7000–0.7300) | 0.7050 (0.6900–0.7200) |\n") != std::string::npos);
+    CHECK(mmd.find("*rogd's model at the end* is rogd's once every robot had finished") !=
+          std::string::npos);
+  }
   // The machine's warning takes each policy's utilisation averaged over the
   // repeats: SSP (0.5 + 0.7) / 2 = 0.6 < 0.8 x 0.9; ROG 0.75 >= 0.8 x 0.9.
   {

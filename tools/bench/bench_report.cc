@@ -18,6 +18,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -92,6 +93,25 @@ absl::Status Write(const fs::path& p, const std::string& text) {
   out << text;
   out.close();
   if (!out) return absl::InternalError(absl::StrCat("cannot write ", p.string()));
+  return absl::OkStatus();
+}
+
+// tools/run.sh's team.acc in a policy's folder: rogd's model once every
+// robot had finished, scored (one number in [0, 1]); none before it wrote it.
+absl::Status ReadRogdModel(const fs::path& dir, rog::PolicyFigures* p) {
+  const fs::path path = dir / "team.acc";
+  if (!fs::exists(path)) return absl::OkStatus();
+  auto text = Read(path);
+  if (!text.ok()) return text.status();
+  double acc = -1;
+  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(*text), &acc) || !(acc >= 0 && acc <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path.string(),
+                     ": expected one accuracy between 0 and 1 (tools/run.sh "
+                     "writes it), not '",
+                     absl::StripAsciiWhitespace(*text), "'"));
+  }
+  p->rogd_final_accuracy = acc;
   return absl::OkStatus();
 }
 
@@ -409,6 +429,9 @@ int Repeats(const fs::path& results) {
       if (!runs.ok()) return Fail(std::string(runs.status().message()));
       robots = static_cast<int>(runs->size());
       rep.push_back(rog::CombinePolicy(policy, *runs));
+      if (absl::Status t = ReadRogdModel(reps[r] / policy, &rep.back()); !t.ok()) {
+        return Fail(std::string(t.message()));
+      }
       std::string dat = "# elapsed_s mean_accuracy\n";
       for (const auto& [t, a] : rep.back().team_accuracy) {
         absl::StrAppend(&dat, absl::StrFormat("%.3f %.4f\n", t, a));
@@ -480,6 +503,9 @@ int main(int argc, char** argv) {
     auto r = LoadPolicy(results / policy, absl::GetFlag(FLAGS_trace_prefix));
     if (!r.ok()) return Fail(std::string(r.status().message()));
     figures.push_back(rog::CombinePolicy(policy, *r));
+    if (absl::Status t = ReadRogdModel(results / policy, &figures.back()); !t.ok()) {
+      return Fail(std::string(t.message()));
+    }
     if (auto json = Read(results / policy / "workers.json"); json.ok()) {
       auto causes = rog::StallCausesFromWorkersJson(*json);
       if (!causes.ok()) {

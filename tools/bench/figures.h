@@ -84,6 +84,11 @@ struct PolicyFigures {
   uint64_t stalls = 0;         // over all robots
   double final_accuracy = -1;  // mean over robots, -1 if none
   double final_accuracy_min = -1, final_accuracy_max = -1;
+  // rogd's model once every robot had finished (tools/run.sh's team.acc:
+  // rogctl export, scored on the same test images); -1 if not recorded.
+  // Robots score their own model after their own final sync, which can come
+  // before the others' last updates.
+  double rogd_final_accuracy = -1;
   double mb_up = 0, mb_down = 0;                       // mean per robot, 1e6 bytes
   double index_overhead = 0;                           // (bytes - payload) / payload, both ways
   double link_utilisation = 0;                         // uplink bytes / capacity while transmitting

@@ -45,6 +45,7 @@ std::string SpreadText(const Spread& s, int digits, double factor = 1,
 struct RepeatRow {
   std::string label;
   std::vector<double> ips, rog_ratio, stall, detached, ttt, ttt_share, acc;
+  std::vector<double> rogd_acc;  // rogd's model once every robot had finished
   // Modelled energy to the target per robot (the team's), and on ROG's row
   // its ratio to the best baseline's within each repeat (RogEnergyRatio).
   std::vector<double> energy, energy_ratio;
@@ -111,6 +112,7 @@ std::vector<RepeatRow> RepeatRows(const std::vector<std::vector<PolicyFigures>>&
       r.stall.push_back(p->stall_share);
       r.detached.push_back(p->detached_share);
       if (p->final_accuracy >= 0) r.acc.push_back(p->final_accuracy);
+      if (p->rogd_final_accuracy >= 0) r.rogd_acc.push_back(p->rogd_final_accuracy);
       if (target) {
         std::optional<double> t = TimeToAccuracy(p->team_accuracy, *target);
         if (t) {
@@ -191,7 +193,7 @@ std::optional<double> BestOfBaselines(const std::vector<PolicyFigures>& rep, Val
 // ROG's time to the target over the quickest baseline's that reached it.
 std::string RepeatAccuracyHeadline(const std::vector<std::vector<PolicyFigures>>& repeats,
                                    const BenchSettings& settings) {
-  std::vector<double> final_diff, half_diff, time_ratio;
+  std::vector<double> final_diff, rogd_diff, half_diff, time_ratio;
   const double half = settings.adapt_seconds / 2;
   for (const auto& rep : repeats) {
     const PolicyFigures* rog = FindPolicy(rep, "rog");
@@ -200,6 +202,12 @@ std::string RepeatAccuracyHeadline(const std::vector<std::vector<PolicyFigures>>
     if (rog->final_accuracy >= 0) {
       final_diff.push_back(100 * (rog->final_accuracy - best->final_accuracy));
     }
+    const auto rogd_model = [](const PolicyFigures& p) -> std::optional<double> {
+      if (p.rogd_final_accuracy < 0) return std::nullopt;
+      return p.rogd_final_accuracy;
+    };
+    const std::optional<double> rm = rogd_model(*rog), bm = BestOfBaselines(rep, rogd_model, false);
+    if (rm && bm) rogd_diff.push_back(100 * (*rm - *bm));
     const auto at_half = [&](const PolicyFigures& p) { return AccuracyAt(p.team_accuracy, half); };
     const std::optional<double> rh = at_half(*rog), bh = BestOfBaselines(rep, at_half, false);
     if (half > 0 && rh && bh) half_diff.push_back(100 * (*rh - *bh));
@@ -215,6 +223,12 @@ std::string RepeatAccuracyHeadline(const std::vector<std::vector<PolicyFigures>>
       "The model the team ends with (accuracy at equal time; within each repeat, ROG's less "
       "the best baseline's; mean (min–max) over repeats): **ROG − best baseline ",
       SpreadText(SpreadOf(final_diff), 2, 1, " points"), "** at the end (after the final sync)",
+      rogd_diff.empty()
+          ? std::string()
+          : absl::StrCat(", ", SpreadText(SpreadOf(rogd_diff), 2, 1, " points"),
+                         " in rogd's model once every robot had finished (exported, scored on "
+                         "the same images; ",
+                         rogd_diff.size(), " of ", repeats.size(), " repeats)"),
       half > 0 ? absl::StrFormat(", %s half way (%.0f s)",
                                  SpreadText(SpreadOf(half_diff), 2, 1, " points"), half)
                : std::string(),
@@ -229,11 +243,16 @@ void AppendRepeatsTable(std::string* md, const std::vector<RepeatRow>& rows,
                         const BenchSettings& settings, const std::string& target_name) {
   // The energy column only with a power model (--power_model).
   const bool energy = settings.power.has_value();
+  // rogd's model at the end, where tools/run.sh recorded it (team.acc).
+  const bool rogd =
+      std::any_of(rows.begin(), rows.end(), [](const RepeatRow& r) { return !r.rogd_acc.empty(); });
   absl::StrAppend(
       md, "| | it/s per robot | ROG's ratio to it | stall share | detached share | time to ",
       target_name, " | share of BSP's time | final accuracy |",
+      rogd ? " rogd's model at the end |" : "",
       energy ? " energy to target per robot (modelled) |" : "",
-      "\n| --- | --- | --- | --- | --- | --- | --- | --- |", energy ? " --- |" : "", "\n");
+      "\n| --- | --- | --- | --- | --- | --- | --- | --- |", rogd ? " --- |" : "",
+      energy ? " --- |" : "", "\n");
   for (const RepeatRow& r : rows) {
     if (r.present == 0) continue;
     std::string ttt = SpreadText(SpreadOf(r.ttt), 0, 1, " s");
@@ -246,6 +265,13 @@ void AppendRepeatsTable(std::string* md, const std::vector<RepeatRow>& rows,
                     SpreadText(SpreadOf(r.stall), 1, 100, "%"), " | ",
                     SpreadText(SpreadOf(r.detached), 1, 100, "%"), " | ", ttt, " | ", ShareText(r),
                     " | ", SpreadText(SpreadOf(r.acc), 4), " |",
+                    rogd ? absl::StrCat(" ", SpreadText(SpreadOf(r.rogd_acc), 4),
+                                        static_cast<int>(r.rogd_acc.size()) < r.present
+                                            ? absl::StrCat(" (", r.rogd_acc.size(), " of ",
+                                                           r.present, " repeats)")
+                                            : "",
+                                        " |")
+                         : "",
                     energy ? absl::StrCat(" ", EnergyText(r, settings), " |") : "", "\n");
   }
   absl::StrAppend(md,
@@ -258,6 +284,11 @@ void AppendRepeatsTable(std::string* md, const std::vector<RepeatRow>& rows,
                         "where BSP's evaluated curve never reached it, BSP's time is later than "
                         "its last evaluation: a share of BSP's time taken against that "
                         "evaluation's time is an upper bound (\"≤\").\n",
+                  rogd ? "*Final accuracy* is each robot's after its own final sync, which can "
+                         "come before the others' last updates; *rogd's model at the end* is "
+                         "rogd's once every robot had finished, exported and scored on the same "
+                         "test images.\n"
+                       : "",
                   EnergyNote(settings));
 }
 

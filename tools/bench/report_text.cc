@@ -130,6 +130,22 @@ std::string TimeToTargetText(const std::vector<PolicyFigures>& policies,
                          absl::StrJoin(each, ", "));
 }
 
+// " rogd's model once every robot had finished: BSP 0.70, ...": empty when
+// no policy recorded it.
+std::string RogdModelText(const std::vector<PolicyFigures>& policies,
+                          const BenchSettings& settings) {
+  std::vector<std::string> each;
+  for (const PolicyFigures& p : policies) {
+    if (p.rogd_final_accuracy < 0) continue;
+    each.push_back(
+        absl::StrFormat("%s %.4f", PolicyLabel(p, settings.staleness), p.rogd_final_accuracy));
+  }
+  if (each.empty()) return "";
+  return absl::StrCat(
+      " rogd's model once every robot had finished (exported, scored on the same images): ",
+      absl::StrJoin(each, ", "), ".");
+}
+
 }  // namespace
 
 std::string AccuracyHeadline(const std::vector<PolicyFigures>& policies,
@@ -147,8 +163,8 @@ std::string AccuracyHeadline(const std::vector<PolicyFigures>& policies,
   return absl::StrCat(
       "The model the team ends with (accuracy at equal time: the end of the run, after each "
       "robot's final sync; mean (min–max) over robots): ",
-      lead, ".", HalfWayText(policies, settings), TimeToTargetText(policies, settings, target),
-      "\n\n");
+      lead, ".", RogdModelText(policies, settings), HalfWayText(policies, settings),
+      TimeToTargetText(policies, settings, target), "\n\n");
 }
 
 }  // namespace rog
