@@ -86,9 +86,10 @@ TEST_CASE("on a slow link the window cuts sharply", "[protocol][slow]") {
   // The in-flight window: 50 ms of measured goodput plus one batch.
   const double inflight = 0.05 + 4096 / goodput;
   // Printed on every run: the figures this test exists for.
-  WARN("windows " << overshoot.size() << " clean (and " << late << " with late rows), overshoot p50 "
-                  << overshoot[overshoot.size() / 2] << " s, p99 " << p99 << " s, bound "
-                  << inflight + 0.02 << " s, goodput " << goodput << " B/s");
+  WARN("windows " << overshoot.size() << " clean (and " << late
+                  << " with late rows), overshoot p50 " << overshoot[overshoot.size() / 2]
+                  << " s, p99 " << p99 << " s, bound " << inflight + 0.02 << " s, goodput "
+                  << goodput << " B/s");
   CHECK(p99 <= inflight + 0.02);
   // The windows cut: rows stayed in the accumulators rather than everything
   // going whatever the time.
