@@ -11,7 +11,7 @@
 #                     [--patience=D] [--local_steps=N]
 #                     [--detach_speedup=X] [--delay=D] [--links=relay|tc]
 #                     [--model=cnn|convmlp] [--compute_time=D] [--codec=C]
-#                     [--time_scale=K] [--sdk=cpp|python|mixed]
+#                     [--time_scale=K] [--sdk=cpp|python|mixed] [--rogd_every=SECONDS]
 #   --sync      synchronisation policy (default rog)
 #   --staleness the bound S for ssp and rog (default 4)
 #   --timeline  fast: the traces' recorded cadence (default); replayed: the
@@ -48,6 +48,11 @@
 #               output); mixed, robots 1 and 3 in C++, 2 and 4 in Python
 #   --logs      keep logs and the robots' CSV records in DIR (default: a new
 #               folder under /tmp)
+#   --rogd_every also export rogd's model every SECONDS while the team adapts
+#               and score each export after the run, on the robots' test
+#               images: rogd.acc.csv (unix_s,accuracy), beside the robots'
+#               ID.acc.csv (default 0: off; each export costs rogctl's
+#               LibTorch helper about a second of CPU)
 # Ctrl-C stops everything; no process is left behind. Logs stay in the
 # folder printed at the start.
 set -uo pipefail
@@ -55,7 +60,7 @@ cd "$(dirname "$0")/.."
 
 sync=rog staleness=4 seconds=270 scale=1 non_iid=() seed=1 lr=0.02 logs= timeline=fast
 patience=() local_steps=0 delay=5ms speedup=() links=relay model=cnn compute_time=0 codec=fp32
-time_scale=1 sdk=cpp
+time_scale=1 sdk=cpp rogd_every=0
 traces=tools/traces
 for a in "$@"; do
   case "$a" in
@@ -80,6 +85,7 @@ for a in "$@"; do
     --codec=*) codec="${a#*=}" ;;
     --time_scale=*) time_scale="${a#*=}" ;;
     --sdk=*) sdk="${a#*=}" ;;
+    --rogd_every=*) rogd_every="${a#*=}" ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "run: unknown argument '$a' (see tools/run.sh --help)" >&2; exit 2 ;;
   esac
@@ -106,6 +112,8 @@ if [ "$links" = tc ]; then
   fi
 fi
 [[ "$local_steps" =~ ^[0-9]+$ ]] || { echo "run: --local_steps must be a whole number" >&2; exit 2; }
+awk -v e="$rogd_every" 'BEGIN { exit !(e ~ /^[0-9]+(\.[0-9]+)?$/ && (e == 0 || e >= 1)) }' ||
+  { echo "run: --rogd_every takes seconds, at least 1, or 0 for off (got '$rogd_every')" >&2; exit 2; }
 [[ "$delay" =~ ^(0|[0-9]+(\.[0-9]+)?(us|ms|s))$ ]] ||
   { echo "run: --delay takes a duration such as 5ms, 20ms or 0 (got '$delay')" >&2; exit 2; }
 [ "$seconds" -ge 10 ] 2>/dev/null || { echo "run: --minutes must be at least 0.2" >&2; exit 2; }
@@ -293,6 +301,23 @@ patience_used=$(sed -nE 's/.* patience=([^ ]+) .*/\1/p' "$work/rogd.log" | head 
 echo "run: sync=$sync S=$staleness patience=${patience_used:-?} lr=$lr seed=$seed, $shards shards, 4 robots on outdoors-$timeline-w1..4 (scale $scale, time x $time_scale), adapting for $seconds s"
 echo "run: model $model, codec $codec, compute per iteration padded to $compute_time (0: none), robots: $sdk"
 echo "run: every 5 s: elapsed | per robot rN: iterations, degraded-test accuracy (every 10 s), stall share"
+# rogd's model over the run (--rogd_every): exported now and then, scored
+# after the run (scoring would take CPU from the robots).
+exporter=""
+if [ "$rogd_every" != 0 ]; then
+  mkdir -p "$work/rogd-models"
+  (
+    trap 'kill $! 2>/dev/null; exit 0' TERM
+    while :; do
+      sleep "$rogd_every" & wait $!
+      t=$(date +%s.%N)
+      in_ns "$srv_ns" "$bin/tools/rogctl/rogctl" --server="127.0.0.1:$rogd_port" --timeout=30s \
+        export --out="$work/rogd-models/$t.pt" >> "$work/export.log" 2>&1
+    done
+  ) &
+  exporter=$!
+  pids+=("$exporter")
+fi
 start=$(date +%s)
 running=4
 while [ "$running" -gt 0 ]; do
@@ -311,6 +336,10 @@ while [ "$running" -gt 0 ]; do
   echo "$line"
 done
 
+if [ -n "$exporter" ]; then
+  kill -TERM "$exporter" 2>/dev/null
+  wait "$exporter" 2>/dev/null
+fi
 failed=0
 for w in 1 2 3 4; do
   wait "${workers[w]}" || { failed=1; echo "run: robot$w failed; see $work/robot$w.log" >&2; tail -3 "$work/robot$w.log" >&2; }
@@ -328,6 +357,17 @@ if in_ns "$srv_ns" "$bin/tools/rogctl/rogctl" --server="127.0.0.1:$rogd_port" --
     --seed="$seed" --cache_dir="$cache" 2>>"$work/export.log" | sed -nE 's/^evaluated .* acc=([0-9.]+)$/\1/p')
 fi
 rm -f "$work/team.pt"
+if [ -n "$exporter" ]; then
+  models=$(ls "$work/rogd-models"/*.pt 2>/dev/null | paste -sd, -)
+  {
+    echo "unix_s,accuracy"
+    [ -z "$models" ] || "$bin/client/examples/fmnist_worker" --evaluate="$models" --model="$model" \
+      --seed="$seed" --cache_dir="$cache" 2>>"$work/export.log" |
+      sed -nE 's|^evaluated .*/([0-9.]+)\.pt acc=([0-9.]+)$|\1,\2|p'
+  } > "$work/rogd.acc.csv"
+  rm -rf "$work/rogd-models"
+  echo "run: rogd's model scored at $(($(wc -l < "$work/rogd.acc.csv") - 1)) times during the run: $work/rogd.acc.csv"
+fi
 if [ -n "$team_acc" ]; then
   echo "$team_acc" > "$work/team.acc"
 else

@@ -23,9 +23,9 @@
 // pre_acc is the replica's accuracy just before the final sync (Finish),
 // acc the one after it; finish_unix is when Finish was called (unix time)
 // and finish_s how long Finish and Close took.
-// With --evaluate=FILE it joins no team: it scores a model FILE (rogctl
+// With --evaluate=FILE[,FILE...] it joins no team: it scores each model FILE (rogctl
 // export's, or a torch::save of the same module) on the degraded test images
-// of --seed and prints "evaluated FILE acc=FRACTION".
+// of --seed and prints "evaluated FILE acc=FRACTION" for each, in order.
 // acc in a progress line is the latest score the evaluator finished, "-"
 // before the first.
 // iter is the robot's clock, which rogd raises past iterations a robot
@@ -54,6 +54,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "client/examples/security_flags.h"
 #include "client/torch_adapter.h"
@@ -79,8 +80,9 @@ ABSL_FLAG(double, progress_every, 2,
           "seconds between progress lines (accuracy is the latest evaluation)");
 ABSL_FLAG(bool, pretrain_only, false, "pretrain (or find the cached model) and exit");
 ABSL_FLAG(std::string, evaluate, "",
-          "score this model file (rogctl export --out's, of the same --model) on the degraded "
-          "test images of --seed, print \"evaluated FILE acc=FRACTION\" and exit; joins no team");
+          "score these model files (comma-separated; rogctl export --out's, of the same --model) "
+          "on the degraded test images of --seed, print \"evaluated FILE acc=FRACTION\" for "
+          "each and exit; joins no team");
 ABSL_FLAG(std::string, csv_dir, "",
           "if set, write ID.iters.csv (one row per iteration), ID.acc.csv (one row per "
           "evaluation) and ID.pushes.csv (one row per acknowledged push) there, for "
@@ -487,9 +489,10 @@ void Adaptation::Finish(Evaluator* evaluator, CsvFiles* csv, const torch::Tensor
       steps_ > 0 ? 1e3 * real_compute_total_ / steps_ : 0.0, pre_acc, finish_unix, finish_s);
 }
 
-// --evaluate: a model file scored on this seed's degraded test images.
-int Evaluate(Net& net, const std::string& path, const torch::Tensor& images,
-             const torch::Tensor& labels) {
+// --evaluate: model files scored on this seed's degraded test images; 0,
+// or the first failure's exit code after scoring the others.
+int EvaluateOne(Net& net, const std::string& path, const torch::Tensor& images,
+                const torch::Tensor& labels) {
   const std::string model = absl::GetFlag(FLAGS_model);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
@@ -512,6 +515,16 @@ int Evaluate(Net& net, const std::string& path, const torch::Tensor& images,
   return 0;
 }
 
+int Evaluate(Net& net, const std::string& paths, const torch::Tensor& images,
+             const torch::Tensor& labels) {
+  int code = 0;
+  for (absl::string_view path : absl::StrSplit(paths, ',', absl::SkipEmpty())) {
+    const int c = EvaluateOne(net, std::string(path), images, labels);
+    if (code == 0) code = c;
+  }
+  return code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -519,7 +532,7 @@ int main(int argc, char** argv) {
       "A ROG robot adapting a Fashion-MNIST model to degraded images with its team.\n"
       "Usage: fmnist_worker --id=NAME --shard=K --shards=N [--server=HOST:PORT] [--seconds=S]\n"
       "                     [--model=cnn|convmlp] [--compute_time=DURATION]\n"
-      "       fmnist_worker --evaluate=FILE [--model=cnn|convmlp] [--seed=N]");
+      "       fmnist_worker --evaluate=FILE[,FILE...] [--model=cnn|convmlp] [--seed=N]");
   rog::ListExampleFlagsInHelp();
   absl::ParseCommandLine(argc, argv);
   torch::set_num_threads(1);

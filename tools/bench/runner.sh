@@ -12,6 +12,7 @@
 #                       [--detach_speedup=X] [--delay=D] [--links=relay|tc]
 #                       [--model=cnn|convmlp] [--compute_time=D] [--codec=C]
 #                       [--time_scale=K] [--repeats=N] [--sdk=cpp|python|mixed]
+#                       [--rogd_every=SECONDS]
 #        tools/bench.sh --study=patience [--patience=SECONDS] [--sweep=S1,S2,...]
 #                       [--local_steps=N1,...] [--minutes=N] [other options above]
 #   --profile   quick: 120 s of training per policy, within 10 minutes (default)
@@ -56,6 +57,9 @@
 #   --sdk       the robots: cpp (LibTorch, default), python (PyTorch, `import
 #               rog`) or mixed (tools/run.sh --sdk); allowed with every
 #               profile, since the protocol and the task stay the same
+#   --rogd_every also score rogd's model every SECONDS of each run
+#               (tools/run.sh --rogd_every: rogd.acc.csv in each run's folder,
+#               beside the robots' ID.acc.csv); default 0, off
 #   --study=regime    the regime map, its settings fixed 2026-11-24 before any
 #               run: the 82 KB cnn, fp32, S=4, four robots, fast timeline,
 #               compute C in {0.05, 0.2, 1} s (padded) x R in {0.1, 0.25,
@@ -81,6 +85,7 @@ cd "$(dirname "$0")/../.."
 profile=quick out="" scale=1 staleness=4 seed=1 target=-1 minutes="" timeline=fast
 patience="" study="" sweep="0.25,1,2" local_steps="4" delay=5ms speedup="" links=relay
 model=cnn compute_time=0 codec="" time_scale=1 repeats="" set_by_user=() measure=line sdk=cpp
+rogd_every=0
 traces=tools/traces
 for a in "$@"; do
   case "$a" in
@@ -107,6 +112,7 @@ for a in "$@"; do
     --repeats=*) repeats="${a#*=}" ;;
     --measure=*) measure="${a#*=}" ;;
     --sdk=*) sdk="${a#*=}" ;;
+    --rogd_every=*) rogd_every="${a#*=}" ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "bench: unknown argument '$a' (see tools/bench.sh --help)" >&2; exit 2 ;;
   esac
@@ -218,7 +224,8 @@ run_one() {
   mkdir -p "$(dirname "$dir")"
   tools/run.sh --staleness="$staleness" --minutes="$minutes" --traces="$traces" \
     --scale="${run_scale:-$scale}" --seed="$seed" --delay="$delay" --links="$links" --logs="$dir" \
-    --model="$model" --compute_time="$compute_time" --time_scale="$time_scale" --sdk="$sdk" "$@" \
+    --model="$model" --compute_time="$compute_time" --time_scale="$time_scale" --sdk="$sdk" \
+    --rogd_every="$rogd_every" "$@" \
     > "$dir.out" 2>&1 &
   child=$!
   tail -n +1 --pid="$child" -f "$dir.out" &
