@@ -23,9 +23,10 @@
 // pre_acc is the replica's accuracy just before the final sync (Finish),
 // acc the one after it; finish_unix is when Finish was called (unix time)
 // and finish_s how long Finish and Close took.
-// With --evaluate=FILE[,FILE...] it joins no team: it scores each model FILE (rogctl
-// export's, or a torch::save of the same module) on the degraded test images
-// of --seed and prints "evaluated FILE acc=FRACTION" for each, in order.
+// With --evaluate=FILE[,FILE...] it joins no team: it scores each model
+// FILE (rogctl export's, or a torch::save of the same module) on the
+// degraded test images of --seed and prints "evaluated FILE acc=FRACTION"
+// for each, in order.
 // acc in a progress line is the latest score the evaluator finished, "-"
 // before the first.
 // iter is the robot's clock, which rogd raises past iterations a robot
@@ -489,8 +490,7 @@ void Adaptation::Finish(Evaluator* evaluator, CsvFiles* csv, const torch::Tensor
       steps_ > 0 ? 1e3 * real_compute_total_ / steps_ : 0.0, pre_acc, finish_unix, finish_s);
 }
 
-// --evaluate: model files scored on this seed's degraded test images; 0,
-// or the first failure's exit code after scoring the others.
+// --evaluate: one model file scored on this seed's degraded test images.
 int EvaluateOne(Net& net, const std::string& path, const torch::Tensor& images,
                 const torch::Tensor& labels) {
   const std::string model = absl::GetFlag(FLAGS_model);
@@ -515,6 +515,8 @@ int EvaluateOne(Net& net, const std::string& path, const torch::Tensor& images,
   return 0;
 }
 
+// --evaluate's files in order: 0, or the first failure's exit code after
+// scoring the others.
 int Evaluate(Net& net, const std::string& paths, const torch::Tensor& images,
              const torch::Tensor& labels) {
   int code = 0;
