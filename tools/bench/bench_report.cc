@@ -109,7 +109,8 @@ absl::Status ReadRogdModel(const fs::path& dir, rog::PolicyFigures* p) {
         absl::StrCat(path.string(),
                      ": expected one accuracy between 0 and 1 (tools/run.sh "
                      "writes it), not '",
-                     absl::StripAsciiWhitespace(*text), "'"));
+                     absl::StripAsciiWhitespace(*text),
+                     "'; delete the file to report that run without rogd's final model"));
   }
   p->rogd_final_accuracy = acc;
   return absl::OkStatus();

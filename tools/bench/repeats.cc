@@ -143,6 +143,13 @@ std::string ShareText(const RepeatRow& r) {
 
 // A row's modelled energy over the repeats: "–" without a power model, and
 // how many repeats did not reach the target.
+// rogd's model at the end, saying how many repeats had it when not all did.
+std::string RogdModelCell(const RepeatRow& r) {
+  const std::string cell = SpreadText(SpreadOf(r.rogd_acc), 4);
+  if (static_cast<int>(r.rogd_acc.size()) >= r.present) return cell;
+  return absl::StrCat(cell, " (", r.rogd_acc.size(), " of ", r.present, " repeats)");
+}
+
 std::string EnergyText(const RepeatRow& r, const BenchSettings& settings) {
   if (!settings.power) return "–";
   const std::string text = SpreadText(SpreadOf(r.energy), 0, 1, " J");
@@ -195,6 +202,10 @@ std::string RepeatAccuracyHeadline(const std::vector<std::vector<PolicyFigures>>
                                    const BenchSettings& settings) {
   std::vector<double> final_diff, rogd_diff, half_diff, time_ratio;
   const double half = settings.adapt_seconds / 2;
+  const auto rogd_model = [](const PolicyFigures& p) -> std::optional<double> {
+    if (p.rogd_final_accuracy < 0) return std::nullopt;
+    return p.rogd_final_accuracy;
+  };
   for (const auto& rep : repeats) {
     const PolicyFigures* rog = FindPolicy(rep, "rog");
     const PolicyFigures* best = BestBaseline(rep);
@@ -202,10 +213,6 @@ std::string RepeatAccuracyHeadline(const std::vector<std::vector<PolicyFigures>>
     if (rog->final_accuracy >= 0) {
       final_diff.push_back(100 * (rog->final_accuracy - best->final_accuracy));
     }
-    const auto rogd_model = [](const PolicyFigures& p) -> std::optional<double> {
-      if (p.rogd_final_accuracy < 0) return std::nullopt;
-      return p.rogd_final_accuracy;
-    };
     const std::optional<double> rm = rogd_model(*rog), bm = BestOfBaselines(rep, rogd_model, false);
     if (rm && bm) rogd_diff.push_back(100 * (*rm - *bm));
     const auto at_half = [&](const PolicyFigures& p) { return AccuracyAt(p.team_accuracy, half); };
@@ -265,13 +272,7 @@ void AppendRepeatsTable(std::string* md, const std::vector<RepeatRow>& rows,
                     SpreadText(SpreadOf(r.stall), 1, 100, "%"), " | ",
                     SpreadText(SpreadOf(r.detached), 1, 100, "%"), " | ", ttt, " | ", ShareText(r),
                     " | ", SpreadText(SpreadOf(r.acc), 4), " |",
-                    rogd ? absl::StrCat(" ", SpreadText(SpreadOf(r.rogd_acc), 4),
-                                        static_cast<int>(r.rogd_acc.size()) < r.present
-                                            ? absl::StrCat(" (", r.rogd_acc.size(), " of ",
-                                                           r.present, " repeats)")
-                                            : "",
-                                        " |")
-                         : "",
+                    rogd ? absl::StrCat(" ", RogdModelCell(r), " |") : "",
                     energy ? absl::StrCat(" ", EnergyText(r, settings), " |") : "", "\n");
   }
   absl::StrAppend(md,
