@@ -602,6 +602,13 @@ void WorkerProtocol::Begin(double t0, double now, bool waited, double detached_w
   team_.stall = StallInfo();
   const std::vector<float>& replica = state_.replica();
   std::copy(replica.begin(), replica.end(), params.begin());
+  if (opt_.stale_weight) {
+    row_weights_.resize(layout_.num_rows());
+    for (RowId row = 0; row < layout_.num_rows(); ++row) {
+      row_weights_[row] =
+          static_cast<float>(StaleWeight(state_.clock(), state_.known_version(row)));
+    }
+  }
   in_iteration_ = true;
 }
 
@@ -609,7 +616,11 @@ void WorkerProtocol::StartPush(absl::Span<const float> update) {
   in_iteration_ = false;
   const double t0 = Now();
   stats_.EndCompute(t0);
-  state_.ApplyLocalUpdate(update);
+  if (row_weights_.empty()) {
+    state_.ApplyLocalUpdate(update);
+  } else {
+    state_.ApplyLocalUpdate(update, row_weights_);
+  }
   // The plan: every row with something to push (a lossy codec's residual
   // too), mandatory first.
   const bool rog = terms_.policy == SyncPolicy::kRog;

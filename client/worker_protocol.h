@@ -88,6 +88,12 @@ struct ProtocolOptions {
   // worker still holds: 1/N of it under ROG (kAverage), or all of it
   // (kSum). See DrainKeep in common/protocol_rules.h.
   DrainRule drain = DrainRule::kAverage;
+  // Staleness-aware weighting of the worker's own update (StaleWeight in
+  // common/protocol_rules.h): each row's part weighted 1 / (1 + s), s the
+  // iterations of the team's updates the row lacked when the iteration
+  // began. Under trial (issue 58): the simulator's --stale_weight; not a
+  // WorkerOptions field.
+  bool stale_weight = false;
 };
 
 class WorkerProtocol {
@@ -140,6 +146,9 @@ class WorkerProtocol {
   // Applies the iteration's update (finite, layout().total_numel()
   // elements) and starts its push: the plan, the window, a progress report.
   void StartPush(absl::Span<const float> update);
+  // The weight StartPush gives row `row`'s part of the update of the
+  // iteration begun last (1 unless options' stale_weight).
+  float update_weight(RowId row) const { return row_weights_.empty() ? 1.0f : row_weights_[row]; }
   // Whether EndIteration may return at `now`: detached, disconnected (noted
   // in the stats), or the rows it waits for on their way.
   bool PushEnds(double now);
@@ -295,6 +304,8 @@ class WorkerProtocol {
   std::deque<pb::Progress> progress_out_;
   Goodbye goodbye_;
   bool in_iteration_ = false;
+  // stale_weight: each row's StaleWeight when the iteration began.
+  std::vector<float> row_weights_;
   PushStatistics stats_;
 };
 

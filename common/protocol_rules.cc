@@ -59,6 +59,11 @@ double DrainKeep(SyncPolicy policy, DrainRule rule, uint64_t team_size) {
   return 1.0 / static_cast<double>(team_size);
 }
 
+double StaleWeight(uint64_t clock, uint64_t known) {
+  const uint64_t lacked = clock > known ? clock - known : 0;
+  return 1.0 / (1.0 + static_cast<double>(lacked));
+}
+
 double TeamRate(size_t members, double compute_seconds, double slowest_share_seconds) {
   if (members == 0) return 0;
   return static_cast<double>(members) / (compute_seconds + slowest_share_seconds);

@@ -36,6 +36,26 @@ void WorkerState::ApplyLocalUpdate(absl::Span<const float> update) {
   ++clock_;
 }
 
+void WorkerState::ApplyLocalUpdate(absl::Span<const float> update,
+                                   absl::Span<const float> row_weights) {
+  assert(update.size() == replica_.size() && row_weights.size() == layout_->num_rows());
+  for (RowId row = 0; row < layout_->num_rows(); ++row) {
+    const RowInfo& r = layout_->row(row);
+    const float w = row_weights[row];
+    if (w == 1.0f) {
+      AddToBoth(replica_.data() + r.offset, accumulator_.data() + r.offset,
+                update.data() + r.offset, r.numel);
+      continue;
+    }
+    for (size_t j = r.offset; j < r.offset + r.numel; ++j) {
+      const float v = update[j] * w;
+      replica_[j] += v;
+      accumulator_[j] += v;
+    }
+  }
+  ++clock_;
+}
+
 double WorkerState::AccumulatorMagnitude(RowId row) const { return MeanAbs(accumulator_row(row)); }
 
 uint32_t WorkerState::TakeUplink(RowId row, Codec codec, std::string* payload,

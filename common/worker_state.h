@@ -37,6 +37,11 @@ class WorkerState {
   // to the replica at once and added to every row's accumulator; the clock
   // advances. REQUIRES: update.size() == total_numel.
   void ApplyLocalUpdate(absl::Span<const float> update);
+  // The same with each row's part of `update` multiplied by
+  // `row_weights[row]` (StaleWeight in common/protocol_rules.h): the
+  // replica and the accumulator receive the weighted update alike.
+  // REQUIRES: row_weights.size() == num_rows.
+  void ApplyLocalUpdate(absl::Span<const float> update, absl::Span<const float> row_weights);
 
   // Iterations in the row's accumulator not yet pushed.
   uint64_t unpushed(RowId row) const { return clock_ - pushed_[row]; }

@@ -259,6 +259,7 @@ class Simulation {
   void ScoreReplicas(double time);
   void OnComputeDone(size_t w);
   void MakeUpdate(size_t w);
+  void CountUpdate(size_t w);
   bool PushEnds(SimWorker& s);
   void EndPush(size_t w);
   void Stop(size_t w);
@@ -819,11 +820,7 @@ void Simulation::ScoreReplicas(double time) {
 void Simulation::MakeUpdate(size_t w) {
   if (cfg_.learning != nullptr) {
     cfg_.learning->Step(w, workers_[w].iterations, workers_[w].params, absl::MakeSpan(update_));
-    for (size_t j = 0; j < update_.size(); ++j) {
-      true_sum_[j] += update_[j];
-      report_.max_update_element =
-          std::max(report_.max_update_element, static_cast<double>(std::fabs(update_[j])));
-    }
+    CountUpdate(w);
     return;
   }
   const size_t n = workers_.size();
@@ -840,10 +837,22 @@ void Simulation::MakeUpdate(size_t w) {
       }
     }
   }
-  for (size_t j = 0; j < update_.size(); ++j) {
-    true_sum_[j] += update_[j];
-    report_.max_update_element =
-        std::max(report_.max_update_element, static_cast<double>(std::fabs(update_[j])));
+  CountUpdate(w);
+}
+
+// The update as w's replica will receive it (each row weighted as the
+// protocol will weigh it: 1 unless stale_weight) into the sum conservation
+// is checked against.
+void Simulation::CountUpdate(size_t w) {
+  const WorkerProtocol& proto = *workers_[w].proto;
+  for (RowId r = 0; r < layout_.num_rows(); ++r) {
+    const RowInfo& info = layout_.row(r);
+    const float weight = proto.update_weight(r);
+    for (size_t j = info.offset; j < info.offset + info.numel; ++j) {
+      true_sum_[j] += weight == 1.0f ? update_[j] : update_[j] * weight;
+      report_.max_update_element =
+          std::max(report_.max_update_element, static_cast<double>(std::fabs(update_[j])));
+    }
   }
 }
 

@@ -486,5 +486,41 @@ TEST_CASE("the final flush under ROG pushes 1/team_size of what the worker holds
   CHECK(f.proto.FlushStep());
 }
 
+TEST_CASE("stale_weight: each row's update weighted by its staleness when the iteration began",
+          "[worker][protocol]") {
+  auto clock = std::make_shared<FakeClock>();
+  ProtocolOptions o = TestOptions(clock, 64, 0.005);
+  o.stale_weight = true;
+  const Layout layout = *Layout::Create({{"w", {4, 16}}}, 16);
+  WorkerProtocol proto(o, layout, std::vector<float>(64, 0.0f));
+  REQUIRE(proto.OnWelcome(InSyncWelcome(layout, /*rog=*/false)).ok());
+  std::vector<float> params(64);
+  // No downlink comes: every row holds the team's updates up to 0, so the
+  // iteration begun at clock k lacks k of them (S = 2 lets three begin).
+  float expected = 0;
+  for (uint64_t k = 0; k < 3; ++k) {
+    REQUIRE(proto.MayBegin());
+    proto.Begin(clock->Now(), clock->Now(), false, 0, absl::MakeSpan(params));
+    CHECK(params[0] == expected);
+    const float weight = 1.0f / static_cast<float>(1 + k);
+    CHECK(proto.update_weight(0) == weight);
+    CHECK(proto.update_weight(3) == weight);
+    proto.StartPush(std::vector<float>(64, 1.0f));
+    proto.FinishPush();
+    expected += weight;
+    CHECK(proto.replica()[63] == expected);
+  }
+  CHECK_FALSE(proto.MayBegin());  // at the bound
+}
+
+TEST_CASE("without stale_weight every row's update counts whole", "[worker][protocol]") {
+  Fixture f;
+  f.Welcome();
+  f.Iterate();
+  f.Iterate();
+  CHECK(f.proto.update_weight(0) == 1.0f);
+  CHECK(f.proto.replica()[0] == 2.0f);
+}
+
 }  // namespace
 }  // namespace rog

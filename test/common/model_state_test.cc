@@ -178,5 +178,23 @@ TEST_CASE("KeepHeld keeps a fraction of the accumulators and takes the rest out 
   CHECK(w.accumulator_row(0)[1] == 1.0f);
 }
 
+TEST_CASE("a weighted local update: each row's part weighted, the replica and accumulator alike",
+          "[worker_state]") {
+  const Layout layout = TwoRowLayout();
+  WorkerState w(layout, std::vector<float>(6, 1.0f));
+  w.ApplyLocalUpdate(std::vector<float>{4, 4, 4, 3, 3, 3}, std::vector<float>{0.25f, 1.0f / 3});
+  CHECK(w.clock() == 1);
+  CHECK(w.replica_row(0)[0] == 2.0f);
+  CHECK(w.accumulator_row(0)[2] == 1.0f);
+  CHECK(w.replica_row(1)[1] == 1.0f + 3.0f * (1.0f / 3));
+  CHECK(w.accumulator_row(1)[1] == 3.0f * (1.0f / 3));
+  // What is pushed is what the replica received.
+  std::string payload;
+  std::vector<float> decoded(3);
+  REQUIRE(w.TakeUplink(1, Codec::kFp32, &payload, absl::MakeSpan(decoded)) == 1);
+  CHECK(decoded[0] == w.replica_row(1)[0] - 1.0f);
+  CHECK_FALSE(w.HasResidual(1));
+}
+
 }  // namespace
 }  // namespace rog

@@ -187,5 +187,14 @@ TEST_CASE("the drain rule: 1/N under ROG with kAverage and a known team, else ev
   CHECK(DrainKeep(SyncPolicy::kBsp, DrainRule::kAverage, 4) == 1.0);
 }
 
+TEST_CASE("the stale weight: 1 / (1 + the iterations of the team's updates a row lacked)",
+          "[protocol_rules]") {
+  CHECK(StaleWeight(5, 5) == 1.0);
+  CHECK(StaleWeight(5, 7) == 1.0);  // ahead of the clock: lacks nothing
+  CHECK(StaleWeight(5, 4) == 0.5);
+  CHECK(StaleWeight(5, 1) == 0.2);
+  CHECK(StaleWeight(0, 0) == 1.0);
+}
+
 }  // namespace
 }  // namespace rog

@@ -76,6 +76,11 @@ ABSL_FLAG(std::string, drain, "",
           "(the SDK's WorkerOptions::drain, Worker::Finish): average (ROG: 1/N of it, the rest "
           "leaves its replica) or sum (all of it). Empty: average in fmnist_sim (the SDK's "
           "default), sum with integer updates (their conservation check is exact only then)");
+ABSL_FLAG(bool, stale_weight, false,
+          "Under trial (issue 58): each worker's update weighted per row by 1 / (1 + s), s the "
+          "iterations of the team's updates the row lacked when the iteration began "
+          "(StaleWeight in common/protocol_rules.h). fmnist_sim only: the integer updates' "
+          "checks are exact only unweighted");
 ABSL_FLAG(bool, push_waits_for_acks, false,
           "Experiment: a worker's EndIteration returns only once every batch it sent is "
           "acknowledged, so its transfers do not overlap its next compute (a baseline as the "
@@ -286,6 +291,12 @@ absl::StatusOr<rog::SimConfig> ConfigFromFlags(rog::Codec codec,
     return absl::InvalidArgumentError(
         absl::StrCat("--drain must be average or sum (empty: the default), not '", drain, "'"));
   }
+  base.stale_weight = absl::GetFlag(FLAGS_stale_weight);
+  if (base.stale_weight && !learning) {
+    return absl::InvalidArgumentError(
+        "--stale_weight needs a learning task (tools/sim/fmnist_sim): the integer updates' "
+        "conservation checks are exact only unweighted");
+  }
   base.engine = EngineFromFlags(codec);
   base.batch_bytes = base.engine.batch_bytes;
   base.batch_seconds = base.engine.batch_seconds;
@@ -328,6 +339,11 @@ void PrintSettings(const rog::Layout& layout, const rog::SimConfig& base) {
         "  drain averaged: under ROG each worker's final flush pushes 1/%zu of what it "
         "still holds\n",
         base.workers);
+  }
+  if (base.stale_weight) {
+    std::printf(
+        "  stale weight: each row's part of a worker's update weighted 1/(1 + the iterations "
+        "of the team's updates it lacked)\n");
   }
   const rog::EngineOptions& e = base.engine;
   if (e.patience > 0) {
