@@ -105,6 +105,60 @@ def test_initial_values_are_the_parameters_as_float32(device):
     assert list(init[:24]) == [0.5] * 24 and list(init[24:]) == [-2.0] * 3
 
 
+class TwoLayer(torch.nn.Module):
+    """A small model whose forward pass runs in every dtype on every device
+    (elementwise products and sums: CPU torch 1.13 has no float16 matmul),
+    with one non-contiguous parameter."""
+
+    def __init__(self, dtype, device):
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        self.w1 = torch.nn.Parameter(
+            (torch.randn(16, 12, generator=g) / 4).to(device, dtype).t())  # non-contiguous
+        self.b1 = torch.nn.Parameter(torch.zeros(12, dtype=dtype, device=device))
+        self.w2 = torch.nn.Parameter((torch.randn(5, 12, generator=g) / 4).to(device, dtype))
+
+    def forward(self, x):
+        h = (x.unsqueeze(1) * self.w1).sum(-1) + self.b1
+        h = h * h  # CPU torch 1.13 has no float16 relu either
+        return (h.unsqueeze(1) * self.w2).sum(-1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_training_steps_push_exactly_what_the_optimizer_changed(device, dtype):
+    # What a robot's loop does: the team's model into the parameters, a real
+    # optimizer step (momentum: its state outlives the load), the change
+    # taken. Every step the parameters start as the team's model rounded to
+    # their dtype, and the delta is their change, bit for bit, as computed
+    # here apart on the CPU. The team's model moves between steps (the
+    # others' updates), so each load differs from the last.
+    model = TwoLayer(dtype, device)
+    s = staging.Staging(list(model.named_parameters()))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(32, 16, generator=g).to(device, dtype)
+    y = torch.randint(0, 5, (32,), generator=g).to(device)
+    team = torch.from_numpy(s.initial().copy())
+    for step in range(6):
+        set_begin(s, team)
+        s.load()
+        loaded = [p.detach().cpu().clone() for p in model.parameters()]
+        for p, piece in zip(loaded, s.slices):
+            assert torch.equal(p.reshape(-1), team[piece].to(dtype)), f"step {step}"
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x).float(), y).backward()
+        opt.step()
+        s.take_delta()
+        delta = torch.from_numpy(s.delta_buffer).clone()
+        wide = torch.float64 if dtype == torch.float64 else torch.float32
+        expected = torch.cat([(p.detach().cpu().to(wide) - q.to(wide)).reshape(-1).float()
+                              for p, q in zip(model.parameters(), loaded)])
+        assert torch.equal(delta, expected), f"step {step}"
+        assert torch.count_nonzero(delta) > 0
+        team = team + delta + 1e-3 * torch.randn(team.shape, generator=g)
+
+
 def test_buffers_are_allocated_once_and_shared_without_copy():
     s = staging.Staging(params(torch.float32, "cpu"))
     before = (s.begin_host.data_ptr(), s.delta_host.data_ptr())
