@@ -91,8 +91,9 @@ struct ProtocolOptions {
   // Staleness-aware weighting of the worker's own update (StaleWeight in
   // common/protocol_rules.h): each row's part weighted 1 / (1 + s), s the
   // iterations of the team's updates the row lacked when the iteration
-  // began. Under trial (issue 58): the simulator's --stale_weight; not a
-  // WorkerOptions field.
+  // began. The simulator's --stale_weight; not a WorkerOptions field: it
+  // lowered the final model in the simulator (issue 58, see
+  // results/2026-12-04-stale-weight-55016c8/README.md).
   bool stale_weight = false;
 };
 

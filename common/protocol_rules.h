@@ -139,17 +139,19 @@ bool SendsWhole(uint64_t plan_bytes, uint64_t inflight_limit, double goodput,
 // which they push whole; team_size 0: unknown, e.g. an older rogd).
 double DrainKeep(SyncPolicy policy, DrainRule rule, uint64_t team_size);
 
-// Staleness-aware weighting of a worker's own update (an option under
-// trial, issue 58; ProtocolOptions::stale_weight, the simulator's
-// --stale_weight; off by default): the part of an iteration's update in a
-// row whose replica, when the iteration began at `clock` (iterations the
-// worker had completed), held the team's updates only up to version
-// `known` is weighted 1 / (1 + s), s = clock - known the iterations of the
-// team's updates it lacked (0 when it lacked none). After the learning
-// rate divided by the staleness of Zhang et al., "Staleness-aware
-// async-SGD for distributed deep learning" (IJCAI 2016). The weighted
-// update is what the replica and the accumulator both receive, so what is
-// pushed is still exactly what rogd folds.
+// Staleness-aware weighting of a worker's own update (issue 58;
+// ProtocolOptions::stale_weight, the simulator's --stale_weight): the part
+// of an iteration's update in a row whose replica, when the iteration
+// began at `clock` (iterations the worker had completed), held the team's
+// updates only up to version `known` is weighted 1 / (1 + s), s being
+// clock minus known, the iterations of the team's updates it lacked (0
+// when it lacked none). After the learning rate divided by the staleness
+// of Zhang et al., "Staleness-aware async-SGD for distributed deep
+// learning" (IJCAI 2016). The weighted update is what the replica and the
+// accumulator both receive, so what is pushed is still exactly what rogd
+// folds. Off and not in the SDK: at eight of the nine regime points it
+// lowered the final model by 1.4-2.2 points; kept for A/Bs. See
+// results/2026-12-04-stale-weight-55016c8/README.md.
 double StaleWeight(uint64_t clock, uint64_t known);
 
 // Team pace: the iterations per second a team of `members` is expected to

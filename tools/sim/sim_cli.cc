@@ -77,10 +77,11 @@ ABSL_FLAG(std::string, drain, "",
           "leaves its replica) or sum (all of it). Empty: average in fmnist_sim (the SDK's "
           "default), sum with integer updates (their conservation check is exact only then)");
 ABSL_FLAG(bool, stale_weight, false,
-          "Under trial (issue 58): each worker's update weighted per row by 1 / (1 + s), s the "
-          "iterations of the team's updates the row lacked when the iteration began "
-          "(StaleWeight in common/protocol_rules.h). fmnist_sim only: the integer updates' "
-          "checks are exact only unweighted");
+          "Each worker's update weighted per row by 1 / (1 + s), s the iterations of the team's "
+          "updates the row lacked when the iteration began (StaleWeight in "
+          "common/protocol_rules.h). Rejected for the SDK: it lowered the final model "
+          "(issue 58, results/2026-12-04-stale-weight-55016c8). fmnist_sim only: the integer "
+          "updates' checks are exact only unweighted");
 ABSL_FLAG(bool, push_waits_for_acks, false,
           "Experiment: a worker's EndIteration returns only once every batch it sent is "
           "acknowledged, so its transfers do not overlap its next compute (a baseline as the "
