@@ -141,8 +141,6 @@ std::string ShareText(const RepeatRow& r) {
                       " upper bounds");
 }
 
-// A row's modelled energy over the repeats: "–" without a power model, and
-// how many repeats did not reach the target.
 // rogd's model at the end, saying how many repeats had it when not all did.
 std::string RogdModelCell(const RepeatRow& r) {
   const std::string cell = SpreadText(SpreadOf(r.rogd_acc), 4);
@@ -150,6 +148,8 @@ std::string RogdModelCell(const RepeatRow& r) {
   return absl::StrCat(cell, " (", r.rogd_acc.size(), " of ", r.present, " repeats)");
 }
 
+// A row's modelled energy over the repeats: "–" without a power model, and
+// how many repeats did not reach the target.
 std::string EnergyText(const RepeatRow& r, const BenchSettings& settings) {
   if (!settings.power) return "–";
   const std::string text = SpreadText(SpreadOf(r.energy), 0, 1, " J");
