@@ -42,11 +42,6 @@ void WorkerState::ApplyLocalUpdate(absl::Span<const float> update,
   for (RowId row = 0; row < layout_->num_rows(); ++row) {
     const RowInfo& r = layout_->row(row);
     const float w = row_weights[row];
-    if (w == 1.0f) {
-      AddToBoth(replica_.data() + r.offset, accumulator_.data() + r.offset,
-                update.data() + r.offset, r.numel);
-      continue;
-    }
     for (size_t j = r.offset; j < r.offset + r.numel; ++j) {
       const float v = update[j] * w;
       replica_[j] += v;

@@ -849,7 +849,7 @@ void Simulation::CountUpdate(size_t w) {
     const RowInfo& info = layout_.row(r);
     const float weight = proto.update_weight(r);
     for (size_t j = info.offset; j < info.offset + info.numel; ++j) {
-      true_sum_[j] += weight == 1.0f ? update_[j] : update_[j] * weight;
+      true_sum_[j] += update_[j] * weight;  // as WorkerState adds it (x 1 is exact)
       report_.max_update_element =
           std::max(report_.max_update_element, static_cast<double>(std::fabs(update_[j])));
     }
